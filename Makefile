@@ -1,0 +1,32 @@
+# hunyuan-serve: `make up` runs the service, `make test` runs every check, `make bench` measures it.
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+ARGS ?=
+
+.PHONY: install up test lint typecheck unit bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml deploy/install.sh
+	VENV=$(VENV) bash deploy/install.sh
+	touch $(STAMP)
+
+up: install
+	$(BIN)/hunyuan-serve up $(ARGS)
+
+lint: install
+	$(BIN)/ruff check hunyuan_serve tests bench
+	$(BIN)/ruff format --check hunyuan_serve tests bench
+
+typecheck: install
+	$(BIN)/mypy
+
+unit: install
+	$(BIN)/pytest tests/unit -q
+
+test: lint typecheck
+	$(BIN)/pytest -q -rs
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

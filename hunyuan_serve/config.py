@@ -1,0 +1,293 @@
+"""The one configuration model: every option, timeout and threshold, with defaults and validation."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used, with a message naming the bad key."""
+
+
+class Section(BaseModel):
+    """Base of every config section: frozen, unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EngineConfig(Section):
+    """How the vLLM engine is built (maps to vLLM's engine arguments)."""
+
+    model: str | None = Field(
+        None, description="Path or hub id of the model; empty means the embedded default for this machine."
+    )
+    tokenizer: str | None = Field(None, description="Tokenizer path or id, if not the model's.")
+    served_model_name: str | None = Field(None, description="Name reported in responses and cache keys.")
+    dtype: str = Field("auto", description="Weights/compute dtype: auto, float16, bfloat16, float32.")
+    max_model_len: int | None = Field(None, gt=0, description="Context length (prompt + output tokens).")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="Fraction of GPU memory for vLLM.")
+    quantization: str | None = Field(None, description="vLLM quantization method, e.g. fp8.")
+    kv_cache_dtype: str = Field("auto", description="KV-cache dtype, e.g. auto or fp8.")
+    tensor_parallel_size: int = Field(1, ge=1, description="GPUs per replica.")
+    max_num_seqs: int = Field(256, ge=1, description="Most sequences the engine batches at once.")
+    enforce_eager: bool = Field(False, description="Disable CUDA graphs (faster start, slower decode).")
+    kv_cache_memory_bytes: int | None = Field(
+        None, gt=0, description="KV-cache size in bytes (CPU builds; overrides the GiB setting)."
+    )
+    cpu_kvcache_space_gib: int | None = Field(None, ge=1, description="VLLM_CPU_KVCACHE_SPACE on CPU.")
+    seed: int = Field(0, description="Engine sampling seed.")
+    prompt_family: Literal["auto", "hunyuan", "few_shot"] = Field(
+        "auto", description="Prompt style: hunyuan (official templates), few_shot (base models), auto."
+    )
+    trust_remote_code: bool = Field(False, description="Allow model code from the checkpoint.")
+
+    @field_validator("quantization")
+    @classmethod
+    def _no_experts_int8(cls, value: str | None) -> str | None:
+        if value == "experts_int8":
+            raise ValueError("experts_int8 breaks Hunyuan-MT's dense model output; use fp8 or none")
+        return value
+
+
+class ReplicaConfig(Section):
+    """The HTTP server around one engine: admission, deadlines, cache, sampling defaults."""
+
+    host: str = Field("127.0.0.1", description="Address a replica binds.")
+    port: int = Field(8001, ge=1, le=65535, description="Port of a single replica (up assigns its own).")
+    max_in_flight: int = Field(64, ge=1, description="Requests admitted at once; more get a fast 503.")
+    retry_after_s: int = Field(1, ge=0, description="Retry-After seconds on an overload 503.")
+    request_timeout_s: float = Field(120.0, gt=0, description="Per-request deadline; past it a 504.")
+    max_batch_texts: int = Field(128, ge=1, description="Most texts in one batch request.")
+    max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest request body accepted.")
+    cache_entries: int = Field(10_000, ge=0, description="In-process LRU cache size (0 disables).")
+    cache_path: str | None = Field(None, description="SQLite cache file shared by replicas on a host.")
+    health_deep_timeout_s: float = Field(10.0, gt=0, description="Deadline of the deep health probe.")
+    warmup_timeout_s: float = Field(600.0, gt=0, description="Deadline of the warm-up translation.")
+    temperature: float = Field(0.7, ge=0, le=2, description="Default sampling temperature.")
+    top_p: float = Field(0.6, gt=0, le=1, description="Default nucleus sampling.")
+    top_k: int = Field(20, ge=-1, description="Default top-k (-1 disables).")
+    repetition_penalty: float = Field(1.05, gt=0, le=2, description="Default repetition penalty.")
+    max_tokens: int = Field(512, ge=1, description="Default most generated tokens.")
+
+
+class SupervisorConfig(Section):
+    """Probing, eviction, restart and shutdown rules of `up`."""
+
+    probe_interval_s: float = Field(0.5, gt=0, description="Time between health probes of a replica.")
+    probe_timeout_s: float = Field(2.0, gt=0, description="Deadline of one health probe.")
+    deep_probe_every: int = Field(10, ge=0, description="Every Nth probe is deep (0: never).")
+    unhealthy_threshold: int = Field(3, ge=1, description="Failed probes in a row that evict a replica.")
+    startup_timeout_s: float = Field(900.0, gt=0, description="Deadline for a new replica to become ready.")
+    restart_backoff_base_s: float = Field(1.0, ge=0, description="First restart delay.")
+    restart_backoff_max_s: float = Field(60.0, ge=0, description="Largest restart delay.")
+    restart_backoff_jitter: float = Field(0.2, ge=0, le=1, description="Random fraction added to delays.")
+    crash_loop_budget: int = Field(5, ge=1, description="Failures within the window that mark it failed.")
+    crash_loop_window_s: float = Field(600.0, gt=0, description="Window the crash-loop budget counts in.")
+    drain_timeout_s: float = Field(30.0, ge=0, description="Time in-flight requests get on shutdown.")
+    kill_timeout_s: float = Field(10.0, ge=0, description="Time between SIGTERM and SIGKILL.")
+
+
+class NginxConfig(Section):
+    """The public front: Nginx in its own prefix with a rendered config."""
+
+    binary: str = Field("nginx", description="Nginx executable.")
+    listen: str = Field("127.0.0.1", description="Address Nginx listens on.")
+    port: int = Field(8080, ge=1, le=65535, description="Public port clients use.")
+    worker_processes: int | Literal["auto"] = Field("auto", description="Nginx worker processes.")
+    worker_connections: int = Field(4096, ge=16, description="Connections per Nginx worker.")
+    keepalive: int = Field(32, ge=1, description="Idle keepalive connections to replicas per worker.")
+    max_fails: int = Field(1, ge=0, description="Failures within fail_timeout that sideline a replica.")
+    fail_timeout_s: int = Field(2, ge=1, description="Window and sideline time for max_fails.")
+    connect_timeout_s: float = Field(1.0, gt=0, description="proxy_connect_timeout.")
+    send_timeout_s: float = Field(60.0, gt=0, description="proxy_send_timeout.")
+    read_timeout_s: float = Field(300.0, gt=0, description="proxy_read_timeout.")
+    next_upstream_tries: int = Field(3, ge=1, description="Replicas one request may try.")
+    next_upstream_timeout_s: float = Field(300.0, gt=0, description="Time a request may spend retrying.")
+    client_max_body_size: str = Field("8m", description="Largest request body Nginx accepts.")
+    rate_limit_rps: float | None = Field(None, gt=0, description="Per-client requests/s; past it a 429.")
+    rate_limit_burst: int = Field(50, ge=0, description="Burst allowed above rate_limit_rps.")
+    retry_after_s: int = Field(2, ge=0, description="Retry-After when no replica is ready.")
+
+
+class ServeConfig(Section):
+    """Everything `up` needs: devices, replicas and every section above."""
+
+    gpus: tuple[int, ...] | None = Field(None, description="CUDA devices; empty means all visible ones.")
+    replicas: int = Field(1, ge=1, description="Replicas on a machine without GPUs.")
+    base_port: int = Field(8101, ge=1, le=65535, description="Loopback port of the first replica.")
+    run_dir: str = Field("", description="Where configs, logs and state go (default: per-user run dir).")
+    log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
+    engine: EngineConfig = EngineConfig()
+    replica: ReplicaConfig = ReplicaConfig()
+    supervisor: SupervisorConfig = SupervisorConfig()
+    nginx: NginxConfig = NginxConfig()
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _parse_gpus(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return parse_gpus(value)
+        if isinstance(value, int):
+            return (value,)
+        return value
+
+    @model_validator(mode="after")
+    def _gpus_fit_tensor_parallel(self) -> ServeConfig:
+        tp = self.engine.tensor_parallel_size
+        if self.gpus is not None and len(self.gpus) % tp:
+            raise ValueError(f"gpus: {len(self.gpus)} devices do not split into groups of {tp}")
+        return self
+
+
+def parse_gpus(text: str) -> tuple[int, ...] | None:
+    """Parse '0,1,2' into (0, 1, 2); 'all' or '' means every visible device (None)."""
+    text = text.strip()
+    if text in ("", "all"):
+        return None
+    try:
+        ids = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise ValueError(f"gpus must be comma-separated device numbers, got {text!r}") from None
+    if len(set(ids)) != len(ids) or any(i < 0 for i in ids):
+        raise ValueError(f"gpus must be distinct non-negative numbers, got {text!r}")
+    return ids
+
+
+def default_run_dir(environ: Mapping[str, str]) -> Path:
+    """The run directory `up` and `status` agree on when none is given."""
+    if "HUNYUAN_SERVE_RUN_DIR" in environ:
+        return Path(environ["HUNYUAN_SERVE_RUN_DIR"])
+    if "XDG_RUNTIME_DIR" in environ:
+        return Path(environ["XDG_RUNTIME_DIR"]) / "hunyuan-serve"
+    return Path("/tmp") / f"hunyuan-serve-{os.getuid()}"
+
+
+def _format_error(err: ValidationError) -> str:
+    lines = []
+    for item in err.errors():
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        lines.append(f"{key}: {item['msg']}")
+    return "invalid config: " + "; ".join(lines)
+
+
+def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def build_config(file_data: Mapping[str, Any] | None, overrides: Mapping[str, Any]) -> ServeConfig:
+    """Merge a parsed YAML mapping with CLI overrides (dotted keys) and validate."""
+    nested: dict[str, Any] = {}
+    for dotted, value in overrides.items():
+        node = nested
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    data = _deep_merge(dict(file_data or {}), nested)
+    try:
+        return ServeConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_error(err)) from None
+
+
+def load_config_file(path: str | Path | None) -> dict[str, Any]:
+    """Read a YAML config file into a mapping; errors name the file."""
+    if path is None:
+        return {}
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot read config {path}: {err.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"config {path} is not valid YAML: {err}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config {path} must be a mapping at the top level")
+    return data
+
+
+def config_to_yaml(cfg: ServeConfig) -> str:
+    """The effective config as YAML that load_config_file reads back to the same model."""
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+# -- CLI flags generated from the model, so each option is declared once -----------------------
+
+_SECTIONS: dict[str, type[Section]] = {
+    "engine": EngineConfig,
+    "replica": ReplicaConfig,
+    "supervisor": SupervisorConfig,
+    "nginx": NginxConfig,
+}
+
+# Flags whose short name would be ambiguous across sections get the section as prefix.
+_AMBIGUOUS = {"port", "host", "retry_after_s", "listen", "binary"}
+
+
+def _flag_name(section: str | None, field: str) -> str:
+    if section is None:
+        return field
+    if field in _AMBIGUOUS:
+        return f"{section}_{field}"
+    return field
+
+
+def _bool_arg(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def add_config_flags(parser: argparse.ArgumentParser, sections: Sequence[str]) -> None:
+    """Add one --flag per field of the named sections ('top' is ServeConfig's own fields)."""
+    parser.add_argument("--config", metavar="FILE", help="YAML config file; flags override it.")
+    for section in sections:
+        model: type[Section] = ServeConfig if section == "top" else _SECTIONS[section]
+        group = parser.add_argument_group(f"{section} options")
+        for name, field in model.model_fields.items():
+            if name in _SECTIONS:
+                continue
+            flag = "--" + _flag_name(None if section == "top" else section, name).replace("_", "-")
+            dest = name if section == "top" else f"{section}.{name}"
+            annotation = str(field.annotation)
+            kwargs: dict[str, Any] = {"dest": dest, "default": argparse.SUPPRESS, "help": field.description}
+            if annotation == "<class 'bool'>":
+                kwargs.update(nargs="?", const=True, type=_bool_arg, metavar="BOOL")
+            group.add_argument(flag, **kwargs)
+
+
+def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The config keys the user set on the command line (pydantic coerces the strings)."""
+    skip = {"config", "command", "func"}
+    return {key: value for key, value in vars(args).items() if key not in skip and _is_config_key(key)}
+
+
+def _is_config_key(key: str) -> bool:
+    if "." in key:
+        section, name = key.split(".", 1)
+        return section in _SECTIONS and name in _SECTIONS[section].model_fields
+    return key in ServeConfig.model_fields
+
+
+def config_from_args(args: argparse.Namespace) -> ServeConfig:
+    """Load --config and apply the flags given, as every command that takes config does."""
+    return build_config(load_config_file(getattr(args, "config", None)), overrides_from_args(args))
