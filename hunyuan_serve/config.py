@@ -92,6 +92,8 @@ class SupervisorConfig(Section):
     crash_loop_window_s: float = Field(600.0, gt=0, description="Window the crash-loop budget counts in.")
     drain_timeout_s: float = Field(30.0, ge=0, description="Time in-flight requests get on shutdown.")
     kill_timeout_s: float = Field(10.0, ge=0, description="Time between SIGTERM and SIGKILL.")
+    tick_s: float = Field(0.25, gt=0, description="Longest the supervisor loop waits between clock checks.")
+    status_timeout_s: float = Field(1.0, gt=0, description="Deadline of each request `status` makes.")
 
 
 class NginxConfig(Section):
@@ -114,6 +116,12 @@ class NginxConfig(Section):
     rate_limit_rps: float | None = Field(None, gt=0, description="Per-client requests/s; past it a 429.")
     rate_limit_burst: int = Field(50, ge=0, description="Burst allowed above rate_limit_rps.")
     retry_after_s: int = Field(2, ge=0, description="Retry-After when no replica is ready.")
+    balance: Literal["least_conn", "round_robin"] = Field(
+        "least_conn", description="Upstream balancing: least_conn, or round_robin (for comparison)."
+    )
+    keepalive_timeout_s: float = Field(60.0, gt=0, description="Idle time of a keepalive connection.")
+    expose_metrics: bool = Field(False, description="Proxy /metrics (one replica's, per request) publicly.")
+    reload_timeout_s: float = Field(10.0, gt=0, description="Deadline of `nginx -t` and of starting Nginx.")
 
 
 class ServeConfig(Section):
