@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 # Debian packages the service and its tests use (nginx 1.22 from Debian; chromium for the page test).
-APT_PACKAGES=(nginx)
+APT_PACKAGES=(nginx chromium)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -1,0 +1,345 @@
+"""Sync and async HTTP clients of the translation service: pooled, bounded, retrying, batching."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from hunyuan_serve.client.settings import ClientSettings, parse_retry_after, retry_delay
+
+Progress = Callable[[int, int], None]  # (texts done, texts total)
+RetryHook = Callable[[int, float, "TranslateError"], None]  # (attempt, delay, error)
+
+
+class TranslateError(Exception):
+    """A request the service refused or that could not be completed after the retries allowed."""
+
+    def __init__(self, status: int | None, code: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(f"{status or 'no response'} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Translation:
+    text: str
+    result: str
+    cached: bool = False
+    latency_ms: float | None = None
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str
+    name: str
+    native_name: str = ""
+
+
+def _payload(
+    texts: str | Sequence[str], target: str, source: str | None, options: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"text": texts} if isinstance(texts, str) else {"texts": list(texts)}
+    body["target_lang"] = target
+    if source:
+        body["source_lang"] = source
+    body.update({k: v for k, v in (options or {}).items() if v is not None})
+    return body
+
+
+def error_from_response(response: httpx.Response) -> TranslateError:
+    """The service's {"error": {"code", "message"}} as an exception (or the raw body when not JSON)."""
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    code, message = "http_error", response.text.strip()[:500] or response.reason_phrase
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        code = str(data["error"].get("code", code))
+        message = str(data["error"].get("message", message))
+    elif isinstance(data, dict) and "detail" in data:
+        message = str(data["detail"])
+    return TranslateError(response.status_code, code, message, retry_after)
+
+
+def _parse_batch(response: httpx.Response, texts: Sequence[str]) -> list[Translation]:
+    data = response.json()
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list) or len(results) != len(texts):
+        raise TranslateError(response.status_code, "bad_response", f"expected {len(texts)} results")
+    cached = data.get("cached")
+    flags = cached if isinstance(cached, list) and len(cached) == len(texts) else [False] * len(texts)
+    return [
+        Translation(text, str(result), bool(flag), data.get("latency_ms"), data.get("request_id"))
+        for text, result, flag in zip(texts, results, flags, strict=True)
+    ]
+
+
+def _parse_one(response: httpx.Response, text: str) -> Translation:
+    data = response.json()
+    if not isinstance(data, dict) or not isinstance(data.get("result"), str):
+        raise TranslateError(response.status_code, "bad_response", "no 'result' in the response")
+    return Translation(
+        text, data["result"], bool(data.get("cached")), data.get("latency_ms"), data.get("request_id")
+    )
+
+
+def _parse_languages(response: httpx.Response) -> list[Language]:
+    data = response.json()
+    return [
+        Language(str(item["code"]), str(item.get("name", item["code"])), str(item.get("native_name", "")))
+        for item in data.get("languages", [])
+    ]
+
+
+def _chunks(texts: Sequence[str], size: int) -> list[list[str]]:
+    return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
+
+
+def _http_options(settings: ClientSettings) -> dict[str, Any]:
+    return {
+        "base_url": settings.base_url,
+        "timeout": httpx.Timeout(
+            connect=settings.connect_timeout_s,
+            read=settings.read_timeout_s,
+            write=settings.write_timeout_s,
+            pool=settings.pool_timeout_s,
+        ),
+        "limits": httpx.Limits(
+            max_connections=settings.max_connections,
+            max_keepalive_connections=settings.max_keepalive_connections,
+            keepalive_expiry=settings.keepalive_expiry_s,
+        ),
+        "headers": {"User-Agent": settings.user_agent},
+    }
+
+
+class _RetryPolicy:
+    """Decides after each try whether to retry and how long to wait first."""
+
+    def __init__(self, settings: ClientSettings, on_retry: RetryHook | None, rand: Callable[[], float]):
+        self.settings = settings
+        self.on_retry = on_retry
+        self.rand = rand
+
+    def failure(self, response: httpx.Response | None, err: httpx.TransportError | None) -> TranslateError:
+        if response is None:
+            return TranslateError(None, "connection_error", f"{type(err).__name__}: {err}")
+        return error_from_response(response)
+
+    def delay(self, attempt: int, failure: TranslateError) -> float | None:
+        """Seconds to wait before retrying, or None when the failure is final."""
+        retryable = failure.status is None or failure.status in self.settings.retry_statuses
+        if not retryable or attempt >= self.settings.max_retries:
+            return None
+        seconds = retry_delay(self.settings, attempt, failure.retry_after, self.rand)
+        if self.on_retry is not None:
+            self.on_retry(attempt + 1, seconds, failure)
+        return seconds
+
+
+class TranslateClient:
+    """Blocking client; safe to share between threads."""
+
+    def __init__(
+        self,
+        settings: ClientSettings | None = None,
+        *,
+        on_retry: RetryHook | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.settings = settings or ClientSettings()
+        self._policy = _RetryPolicy(self.settings, on_retry, rand)
+        self._slots = threading.BoundedSemaphore(self.settings.concurrency)
+        self._http = httpx.Client(**_http_options(self.settings))
+
+    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        attempt = 0
+        while True:
+            response, error = None, None
+            try:
+                with self._slots:
+                    response = self._http.request(method, path, json=body)
+                if response.status_code < 400:
+                    return response
+            except httpx.TransportError as err:
+                error = err
+            failure = self._policy.failure(response, error)
+            wait_s = self._policy.delay(attempt, failure)
+            if wait_s is None:
+                raise failure
+            time.sleep(wait_s)
+            attempt += 1
+
+    def translate(
+        self, text: str, target: str, source: str | None = None, options: Mapping[str, Any] | None = None
+    ) -> Translation:
+        return _parse_one(self._request("POST", "/translate", _payload(text, target, source, options)), text)
+
+    def translate_texts(
+        self,
+        texts: Sequence[str],
+        target: str,
+        source: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> list[Translation]:
+        """One batch request; the service bounds how many texts it takes at once."""
+        if not texts:
+            return []
+        response = self._request("POST", "/translate", _payload(texts, target, source, options))
+        return _parse_batch(response, texts)
+
+    def translate_batch(
+        self,
+        texts: Sequence[str],
+        target: str,
+        source: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        progress: Progress | None = None,
+    ) -> list[Translation]:
+        """Any number of texts, in batches of settings.batch_size sent concurrently; results in order."""
+        chunks = _chunks(texts, self.settings.batch_size)
+        results: list[list[Translation]] = [[] for _ in chunks]
+        done = 0
+        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
+            futures = {
+                pool.submit(self.translate_texts, c, target, source, options): i for i, c in enumerate(chunks)
+            }
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in finished:
+                    err = future.exception()
+                    if err is not None:
+                        for other in pending:
+                            other.cancel()
+                        raise err
+                    results[futures[future]] = future.result()
+                    done += len(chunks[futures[future]])
+                    if progress is not None:
+                        progress(done, len(texts))
+        return [t for chunk in results for t in chunk]
+
+    def languages(self) -> list[Language]:
+        return _parse_languages(self._request("GET", "/languages"))
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """Status code and body of GET /health, without retries (a 503 is an answer here)."""
+        response = self._http.get("/health")
+        return response.status_code, response.json()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> TranslateClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncTranslateClient:
+    """asyncio client; one instance per event loop."""
+
+    def __init__(
+        self,
+        settings: ClientSettings | None = None,
+        *,
+        on_retry: RetryHook | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.settings = settings or ClientSettings()
+        self._policy = _RetryPolicy(self.settings, on_retry, rand)
+        self._slots = asyncio.Semaphore(self.settings.concurrency)
+        self._http = httpx.AsyncClient(**_http_options(self.settings))
+
+    async def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+        attempt = 0
+        while True:
+            response, error = None, None
+            try:
+                async with self._slots:
+                    response = await self._http.request(method, path, json=body)
+                if response.status_code < 400:
+                    return response
+            except httpx.TransportError as err:
+                error = err
+            failure = self._policy.failure(response, error)
+            wait_s = self._policy.delay(attempt, failure)
+            if wait_s is None:
+                raise failure
+            await asyncio.sleep(wait_s)
+            attempt += 1
+
+    async def translate(
+        self, text: str, target: str, source: str | None = None, options: Mapping[str, Any] | None = None
+    ) -> Translation:
+        response = await self._request("POST", "/translate", _payload(text, target, source, options))
+        return _parse_one(response, text)
+
+    async def translate_texts(
+        self,
+        texts: Sequence[str],
+        target: str,
+        source: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> list[Translation]:
+        if not texts:
+            return []
+        response = await self._request("POST", "/translate", _payload(texts, target, source, options))
+        return _parse_batch(response, texts)
+
+    async def translate_batch(
+        self,
+        texts: Sequence[str],
+        target: str,
+        source: str | None = None,
+        options: Mapping[str, Any] | None = None,
+        progress: Progress | None = None,
+    ) -> list[Translation]:
+        chunks = _chunks(texts, self.settings.batch_size)
+        done = 0
+
+        async def one(chunk: list[str]) -> list[Translation]:
+            nonlocal done
+            result = await self.translate_texts(chunk, target, source, options)
+            done += len(chunk)
+            if progress is not None:
+                progress(done, len(texts))
+            return result
+
+        # TaskGroup semantics by hand (3.10): the first failure cancels the other batches.
+        tasks = [asyncio.ensure_future(one(chunk)) for chunk in chunks]
+        try:
+            results = await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+        return [t for chunk in results for t in chunk]
+
+    async def languages(self) -> list[Language]:
+        return _parse_languages(await self._request("GET", "/languages"))
+
+    async def health(self) -> tuple[int, dict[str, Any]]:
+        response = await self._http.get("/health")
+        return response.status_code, response.json()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncTranslateClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,253 @@
+"""`hunyuan-serve translate`: localize a text or JSON file (or stdin) through the service."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hunyuan_serve.client.settings import DEFAULT_URL, ClientSettings
+
+# Settings with a flag of their own elsewhere on this command.
+_OWN_FLAGS = {"base_url"}
+_SAMPLING = ("max_tokens", "temperature", "top_p", "top_k", "repetition_penalty")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "translate",
+        help="Translate a text or JSON localization file through the service.",
+        description=(
+            "Translate INPUT ('-' for stdin): plain text one segment a line, or a JSON localization file "
+            "(keys kept, string values translated). Placeholders must survive; segments whose placeholders "
+            "come back changed are reported and left untranslated. Exit 0 when every segment was "
+            "translated, cached or skipped, 1 when some failed (output still written), 2 on bad usage, "
+            "130 when interrupted."
+        ),
+    )
+    parser.add_argument("input", metavar="INPUT", help="File to translate, or '-' for stdin.")
+    parser.add_argument("-o", "--output", default="-", help="Where to write the result ('-': stdout).")
+    parser.add_argument("--to", dest="target", required=True, help="Target language code, e.g. zh.")
+    parser.add_argument("--from", dest="source", default=None, help="Source language code (default: auto).")
+    parser.add_argument("--url", default=DEFAULT_URL, help=f"Service URL (default {DEFAULT_URL}).")
+    parser.add_argument("--format", choices=("auto", "text", "json"), default="auto", help="Input format.")
+    parser.add_argument(
+        "--glossary", type=Path, help="Glossary: JSON object or 'term<TAB>translation' lines."
+    )
+    parser.add_argument("--keep", type=Path, help="Do-not-translate list: one term a line.")
+    parser.add_argument(
+        "--cache", type=Path, help="SQLite cache file (default under ~/.cache/hunyuan-serve)."
+    )
+    parser.add_argument("--no-cache", action="store_true", help="Neither read nor write the cache.")
+    parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
+    parser.add_argument("--report", type=Path, help="Write the summary and every failure as JSON here.")
+    sampling = parser.add_argument_group("sampling (default: the service's)")
+    for name in _SAMPLING:
+        kind = int if name in ("max_tokens", "top_k") else float
+        sampling.add_argument("--" + name.replace("_", "-"), dest=f"sampling.{name}", type=kind)
+    group = parser.add_argument_group("client options")
+    for name, info in ClientSettings.model_fields.items():
+        if name in _OWN_FLAGS:
+            continue
+        kwargs: dict[str, Any] = {"dest": f"client.{name}", "default": argparse.SUPPRESS}
+        if name == "retry_statuses":
+            kwargs["type"] = _int_list
+        group.add_argument(
+            "--" + name.replace("_", "-"), help=f"{info.description} (default {info.default})", **kwargs
+        )
+    parser.set_defaults(func=run)
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+
+
+def settings_from_args(args: argparse.Namespace) -> ClientSettings:
+    """ClientSettings from --url and the client option flags given (pydantic checks and coerces)."""
+    from pydantic import ValidationError
+
+    from hunyuan_serve.config import ConfigError
+
+    values = {key.split(".", 1)[1]: value for key, value in vars(args).items() if key.startswith("client.")}
+    values["base_url"] = args.url
+    try:
+        return ClientSettings.model_validate(values)
+    except ValidationError as err:
+        problems = "; ".join(f"--{'-'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
+        raise ConfigError(f"invalid client option: {problems}".replace("_", "-")) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from hunyuan_serve.client.formats import FormatError, detect_format, parse
+    from hunyuan_serve.client.glossary import GlossaryError, load_glossary
+    from hunyuan_serve.config import ConfigError
+
+    try:
+        settings = settings_from_args(args)
+    except ConfigError as err:
+        return _usage(str(err))
+    try:
+        content = sys.stdin.read() if args.input == "-" else Path(args.input).read_text(encoding="utf-8")
+    except OSError as err:
+        return _usage(f"cannot read {args.input}: {err.strerror}")
+    except UnicodeDecodeError:
+        return _usage(f"{args.input} is not UTF-8 text")
+    fmt = (
+        detect_format(None if args.input == "-" else args.input, content)
+        if args.format == "auto"
+        else args.format
+    )
+    try:
+        document = parse(content, fmt)
+        glossary = load_glossary(args.glossary, args.keep)
+    except (FormatError, GlossaryError) as err:
+        return _usage(f"{args.input}: {err}" if isinstance(err, FormatError) else str(err))
+    options = {key.split(".", 1)[1]: v for key, v in vars(args).items() if key.startswith("sampling.")}
+    try:
+        return asyncio.run(_translate(args, settings, document, glossary, options))
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: finished batches are cached; run the same command again to resume",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+
+
+async def _translate(
+    args: argparse.Namespace, settings: ClientSettings, document: Any, glossary: Any, options: dict[str, Any]
+) -> int:
+    from hunyuan_serve.client.api import AsyncTranslateClient, TranslateError
+    from hunyuan_serve.client.localize import localize
+    from hunyuan_serve.client.store import TranslationStore, default_cache_path
+
+    def on_retry(attempt: int, delay: float, error: TranslateError) -> None:
+        if attempt == 1 or attempt == settings.max_retries:
+            print(f"service busy ({error}); retry {attempt} in {delay:.1f}s", file=sys.stderr)
+
+    store = None if args.no_cache else TranslationStore(args.cache or default_cache_path(os.environ))
+    bar = _ProgressBar(enabled=not args.no_progress)
+    try:
+        async with AsyncTranslateClient(settings, on_retry=on_retry) as client:
+            problem = await _check_languages(client, args.target, args.source)
+            if problem:
+                return _usage(problem)
+            texts, summary = await localize(
+                document.segments,
+                document.labels,
+                client,
+                args.target,
+                args.source,
+                glossary=glossary,
+                store=store,
+                options=options,
+                on_total=bar.start,
+                on_done=bar.advance,
+            )
+    except TranslateError as err:
+        print(f"hunyuan-serve translate: {settings.base_url}: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        bar.close()
+        if store is not None:
+            store.close()
+    _write_output(args.output, document.render(texts))
+    _print_summary(summary, args.report)
+    return EXIT_FAILED if summary.failed else EXIT_OK
+
+
+async def _check_languages(client: Any, target: str, source: str | None) -> str | None:
+    """A usage error when the service does not offer a language (skipped if it cannot tell)."""
+    from hunyuan_serve.client.api import TranslateError
+
+    try:
+        codes = [lang.code for lang in await client.languages()]
+    except TranslateError as err:
+        if err.status is not None and err.status < 500:
+            return None
+        raise
+    for flag, code in (("--to", target), ("--from", source)):
+        if code is not None and codes and code not in codes:
+            return f"{flag} {code}: not a language of this service; choose one of {', '.join(codes)}"
+    return None
+
+
+class _ProgressBar:
+    """tqdm on stderr (rate and ETA), only when asked for and there is something to send."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._bar: Any = None
+
+    def start(self, total: int) -> None:
+        if self.enabled and total:
+            from tqdm import tqdm
+
+            self._bar = tqdm(
+                total=total, unit="text", desc="translating", file=sys.stderr, dynamic_ncols=True
+            )
+
+    def advance(self, n: int) -> None:
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+
+def _write_output(output: str, text: str) -> None:
+    if output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    # Write beside the target and rename: an interrupted write never leaves half a file.
+    target = Path(output)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _print_summary(summary: Any, report: Path | None, shown: int = 20) -> None:
+    for failure in summary.failures[:shown]:
+        print(f"failed {failure.label}: {failure.problem}: {failure.source[:80]!r}", file=sys.stderr)
+    if len(summary.failures) > shown:
+        print(f"... and {len(summary.failures) - shown} more failures", file=sys.stderr)
+    if summary.aborted:
+        print(f"stopped sending: {summary.aborted}", file=sys.stderr)
+    print(summary.line(), file=sys.stderr)
+    if report is not None:
+        report.write_text(
+            json.dumps(summary.as_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+        )
+
+
+def _usage(message: str) -> int:
+    print(f"hunyuan-serve translate: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry for `python -m hunyuan_serve.client.command` (same as `hunyuan-serve translate`)."""
+    parser = argparse.ArgumentParser(prog="hunyuan-serve")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["translate", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

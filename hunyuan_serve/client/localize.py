@@ -1,0 +1,161 @@
+"""Translate a document's segments through the service: cache first, batches, checks, a summary."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hunyuan_serve.client.api import AsyncTranslateClient, TranslateError
+from hunyuan_serve.client.glossary import Glossary
+from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment
+from hunyuan_serve.client.store import TranslationStore
+
+# Statuses that blame one text of a batch, not the service: those texts are retried one by one.
+_PER_TEXT_STATUSES = (400, 413, 422)
+
+
+@dataclass(frozen=True)
+class Failure:
+    label: str
+    source: str
+    problem: str
+
+
+@dataclass
+class Summary:
+    total: int = 0
+    translated: int = 0
+    cached: int = 0
+    skipped: int = 0
+    failed: int = 0
+    requests: int = 0  # batch requests sent this run
+    aborted: str | None = None  # why the run stopped sending early
+    failures: list[Failure] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (
+            f"{self.total} segments: {self.translated} translated, {self.cached} cached, "
+            f"{self.skipped} skipped, {self.failed} failed"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "translated": self.translated,
+            "cached": self.cached,
+            "skipped": self.skipped,
+            "failed": self.failed,
+            "requests": self.requests,
+            "aborted": self.aborted,
+            "failures": [f.__dict__ for f in self.failures],
+        }
+
+
+@dataclass
+class _Run:
+    """Mutable state of one run: what came back, what went wrong."""
+
+    results: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    requests: int = 0
+    aborted: str | None = None
+
+
+async def localize(
+    segments: Sequence[str],
+    labels: Sequence[str],
+    client: AsyncTranslateClient,
+    target: str,
+    source: str | None = None,
+    *,
+    glossary: Glossary | None = None,
+    store: TranslationStore | None = None,
+    options: Mapping[str, Any] | None = None,
+    on_total: Callable[[int], None] | None = None,
+    on_done: Callable[[int], None] | None = None,
+) -> tuple[list[str], Summary]:
+    """Translated segments (failed ones left as they were) and the summary of the run.
+
+    Accepted translations are committed to the store batch by batch, so an interrupted run
+    loses only the batches in flight and the next run resumes from there.
+    """
+    plans = [plan_segment(segment, glossary) for segment in segments]
+    first_plan: dict[str, Plan] = {}
+    for plan in plans:
+        if plan.action is Action.SEND:
+            first_plan.setdefault(plan.request, plan)
+    cached = store.get_many(source, target, first_plan) if store else {}
+    to_send = [text for text in first_plan if text not in cached]
+    if on_total is not None:
+        on_total(len(to_send))
+
+    run = _Run()
+    size = client.settings.batch_size
+    chunks = [to_send[i : i + size] for i in range(0, len(to_send), size)]
+
+    async def send(chunk: list[str]) -> None:
+        if run.aborted:
+            return
+        got = await _translate_chunk(client, chunk, target, source, options, run)
+        good = {text: out for text, out in got.items() if not check_translation(first_plan[text], out)}
+        run.results.update(got)
+        if store is not None and good:
+            store.put_many(source, target, good)
+        if on_done is not None:
+            on_done(len(chunk))
+
+    await asyncio.gather(*(send(chunk) for chunk in chunks))
+    return _outcomes(plans, labels, cached, run)
+
+
+async def _translate_chunk(
+    client: AsyncTranslateClient,
+    chunk: list[str],
+    target: str,
+    source: str | None,
+    options: Mapping[str, Any] | None,
+    run: _Run,
+) -> dict[str, str]:
+    run.requests += 1
+    try:
+        return {t.text: t.result for t in await client.translate_texts(chunk, target, source, options)}
+    except TranslateError as err:
+        if err.status not in _PER_TEXT_STATUSES:
+            # Retries are spent or the service is gone: stop sending instead of waiting out every batch.
+            run.aborted = run.aborted or f"service error: {err}"
+            run.errors.update(dict.fromkeys(chunk, f"not translated: {err}"))
+            return {}
+        if len(chunk) == 1:
+            run.errors[chunk[0]] = f"refused: {err.code}: {err.message}"
+            return {}
+    results: dict[str, str] = {}
+    for text in chunk:
+        results.update(await _translate_chunk(client, [text], target, source, options, run))
+    return results
+
+
+def _outcomes(
+    plans: Sequence[Plan], labels: Sequence[str], cached: Mapping[str, str], run: _Run
+) -> tuple[list[str], Summary]:
+    summary = Summary(total=len(plans), requests=run.requests, aborted=run.aborted)
+    texts: list[str] = []
+    for plan, label in zip(plans, labels, strict=True):
+        if plan.action is not Action.SEND:
+            texts.append(finish(plan, None).text)
+            summary.skipped += 1
+            continue
+        from_cache = plan.request in cached
+        translation = cached.get(plan.request, run.results.get(plan.request))
+        error = run.errors.get(plan.request) or (f"not translated: {run.aborted}" if run.aborted else None)
+        outcome = finish(plan, translation, error)
+        texts.append(outcome.text)
+        if outcome.problem is not None:
+            summary.failed += 1
+            summary.failures.append(Failure(label, plan.source, outcome.problem))
+        elif from_cache:
+            summary.cached += 1
+        else:
+            summary.translated += 1
+    return texts, summary

@@ -1,0 +1,76 @@
+"""What to do with each segment (send, skip, fixed by glossary) and how a translation is accepted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from hunyuan_serve.client.glossary import Glossary
+from hunyuan_serve.client.placeholders import find_placeholders, has_words, placeholder_problems
+
+
+class Action(str, Enum):
+    SEND = "send"  # goes to the service (or comes from the cache)
+    SKIP = "skip"  # nothing to translate: blank, only placeholders, symbols or kept terms
+    GLOSSARY = "glossary"  # the whole segment is a glossary term
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One segment, split into surrounding whitespace and the core the service sees."""
+
+    source: str
+    action: Action
+    prefix: str
+    core: str
+    suffix: str
+    request: str  # core with glossary renderings in place: what is sent and the cache key
+    protected: tuple[str, ...]  # glossary renderings the translation must keep
+    fixed: str | None = None  # the output when nothing is sent
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The text to write for a segment and, when it failed, why."""
+
+    text: str
+    problem: str | None = None
+
+
+def plan_segment(segment: str, glossary: Glossary | None = None) -> Plan:
+    """Decide how a segment is handled; whitespace around it is kept as it is."""
+    glossary = glossary or Glossary()
+    core = segment.strip()
+    start = segment.find(core) if core else len(segment)
+    prefix, suffix = segment[:start], segment[start + len(core) :]
+    fixed = glossary.whole(core) if core else None
+    if fixed is not None:
+        return Plan(segment, Action.GLOSSARY, prefix, core, suffix, core, (), prefix + fixed + suffix)
+    request, protected = glossary.apply(core)
+    if not has_words(request, protected):
+        return Plan(segment, Action.SKIP, prefix, core, suffix, request, protected, segment)
+    return Plan(segment, Action.SEND, prefix, core, suffix, request, protected)
+
+
+def finish(plan: Plan, translation: str | None, error: str | None = None) -> Outcome:
+    """Accept a translation if it kept every placeholder; otherwise keep the source and say why."""
+    if plan.fixed is not None:
+        return Outcome(plan.fixed)
+    if translation is None:
+        return Outcome(plan.source, error or "not translated")
+    problems = check_translation(plan, translation)
+    if problems:
+        return Outcome(plan.source, "; ".join(problems))
+    return Outcome(plan.prefix + translation.strip() + plan.suffix)
+
+
+def check_translation(plan: Plan, translation: str) -> list[str]:
+    """Problems of a translation of plan.request (empty when it can be used and cached)."""
+    if not translation.strip():
+        return ["empty translation"]
+    return placeholder_problems(plan.request, translation, plan.protected)
+
+
+def placeholder_count(plan: Plan) -> int:
+    """How many placeholders the segment holds (for reports)."""
+    return len(find_placeholders(plan.core))

@@ -1,0 +1,69 @@
+"""Client settings (timeouts, pool, retries) and the pure retry arithmetic the clients share."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Callable
+
+from pydantic import Field
+
+from hunyuan_serve.config import NginxConfig, Section
+
+DEFAULT_URL = f"http://127.0.0.1:{NginxConfig.model_fields['port'].default}"
+
+
+class ClientSettings(Section):
+    """How a client talks to the service; every timeout and threshold has a default here."""
+
+    base_url: str = Field(default=DEFAULT_URL, description="Service URL (the Nginx front of `up`).")
+    connect_timeout_s: float = Field(default=5.0, gt=0, description="Deadline to open a connection.")
+    read_timeout_s: float = Field(default=300.0, gt=0, description="Deadline between bytes of a response.")
+    write_timeout_s: float = Field(default=30.0, gt=0, description="Deadline to send a request.")
+    pool_timeout_s: float = Field(default=600.0, gt=0, description="Deadline to get a pooled connection.")
+    max_connections: int = Field(default=16, ge=1, description="Connections the pool opens at most.")
+    max_keepalive_connections: int = Field(default=16, ge=0, description="Idle connections the pool keeps.")
+    keepalive_expiry_s: float = Field(default=30.0, ge=0, description="How long an idle connection is kept.")
+    concurrency: int = Field(default=8, ge=1, description="Requests in flight at once.")
+    batch_size: int = Field(default=16, ge=1, description="Texts per batch request.")
+    max_retries: int = Field(default=6, ge=0, description="Retries of one request after the first try.")
+    backoff_base_s: float = Field(default=0.5, ge=0, description="First retry delay; doubles each retry.")
+    backoff_max_s: float = Field(default=30.0, ge=0, description="Largest retry delay without Retry-After.")
+    backoff_jitter: float = Field(default=0.5, ge=0, le=1, description="Random fraction added to a delay.")
+    retry_after_max_s: float = Field(default=120.0, ge=0, description="Largest Retry-After honoured.")
+    retry_statuses: tuple[int, ...] = Field(
+        default=(429, 502, 503, 504), description="HTTP statuses retried."
+    )
+    user_agent: str = Field(default="hunyuan-serve-client", description="User-Agent header.")
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header (delta seconds or an HTTP date); None if absent/bad."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def retry_delay(
+    settings: ClientSettings, attempt: int, retry_after: float | None, rand: Callable[[], float]
+) -> float:
+    """Delay before retry number attempt+1: exponential backoff with jitter, at least Retry-After.
+
+    Jitter spreads the clients that got the same overload answer, so they do not return together.
+    """
+    backoff = min(settings.backoff_max_s, settings.backoff_base_s * (2**attempt))
+    jitter = backoff * settings.backoff_jitter * rand()
+    if retry_after is None:
+        return backoff + jitter
+    return max(min(retry_after, settings.retry_after_max_s), backoff) + jitter

@@ -1,0 +1,76 @@
+"""A local SQLite cache of accepted translations, so re-runs and resumed runs send only what is new."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS translations (
+    source_lang TEXT NOT NULL,
+    target_lang TEXT NOT NULL,
+    text TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (source_lang, target_lang, text)
+)
+"""
+# SQLite caps bound parameters per statement (999 on old builds): look keys up in slices.
+_LOOKUP_SLICE = 500
+
+
+def default_cache_path(environ: Mapping[str, str]) -> Path:
+    """$XDG_CACHE_HOME/hunyuan-serve/translations.sqlite, or under ~/.cache."""
+    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "hunyuan-serve" / "translations.sqlite"
+
+
+class TranslationStore:
+    """Accepted translations keyed by (source language, target language, sent text)."""
+
+    def __init__(self, path: Path, busy_timeout_s: float = 10.0) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(str(path), timeout=busy_timeout_s)
+        # WAL: a reader (another run) never blocks the writer, and a killed run loses no commits.
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(_SCHEMA)
+        self._db.commit()
+
+    def get_many(self, source_lang: str | None, target_lang: str, texts: Iterable[str]) -> dict[str, str]:
+        """The cached results among texts."""
+        keys = list(dict.fromkeys(texts))
+        found: dict[str, str] = {}
+        for i in range(0, len(keys), _LOOKUP_SLICE):
+            chunk = keys[i : i + _LOOKUP_SLICE]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                "SELECT text, result FROM translations"
+                f" WHERE source_lang=? AND target_lang=? AND text IN ({marks})",
+                (source_lang or "", target_lang, *chunk),
+            )
+            found.update(rows)
+        return found
+
+    def put_many(self, source_lang: str | None, target_lang: str, results: Mapping[str, str]) -> None:
+        """Store results and commit at once, so an interrupted run keeps everything finished so far."""
+        now = time.time()
+        rows = [(source_lang or "", target_lang, text, result, now) for text, result in results.items()]
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO translations VALUES (?, ?, ?, ?, ?)", rows)
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM translations").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> TranslationStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,26 @@
+"""Fixtures of the client tests: a scripted stand-in service on a real local HTTP server."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from scripted_service import ScriptedService, start_server
+
+
+@pytest.fixture(scope="module")
+def _service_server() -> Iterator[ScriptedService]:
+    server, thread = start_server()
+    try:
+        yield ScriptedService(f"http://127.0.0.1:{server.server_address[1]}", server.state)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
+
+
+@pytest.fixture
+def service(_service_server: ScriptedService) -> ScriptedService:
+    """The module's scripted server, with a clean script and request log for this test."""
+    _service_server.state.reset()
+    return _service_server

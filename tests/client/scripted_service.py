@@ -1,0 +1,136 @@
+"""A real local HTTP server that answers like the service, scripted per test (503s, drops, slowness)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+LANGUAGES = [
+    {"code": "en", "name": "English", "native_name": "English"},
+    {"code": "zh", "name": "Chinese", "native_name": "中文"},
+    {"code": "fr", "name": "French", "native_name": "Français"},
+]
+
+
+def mock_translate(text: str, target: str) -> str:
+    """A deterministic 'translation' that keeps placeholders: tags the text with the target."""
+    return f"[{target}] {text}"
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    drop: bool = False  # close the connection without answering
+
+
+@dataclass
+class ServiceState:
+    """What the server will answer next and what it saw."""
+
+    script: list[Reply] = field(default_factory=list)
+    translate: Callable[[str, str], str] = mock_translate
+    delay_s: float = 0.0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def reset(self) -> None:
+        with self.lock:
+            self.script.clear()
+            self.translate = mock_translate
+            self.delay_s = 0.0
+            self.requests.clear()
+            self.times.clear()
+            self.in_flight = self.max_in_flight = 0
+
+    def sent_texts(self) -> list[str]:
+        texts: list[str] = []
+        for body in self.requests:
+            texts.extend(body.get("texts") or ([body["text"]] if "text" in body else []))
+        return texts
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path == "/languages":
+            self._send(Reply(200, {"languages": LANGUAGES}))
+        elif self.path.startswith("/health"):
+            self._send(Reply(200, {"status": "ready"}))
+        else:
+            self._send(Reply(404, {"error": {"code": "not_found", "message": self.path}}))
+
+    def do_POST(self) -> None:
+        state = self.server.state
+        length = int(self.headers.get("Content-Length", 0))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with state.lock:
+            state.requests.append(body)
+            state.times.append(time.monotonic())
+            reply = state.script.pop(0) if state.script else None
+            state.in_flight += 1
+            state.max_in_flight = max(state.max_in_flight, state.in_flight)
+        try:
+            time.sleep(state.delay_s)
+            if reply is None:
+                reply = self._translate(body, state)
+            self._send(reply)
+        finally:
+            with state.lock:
+                state.in_flight -= 1
+
+    def _translate(self, body: dict[str, Any], state: ServiceState) -> Reply:
+        target = body.get("target_lang") or body.get("tgt_lang")
+        if target not in {lang["code"] for lang in LANGUAGES}:
+            return Reply(400, {"error": {"code": "unsupported_language", "message": f"target_lang {target!r}"}})
+        if "texts" in body:
+            results = [state.translate(t, target) for t in body["texts"]]
+            return Reply(200, {"results": results, "cached": [False] * len(results), "latency_ms": 1.0})
+        return Reply(200, {"result": state.translate(body["text"], target), "cached": False, "latency_ms": 1.0})
+
+    def _send(self, reply: Reply) -> None:
+        if reply.drop:
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
+        data = json.dumps(reply.body, ensure_ascii=False).encode()
+        self.send_response(reply.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in reply.headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    state: ServiceState
+
+
+@dataclass
+class ScriptedService:
+    url: str
+    state: ServiceState
+
+
+def start_server() -> tuple[_Server, threading.Thread]:
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.state = ServiceState()
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    return server, thread
