@@ -132,10 +132,10 @@ class ServeConfig(Section):
     base_port: int = Field(8101, ge=1, le=65535, description="Loopback port of the first replica.")
     run_dir: str = Field("", description="Where configs, logs and state go (default: per-user run dir).")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level.")
-    engine: EngineConfig = EngineConfig()
-    replica: ReplicaConfig = ReplicaConfig()
-    supervisor: SupervisorConfig = SupervisorConfig()
-    nginx: NginxConfig = NginxConfig()
+    engine: EngineConfig = Field(default_factory=EngineConfig)
+    replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
+    supervisor: SupervisorConfig = Field(default_factory=SupervisorConfig)
+    nginx: NginxConfig = Field(default_factory=NginxConfig)
 
     @field_validator("gpus", mode="before")
     @classmethod
