@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -96,11 +96,15 @@ class _Handler(BaseHTTPRequestHandler):
     def _translate(self, body: dict[str, Any], state: ServiceState) -> Reply:
         target = body.get("target_lang") or body.get("tgt_lang")
         if target not in {lang["code"] for lang in LANGUAGES}:
-            return Reply(400, {"error": {"code": "unsupported_language", "message": f"target_lang {target!r}"}})
+            return Reply(
+                400, {"error": {"code": "unsupported_language", "message": f"target_lang {target!r}"}}
+            )
         if "texts" in body:
             results = [state.translate(t, target) for t in body["texts"]]
             return Reply(200, {"results": results, "cached": [False] * len(results), "latency_ms": 1.0})
-        return Reply(200, {"result": state.translate(body["text"], target), "cached": False, "latency_ms": 1.0})
+        return Reply(
+            200, {"result": state.translate(body["text"], target), "cached": False, "latency_ms": 1.0}
+        )
 
     def _send(self, reply: Reply) -> None:
         if reply.drop:

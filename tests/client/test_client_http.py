@@ -6,9 +6,9 @@ import socket
 import time
 
 import pytest
+from scripted_service import Reply, ScriptedService
 
 from hunyuan_serve.client import AsyncTranslateClient, ClientSettings, TranslateClient, TranslateError
-from scripted_service import Reply, ScriptedService
 
 BUSY = Reply(503, {"error": {"code": "overloaded", "message": "busy"}}, {"Retry-After": "1"})
 
@@ -35,7 +35,9 @@ async def test_async_client_waits_retry_after_then_succeeds(service: ScriptedSer
     service.state.script.extend([BUSY, BUSY])
     retries: list[tuple[int, float, int | None]] = []
     settings = fast(service.url)
-    async with AsyncTranslateClient(settings, on_retry=lambda a, d, e: retries.append((a, d, e.status))) as client:
+    async with AsyncTranslateClient(
+        settings, on_retry=lambda a, d, e: retries.append((a, d, e.status))
+    ) as client:
         result = await client.translate("Hello", "fr")
     assert result.result == "[fr] Hello"
     assert [r[0] for r in retries] == [1, 2]

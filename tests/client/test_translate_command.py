@@ -1,0 +1,196 @@
+"""`hunyuan-serve translate` against a real local HTTP server: formats, cache, resume, glossary, errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from scripted_service import Reply, ScriptedService
+
+from hunyuan_serve.client.command import main
+
+UI = {
+    "Loading...": "Loading...",
+    "txt2img": "txt2img",
+    "⤡": "⤡",
+    "Save the token {prompt} here": "Save the token {prompt} here",
+    "Override `Denoising strength` to 1?": "Override `Denoising strength` to 1?",
+    "Model link - https://mega.nz/file/ptA2jSSB#G4IN": "Model link - https://mega.nz/file/ptA2jSSB#G4IN",
+    "Train": "Train",
+    "nested": {"Click <b>Apply</b>": "Click <b>Apply</b>", "count": 3, "list": ["Open", ""]},
+}
+
+
+def breaks_braces(text: str, target: str) -> str:
+    """A 'model' that mangles {placeholders} and translates the rest."""
+    return f"[{target}] " + text.replace("{", "(").replace("}", ")")
+
+
+def run(args: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str, dict]:
+    report = tmp_path / "report.json"
+    code = main([*args, "--cache", str(tmp_path / "cache.sqlite"), "--no-progress", "--report", str(report)])
+    out, err = capsys.readouterr()
+    return code, out, err, json.loads(report.read_text()) if report.exists() else {}
+
+
+def test_json_file_localized_then_rerun_only_sends_changes(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src, dst = tmp_path / "ui.json", tmp_path / "zh.json"
+    src.write_text(json.dumps(UI, ensure_ascii=False, indent=4) + "\n", encoding="utf-8")
+    service.state.translate = breaks_braces
+    code, _, err, report = run(
+        ["--url", service.url, "--to", "zh", "--from", "en", str(src), "-o", str(dst)], tmp_path, capsys
+    )
+
+    out = json.loads(dst.read_text(encoding="utf-8"))
+    assert code == 1  # one segment failed
+    assert list(out) == list(UI) and list(out["nested"]) == list(UI["nested"])
+    assert out["Loading..."] == "[zh] Loading..."
+    assert out["⤡"] == "⤡"  # nothing to translate: skipped, not sent
+    assert out["Save the token {prompt} here"] == "Save the token {prompt} here"  # broken: left as it was
+    assert out["Override `Denoising strength` to 1?"] == "[zh] Override `Denoising strength` to 1?"
+    assert out["nested"] == {
+        "Click <b>Apply</b>": "[zh] Click <b>Apply</b>",
+        "count": 3,
+        "list": ["[zh] Open", ""],
+    }
+    assert (report["translated"], report["cached"], report["skipped"], report["failed"]) == (7, 0, 2, 1)
+    assert report["failures"] == [
+        {
+            "label": "Save the token {prompt} here",
+            "source": "Save the token {prompt} here",
+            "problem": "missing '{prompt}'",
+        }
+    ]
+    assert "10 segments: 7 translated, 0 cached, 2 skipped, 1 failed" in err
+    assert "⤡" not in service.state.sent_texts() and "" not in service.state.sent_texts()
+    assert all(body["source_lang"] == "en" and body["target_lang"] == "zh" for body in service.state.requests)
+
+    # Second run: the model got better, one string changed: only it and the failed one are sent.
+    service.state.requests.clear()
+    service.state.translate = lambda text, target: f"[{target}] {text}"
+    changed = dict(UI, txt2img="text to image")
+    src.write_text(json.dumps(changed, ensure_ascii=False, indent=4) + "\n", encoding="utf-8")
+    code, _, err, report = run(
+        ["--url", service.url, "--to", "zh", "--from", "en", str(src), "-o", str(dst)], tmp_path, capsys
+    )
+    assert code == 0
+    assert sorted(service.state.sent_texts()) == ["Save the token {prompt} here", "text to image"]
+    assert (report["translated"], report["cached"], report["skipped"], report["failed"]) == (2, 6, 2, 0)
+    assert (
+        json.loads(dst.read_text(encoding="utf-8"))["Save the token {prompt} here"]
+        == "[zh] Save the token {prompt} here"
+    )
+
+
+def test_text_via_stdin_and_stdout_keeps_blank_lines(
+    service: ScriptedService,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Hello\n\n  World\n"))
+    code, out, _, report = run(["--url", service.url, "--to", "fr", "-"], tmp_path, capsys)
+    assert code == 0
+    assert out == "[fr] Hello\n\n  [fr] World\n"
+    assert report["translated"] == 2 and report["skipped"] == 1
+    assert "source_lang" not in service.state.requests[0]  # --from not given: the service detects it
+
+
+def test_glossary_and_keep_list(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in.txt").write_text("Train\nTrain the model\nUse Dreambooth\nDreambooth\n", encoding="utf-8")
+    (tmp_path / "glossary.tsv").write_text("Train\t训练\n", encoding="utf-8")
+    (tmp_path / "keep.txt").write_text("Dreambooth\n", encoding="utf-8")
+    args = ["--url", service.url, "--to", "zh", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt")]
+    code, _, _, report = run(
+        [*args, "--glossary", str(tmp_path / "glossary.tsv"), "--keep", str(tmp_path / "keep.txt")],
+        tmp_path,
+        capsys,
+    )
+    assert code == 0
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8").splitlines() == [
+        "训练",
+        "[zh] 训练 the model",
+        "[zh] Use Dreambooth",
+        "Dreambooth",
+    ]
+    assert service.state.sent_texts() == ["训练 the model", "Use Dreambooth"]
+    assert report["skipped"] == 2
+
+
+def test_unsupported_language_is_a_usage_error(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in.txt").write_text("Hello\n", encoding="utf-8")
+    code, _, err, _ = run(["--url", service.url, "--to", "xx", str(tmp_path / "in.txt")], tmp_path, capsys)
+    assert code == 2
+    assert "--to xx: not a language of this service; choose one of en, zh, fr" in err
+    assert service.state.requests == []
+
+
+def test_bad_inputs_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "bad.json").write_text("[1, 2]", encoding="utf-8")
+    assert run(["--to", "zh", str(tmp_path / "bad.json")], tmp_path, capsys)[0] == 2
+    assert run(["--to", "zh", str(tmp_path / "missing.txt")], tmp_path, capsys)[0] == 2
+    code, _, err, _ = run(["--to", "zh", "--concurrency", "0", str(tmp_path / "bad.json")], tmp_path, capsys)
+    assert code == 2 and "--concurrency" in err
+
+
+def test_one_refused_text_in_a_batch_fails_alone(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in.txt").write_text("a\nb\nc\n", encoding="utf-8")
+    service.state.script.append(Reply(413, {"error": {"code": "too_long", "message": "text too long"}}))
+    service.state.script.append(Reply(200, {"results": ["[zh] a"]}))
+    service.state.script.append(Reply(413, {"error": {"code": "too_long", "message": "text too long"}}))
+    args = ["--url", service.url, "--to", "zh", str(tmp_path / "in.txt"), "-o", str(tmp_path / "o.txt")]
+    code, _, _, report = run(args, tmp_path, capsys)
+    assert code == 1
+    assert (tmp_path / "o.txt").read_text() == "[zh] a\nb\n[zh] c\n"
+    assert report["failures"] == [
+        {"label": "line 2", "source": "b", "problem": "refused: too_long: text too long"}
+    ]
+
+
+def test_interrupted_run_resumes(service: ScriptedService, tmp_path: Path) -> None:
+    lines = [f"sentence number {i}" for i in range(20)]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    cmd = [sys.executable, "-m", "hunyuan_serve.client.command", "--url", service.url, "--to", "zh"]
+    cmd += ["--batch-size", "2", "--concurrency", "1", "--cache", str(tmp_path / "c.sqlite"), "--no-progress"]
+    cmd += [str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt"), "--report", str(tmp_path / "r.json")]
+    service.state.delay_s = 0.3
+    proc = subprocess.Popen(
+        cmd, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(service.state.requests) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "command again to resume" in err
+    assert not (tmp_path / "out.txt").exists()
+
+    done_before = len(service.state.sent_texts())
+    service.state.reset()
+    rerun = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert rerun.returncode == 0, rerun.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["cached"] >= 8  # at least the four batches answered before the interrupt
+    assert report["cached"] + report["translated"] == 20
+    assert len(service.state.sent_texts()) == report["translated"] <= 20 - 8
+    assert done_before >= 10
+    assert (tmp_path / "out.txt").read_text().splitlines() == [f"[zh] {line}" for line in lines]
