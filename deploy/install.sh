@@ -5,8 +5,9 @@ cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-# Debian packages the service and its tests use (nginx 1.22 from Debian; chromium for the page test).
-APT_PACKAGES=(nginx chromium)
+# Debian packages the service and its tests use (nginx 1.22 from Debian; chromium and a small CJK
+# font for the page test).
+APT_PACKAGES=(nginx chromium fonts-wqy-microhei)
 
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

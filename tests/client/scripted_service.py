@@ -8,8 +8,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+import hunyuan_serve
+
+WEB_ROOT = (Path(hunyuan_serve.__file__).parent / "web").resolve()
+_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css": "text/css"}
 LANGUAGES = [
     {"code": "en", "name": "English", "native_name": "English"},
     {"code": "zh", "name": "Chinese", "native_name": "中文"},
@@ -72,7 +77,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif self.path.startswith("/health"):
             self._send(Reply(200, {"status": "ready"}))
         else:
-            self._send(Reply(404, {"error": {"code": "not_found", "message": self.path}}))
+            self._send_static()
 
     def do_POST(self) -> None:
         state = self.server.state
@@ -105,6 +110,20 @@ class _Handler(BaseHTTPRequestHandler):
         return Reply(
             200, {"result": state.translate(body["text"], target), "cached": False, "latency_ms": 1.0}
         )
+
+    def _send_static(self) -> None:
+        """The page's files, as Nginx serves them at / in the real stack."""
+        name = self.path.split("?", 1)[0].lstrip("/") or "index.html"
+        path = (WEB_ROOT / name).resolve()
+        if WEB_ROOT not in path.parents or not path.is_file():
+            self._send(Reply(404, {"error": {"code": "not_found", "message": self.path}}))
+            return
+        data = path.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Type", _CONTENT_TYPES.get(path.suffix, "application/octet-stream"))
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _send(self, reply: Reply) -> None:
         if reply.drop:

@@ -1,0 +1,79 @@
+"""The static page in headless chromium against a real scripted server: errors, overload retries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scripted_service import Reply, ScriptedService
+
+BUSY = Reply(503, {"error": {"code": "overloaded", "message": "busy"}}, {"Retry-After": "1"})
+
+
+def open_page(page: Any, service: ScriptedService) -> None:
+    page.goto(service.url + "/")
+    page.wait_for_function("document.querySelectorAll('#target option').length > 0")
+
+
+def test_languages_fill_the_pickers_and_a_translation_shows(page: Any, service: ScriptedService) -> None:
+    open_page(page, service)
+    assert page.eval_on_selector_all("#target option", "os => os.map(o => o.value)") == ["en", "zh", "fr"]
+    assert page.eval_on_selector_all("#source option", "os => os.map(o => o.value)") == ["", "en", "zh", "fr"]
+    assert page.input_value("#target") == "zh"
+    page.fill("#text", "Hello world")
+    page.select_option("#source", "en")
+    page.select_option("#target", "fr")
+    page.click("#translate")
+    page.wait_for_function("document.querySelector('#result').textContent.length > 0")
+    assert page.text_content("#result") == "[fr] Hello world"
+    assert "ms" in page.text_content("#latency")
+    assert page.is_hidden("#error")
+    assert service.state.requests == [{"text": "Hello world", "target_lang": "fr", "source_lang": "en"}]
+
+
+def test_unsupported_language_is_explained(page: Any, service: ScriptedService) -> None:
+    open_page(page, service)
+    service.state.script.append(
+        Reply(
+            400, {"error": {"code": "unsupported_language", "message": "target_lang 'xx' is not supported"}}
+        )
+    )
+    page.fill("#text", "Hello")
+    page.click("#translate")
+    page.wait_for_selector("#error:not([hidden])")
+    assert page.text_content("#error") == "Cannot translate this request: target_lang 'xx' is not supported"
+    assert page.text_content("#result") == ""
+    assert page.is_enabled("#translate")
+
+
+def test_overload_is_retried_after_retry_after(page: Any, service: ScriptedService) -> None:
+    open_page(page, service)
+    service.state.script.append(BUSY)
+    page.fill("#text", "Hello")
+    page.click("#translate")
+    page.wait_for_selector("#error:not([hidden])")
+    assert "The service is busy. Retrying in 1 s (attempt 1 of 3)" in page.text_content("#error")
+    page.wait_for_function("document.querySelector('#result').textContent.length > 0")
+    assert page.text_content("#result") == "[zh] Hello"
+    assert page.is_hidden("#error")
+    assert len(service.state.requests) == 2
+    assert service.state.times[1] - service.state.times[0] >= 1.0
+
+
+def test_overload_that_persists_asks_to_try_later(page: Any, service: ScriptedService) -> None:
+    open_page(page, service)
+    service.state.script.extend(
+        [Reply(503, {"error": {"code": "overloaded", "message": "busy"}}, {"Retry-After": "0"})] * 4
+    )
+    page.fill("#text", "Hello")
+    page.click("#translate")
+    page.wait_for_function("document.querySelector('#error').textContent.includes('right now')")
+    assert page.text_content("#error") == "The service is busy right now. Please try again in a moment."
+    assert len(service.state.requests) == 4
+    assert page.is_enabled("#translate")
+
+
+def test_empty_text_is_not_sent(page: Any, service: ScriptedService) -> None:
+    open_page(page, service)
+    page.click("#translate")
+    assert page.text_content("#error") == "Type some text to translate first."
+    assert service.state.requests == []
