@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hunyuan_serve.client.glossary import Glossary
-from hunyuan_serve.client.placeholders import find_placeholders, has_words, placeholder_problems
+from hunyuan_serve.client.placeholders import has_words, placeholder_problems
 
 
 class Action(str, Enum):
@@ -69,8 +69,3 @@ def check_translation(plan: Plan, translation: str) -> list[str]:
     if not translation.strip():
         return ["empty translation"]
     return placeholder_problems(plan.request, translation, plan.protected)
-
-
-def placeholder_count(plan: Plan) -> int:
-    """How many placeholders the segment holds (for reports)."""
-    return len(find_placeholders(plan.core))
