@@ -1,0 +1,107 @@
+"""Translation cache: a bounded in-process LRU before an optional SQLite (WAL) file shared by replicas."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+Layer = Literal["memory", "sqlite"]
+
+
+def cache_key(model: str, source: str, target: str, text: str, sampling: Mapping[str, Any]) -> str:
+    """A stable digest of everything that decides the output: model, languages, text, sampling."""
+    payload = json.dumps(
+        {"model": model, "source": source, "target": target, "text": text, "sampling": dict(sampling)},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class LruCache:
+    """At most `capacity` entries; the least recently used goes first. Capacity 0 stores nothing."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._items: OrderedDict[str, str] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: str) -> str | None:
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: str, value: str) -> None:
+        if self.capacity <= 0:
+            return
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.capacity:
+            self._items.popitem(last=False)
+
+
+class SqliteCache:
+    """A key-value table in one SQLite file; WAL mode lets several replica processes read and write it."""
+
+    def __init__(self, path: str | Path, busy_timeout_s: float = 5.0) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), timeout=busy_timeout_s, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS translations"
+            " (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL)"
+        )
+
+    def get(self, key: str) -> str | None:
+        row = self._db.execute("SELECT value FROM translations WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def put(self, key: str, value: str) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO translations (key, value, created) VALUES (?, ?, ?)",
+            (key, value, time.time()),
+        )
+
+    def journal_mode(self) -> str:
+        return str(self._db.execute("PRAGMA journal_mode").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class TranslationCache:
+    """Memory first, then the shared file; a file hit is copied into memory."""
+
+    def __init__(self, capacity: int, path: str | Path | None = None) -> None:
+        self.memory = LruCache(capacity)
+        self.file = SqliteCache(path) if path else None
+
+    def get(self, key: str) -> tuple[str, Layer] | None:
+        value = self.memory.get(key)
+        if value is not None:
+            return value, "memory"
+        if self.file is not None:
+            value = self.file.get(key)
+            if value is not None:
+                self.memory.put(key, value)
+                return value, "sqlite"
+        return None
+
+    def put(self, key: str, value: str) -> None:
+        self.memory.put(key, value)
+        if self.file is not None:
+            self.file.put(key, value)
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
