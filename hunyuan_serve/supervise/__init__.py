@@ -1,0 +1,1 @@
+"""`up`: replicas behind a rendered Nginx, supervised."""

@@ -1,0 +1,252 @@
+"""The `up`, `status`, `render` and `config` commands: the composition root of the supervisor."""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import IO
+
+from hunyuan_serve.config import (
+    ConfigError,
+    ServeConfig,
+    add_config_flags,
+    config_from_args,
+    config_to_yaml,
+    default_run_dir,
+)
+
+ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx")
+HUNYUAN_MT = "tencent/Hunyuan-MT-7B"
+SYSTEMD_CONFIG = "/etc/hunyuan-serve/config.yaml"
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    up = subparsers.add_parser("up", help="Start replicas behind Nginx and supervise them (Ctrl-C stops).")
+    _serve_flags(up)
+    up.set_defaults(func=cmd_up)
+
+    status = subparsers.add_parser("status", help="Show the replicas of the running `up`.")
+    status.add_argument("--run-dir", help="Run directory of that `up` (default: the per-user one).")
+    status.add_argument("--json", action="store_true", help="Print JSON instead of a table.")
+    status.set_defaults(func=cmd_status)
+
+    render = subparsers.add_parser("render", help="Print the Nginx config or systemd unit `up` would use.")
+    render.add_argument("what", choices=("nginx", "systemd"))
+    _serve_flags(render)
+    render.set_defaults(func=cmd_render)
+
+    config = subparsers.add_parser("config", help="Print the effective config (file + flags) as YAML.")
+    _serve_flags(config)
+    config.set_defaults(func=cmd_config)
+
+
+def _serve_flags(parser: argparse.ArgumentParser) -> None:
+    add_config_flags(parser, ALL_SECTIONS)
+    parser.add_argument("--port", dest="nginx.port", default=argparse.SUPPRESS, help="Same as --nginx-port.")
+
+
+# -- effects `up` needs, kept here so the rest stays testable ------------------------------------
+
+
+def visible_gpus() -> list[int]:
+    """CUDA devices nvidia-smi lists (CUDA_VISIBLE_DEVICES is what `up` sets, so it is not read)."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run(
+            [smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [int(line) for line in out.stdout.split() if line.strip().isdigit()] if out.returncode == 0 else []
+
+
+def run_dir_of(cfg: ServeConfig) -> Path:
+    return Path(cfg.run_dir) if cfg.run_dir else default_run_dir(os.environ)
+
+
+def web_root() -> Path:
+    return Path(__file__).resolve().parent.parent / "web"
+
+
+def worker_user() -> str | None:
+    """Nginx started by root would run workers as nobody, who cannot read a private run dir."""
+    return pwd.getpwuid(os.geteuid()).pw_name if os.geteuid() == 0 else None
+
+
+def _lock_run_dir(run_dir: Path) -> IO[str]:
+    path = run_dir / "up.lock"
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the life of `up`
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        other = handle.read().strip() or "?"
+        handle.close()
+        raise ConfigError(f"another `up` (pid {other}) is running with run dir {run_dir}") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def resolve_model(cfg: ServeConfig, gpus: list[int], out: IO[str]) -> str:
+    """The model to serve; on a machine with no GPU and none given, the embedded demo model."""
+    if cfg.engine.model:
+        return cfg.engine.model
+    if gpus:
+        print(f"hunyuan-serve: serving {HUNYUAN_MT} (no --model given)", file=out)
+        return HUNYUAN_MT
+    try:
+        from hunyuan_serve.demo_model import ensure_demo_model
+    except ImportError as err:
+        raise ConfigError(
+            f"no GPU and no --model, and the demo model is unavailable ({err}); pass --model"
+        ) from None
+    print(
+        "hunyuan-serve: no GPU and no --model: serving the demo model Gemma 3 270M (few-shot prompts, "
+        "far below Hunyuan-MT quality). For the real one pass --model PATH_TO_Hunyuan-MT-7B "
+        f"or --model {HUNYUAN_MT}.",
+        file=out,
+    )
+    return str(ensure_demo_model())
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from hunyuan_serve.supervise.events import JsonEvents
+    from hunyuan_serve.supervise.nginx import NginxController
+    from hunyuan_serve.supervise.plan import plan_replicas
+    from hunyuan_serve.supervise.ports import port_problem
+    from hunyuan_serve.supervise.probe import HttpProber
+    from hunyuan_serve.supervise.state import write_text_atomic
+    from hunyuan_serve.supervise.supervisor import Supervisor
+
+    cfg = config_from_args(args)
+    run_dir = run_dir_of(cfg)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "logs").mkdir(exist_ok=True)
+    lock = _lock_run_dir(run_dir)
+    gpus = visible_gpus()
+    plans = plan_replicas(
+        cfg, visible_gpus=gpus, cores=sorted(os.sched_getaffinity(0)), run_dir=run_dir, python=sys.executable
+    )
+    busy = [port_problem(cfg.nginx.listen, cfg.nginx.port)] + [
+        port_problem("127.0.0.1", p.port) for p in plans
+    ]
+    problems = [p for p in busy if p]
+    if problems:
+        print("hunyuan-serve: cannot start: " + "; ".join(problems), file=sys.stderr)
+        return 1
+    model = resolve_model(cfg, gpus, sys.stderr)
+    for plan in plans:
+        data = cfg.model_dump(mode="json")
+        data["engine"]["model"] = model
+        data["replica"]["port"] = plan.port
+        write_text_atomic(plan.config_path, config_to_yaml(ServeConfig.model_validate(data)))
+    write_text_atomic(run_dir / "config.yaml", config_to_yaml(cfg))
+    events_path = run_dir / "events.jsonl"
+    events_path.write_text("", encoding="utf-8")
+    emit = JsonEvents(events_path)
+    emit(
+        "up",
+        pid=os.getpid(),
+        model=model,
+        run_dir=str(run_dir),
+        replicas=len(plans),
+        devices=[p.device for p in plans],
+        port=cfg.nginx.port,
+    )
+    nginx = NginxController(
+        cfg.nginx.binary, run_dir / "nginx", cfg.nginx.listen, cfg.nginx.port, cfg.nginx.reload_timeout_s
+    )
+    supervisor = Supervisor(
+        cfg,
+        plans,
+        nginx=nginx,
+        prober=HttpProber(cfg.supervisor.probe_timeout_s),
+        emit=emit,
+        run_dir=run_dir,
+        web_root=web_root(),
+        worker_user=worker_user(),
+        base_env=os.environ,
+        info={"model": model, "events": str(events_path)},
+    )
+    try:
+        return asyncio.run(supervisor.run())
+    finally:
+        emit.close()
+        lock.close()
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    from hunyuan_serve.supervise.health import State
+    from hunyuan_serve.supervise.plan import plan_replicas
+    from hunyuan_serve.supervise.render import render_nginx, render_systemd
+    from hunyuan_serve.supervise.routing import routing_from_states
+
+    cfg = config_from_args(args)
+    run_dir = run_dir_of(cfg)
+    plans = plan_replicas(
+        cfg,
+        visible_gpus=visible_gpus(),
+        cores=sorted(os.sched_getaffinity(0)),
+        run_dir=run_dir,
+        python=sys.executable,
+    )
+    if args.what == "nginx":
+        routing = routing_from_states([(p.addr, State.READY) for p in plans])
+        sys.stdout.write(
+            render_nginx(
+                cfg, routing, prefix=run_dir / "nginx", web_root=web_root(), worker_user=worker_user()
+            )
+        )
+        return 0
+    config_path = str(Path(args.config).resolve()) if getattr(args, "config", None) else SYSTEMD_CONFIG
+    exe = Path(sys.executable).parent / "hunyuan-serve"
+    argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "hunyuan_serve"]
+    sys.stdout.write(
+        render_systemd(
+            cfg,
+            argv=[*argv, "up", "--config", config_path],
+            run_dir=Path("/run/hunyuan-serve"),
+            working_dir=Path.cwd(),
+            user=None,
+            replicas=len(plans),
+            config_path=config_path,
+        )
+    )
+    return 0
+
+
+def cmd_config(args: argparse.Namespace) -> int:
+    sys.stdout.write(config_to_yaml(config_from_args(args)))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from hunyuan_serve.supervise.status import collect_status, format_table
+
+    run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(os.environ)
+    status = collect_status(run_dir)
+    if status is None:
+        print(f"hunyuan-serve: no `up` has run with run dir {run_dir} (pass --run-dir)", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(status, indent=1))
+    else:
+        print(format_table(status))
+    return 0 if status["running"] else 3

@@ -1,0 +1,123 @@
+"""Nginx in its own prefix: every config checked with `nginx -t` before it is started or reloaded."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import httpx
+
+from hunyuan_serve.supervise import procs
+from hunyuan_serve.supervise.state import write_text_atomic
+
+
+class NginxError(RuntimeError):
+    """Nginx refused a config or did not come up; the message says why."""
+
+
+def loopback_for(listen: str) -> str:
+    """Where this machine reaches a server listening on `listen`."""
+    if listen in ("0.0.0.0", "*", ""):
+        return "127.0.0.1"
+    if listen in ("::", "[::]"):
+        return "[::1]"
+    return f"[{listen}]" if ":" in listen and not listen.startswith("[") else listen
+
+
+class NginxController:
+    """Owns one Nginx master process and the config file it reads."""
+
+    def __init__(self, binary: str, prefix: Path, listen: str, port: int, timeout_s: float) -> None:
+        self.binary = binary
+        self.prefix = prefix
+        self.conf_path = prefix / "nginx.conf"
+        self.error_log = prefix / "logs" / "error.log"
+        self.access_log = prefix / "logs" / "access.log"
+        self.health_url = f"http://{loopback_for(listen)}:{port}/health"
+        self.timeout_s = timeout_s
+        self.proc: asyncio.subprocess.Process | None = None
+
+    def prepare(self) -> None:
+        for sub in ("logs", "temp"):
+            (self.prefix / sub).mkdir(parents=True, exist_ok=True)
+
+    def _argv(self, conf: Path, *extra: str) -> list[str]:
+        return [self.binary, "-p", str(self.prefix), "-c", str(conf), "-e", str(self.error_log), *extra]
+
+    async def check(self, text: str) -> Path:
+        """Write text beside the live config and `nginx -t` it; NginxError (with Nginx's words) if bad."""
+        candidate = self.prefix / "nginx.conf.new"
+        write_text_atomic(candidate, text)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self._argv(candidate, "-t", "-q"),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+        except OSError as err:
+            raise NginxError(f"cannot run {self.binary}: {err.strerror}") from None
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout=self.timeout_s)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            raise NginxError(f"`nginx -t` took longer than {self.timeout_s:g}s") from None
+        if proc.returncode != 0:
+            raise NginxError("nginx -t rejected the config: " + out.decode(errors="replace").strip())
+        return candidate
+
+    async def _install(self, text: str) -> None:
+        candidate = await self.check(text)
+        os.replace(candidate, self.conf_path)
+
+    async def start(self, text: str, log_path: Path) -> int:
+        """Check and install the config, start the master, wait until it answers; returns its pid."""
+        self.prepare()
+        await self._install(text)
+        env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
+        self.proc = await procs.spawn(self._argv(self.conf_path), env, log_path)
+        deadline = time.monotonic() + self.timeout_s
+        async with httpx.AsyncClient(timeout=0.5, trust_env=False) as client:
+            while time.monotonic() < deadline:
+                if self.proc.returncode is not None:
+                    raise NginxError(f"nginx exited with code {self.proc.returncode}; see {self.error_log}")
+                try:
+                    await client.get(self.health_url)
+                    return self.proc.pid
+                except httpx.HTTPError:
+                    await asyncio.sleep(0.02)
+        raise NginxError(f"nginx did not answer {self.health_url} within {self.timeout_s:g}s")
+
+    async def reload(self, text: str, generation: int) -> None:
+        """Check, install, SIGHUP; returns once the public /health shows this config's generation."""
+        await self._install(text)
+        if self.proc is None or self.proc.returncode is not None:
+            raise NginxError("nginx is not running")
+        self.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + self.timeout_s
+        async with httpx.AsyncClient(timeout=0.5, trust_env=False) as client:
+            while time.monotonic() < deadline:
+                try:
+                    body = (await client.get(self.health_url)).json()
+                    if body.get("config") == generation:
+                        return
+                except (httpx.HTTPError, ValueError, AttributeError):
+                    pass
+                await asyncio.sleep(0.01)
+        raise NginxError(f"nginx did not load config generation {generation} within {self.timeout_s:g}s")
+
+    async def stop(self, drain_s: float) -> None:
+        """Graceful quit (stop accepting, finish in-flight requests) within drain_s, then SIGKILL."""
+        if self.proc is not None:
+            await procs.stop(self.proc, signal.SIGQUIT, drain_s)
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "pid": self.proc.pid if self.proc and self.proc.returncode is None else None,
+            "config": str(self.conf_path),
+            "access_log": str(self.access_log),
+            "error_log": str(self.error_log),
+        }

@@ -1,0 +1,107 @@
+"""Which replicas `up` runs: devices or cores, ports, environment and argv of each; deterministic."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hunyuan_serve.config import ConfigError, ServeConfig
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    """One replica: what it runs on and how it is launched."""
+
+    index: int
+    name: str
+    device: str  # "cuda:0,1" or "cpu:0-3", for humans and `status`
+    port: int
+    env: tuple[tuple[str, str], ...]  # added to the supervisor's environment
+    argv: tuple[str, ...]
+    config_path: Path  # the effective config this replica reads
+    log_path: Path
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def _core_ranges(cores: Sequence[int]) -> str:
+    """'0-3,6' style list, as VLLM_CPU_OMP_THREADS_BIND and taskset read it."""
+    runs: list[list[int]] = []
+    for core in sorted(cores):
+        if runs and core == runs[-1][-1] + 1:
+            runs[-1].append(core)
+        else:
+            runs.append([core])
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+
+
+def device_groups(cfg: ServeConfig, visible_gpus: Sequence[int]) -> list[tuple[int, ...]]:
+    """GPU groups of tensor_parallel_size, one per replica; empty on a machine without GPUs."""
+    gpus = list(cfg.gpus) if cfg.gpus is not None else list(visible_gpus)
+    if cfg.gpus is not None and visible_gpus:
+        missing = [g for g in gpus if g not in visible_gpus]
+        if missing:
+            raise ConfigError(f"gpus: device(s) {missing} not visible (visible: {list(visible_gpus)})")
+    tp = cfg.engine.tensor_parallel_size
+    if len(gpus) % tp:
+        raise ConfigError(f"gpus: {len(gpus)} devices do not split into groups of tensor_parallel_size={tp}")
+    return [tuple(gpus[i : i + tp]) for i in range(0, len(gpus), tp)]
+
+
+def cpu_groups(replicas: int, tp: int, cores: Sequence[int]) -> list[list[list[int]]]:
+    """Cores of each replica, split per tensor-parallel rank; replicas share cores only when too few."""
+    if not cores:
+        raise ConfigError("no CPU cores available to pin replicas to")
+    ordered = sorted(cores)
+    slots = replicas * tp
+    per = max(1, len(ordered) // slots)
+    groups = []
+    for r in range(replicas):
+        ranks = []
+        for t in range(tp):
+            slot = r * tp + t
+            if slots <= len(ordered):
+                ranks.append(ordered[slot * per : (slot + 1) * per])
+            else:
+                ranks.append([ordered[slot % len(ordered)]])
+        groups.append(ranks)
+    return groups
+
+
+def plan_replicas(
+    cfg: ServeConfig,
+    *,
+    visible_gpus: Sequence[int],
+    cores: Sequence[int],
+    run_dir: Path,
+    python: str,
+) -> list[ReplicaPlan]:
+    """One plan per replica: GPU groups when there are GPUs, else cfg.replicas CPU replicas."""
+    groups = device_groups(cfg, visible_gpus)
+    plans: list[ReplicaPlan] = []
+    count = len(groups) if groups else cfg.replicas
+    cpu = cpu_groups(count, cfg.engine.tensor_parallel_size, cores) if not groups else []
+    for i in range(count):
+        port = cfg.base_port + i
+        if port > 65535:
+            raise ConfigError(f"base_port: {cfg.base_port} leaves no port for replica {i}")
+        if port == cfg.nginx.port:
+            raise ConfigError(f"base_port: replica {i} would take the public port {port} (nginx.port)")
+        if groups:
+            ids = ",".join(str(g) for g in groups[i])
+            device = f"cuda:{ids}"
+            env: tuple[tuple[str, str], ...] = (("CUDA_VISIBLE_DEVICES", ids),)
+        else:
+            bind = "|".join(_core_ranges(rank) for rank in cpu[i])
+            device = f"cpu:{bind}"
+            env = (("CUDA_VISIBLE_DEVICES", ""), ("VLLM_CPU_OMP_THREADS_BIND", bind))
+        name = f"replica-{i}"
+        config_path = run_dir / f"{name}.yaml"
+        argv = (python, "-m", "hunyuan_serve", "replica", "--config", str(config_path), "--port", str(port))
+        plans.append(
+            ReplicaPlan(i, name, device, port, env, argv, config_path, run_dir / "logs" / f"{name}.log")
+        )
+    return plans

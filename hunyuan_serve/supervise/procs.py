@@ -1,0 +1,77 @@
+"""Child processes of `up`: spawned in their own session, watched for exit, stopped by process group."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+async def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> asyncio.subprocess.Process:
+    """Start argv with its output appended to log_path, as leader of a new process group.
+
+    A new session keeps the terminal's Ctrl-C away from children: `up` decides how they stop.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=log,
+            stderr=asyncio.subprocess.STDOUT,
+            env=dict(env),
+            start_new_session=True,
+        )
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    """Signal a whole process group (children a replica left behind included); gone is fine."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def kill_now(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the process and its group; works on a SIGSTOP-ped process as well."""
+    signal_group(proc.pid, signal.SIGKILL)
+
+
+async def stop(proc: asyncio.subprocess.Process, sig: int, grace_s: float) -> int | None:
+    """Send sig to the leader (waking it if stopped), wait up to grace_s, then SIGKILL the group."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
+            proc.send_signal(signal.SIGCONT)
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(proc.wait(), timeout=grace_s)
+    signal_group(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(proc.wait(), timeout=max(grace_s, 5.0))
+    return proc.returncode
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (zombies count as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live pids whose process group is pgid (read from /proc)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry))
+    return members

@@ -1,0 +1,123 @@
+"""Renders the Nginx config and the systemd unit from the packaged Jinja templates (strictly)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.supervise.routing import Routing
+
+NGINX_TEMPLATE = "nginx/nginx.conf.j2"
+SYSTEMD_TEMPLATE = "systemd/hunyuan-serve.service.j2"
+PROXIED_PATHS = ("/translate", "/languages")
+
+
+def nginx_time(seconds: float) -> str:
+    """Seconds as an Nginx time: whole seconds as '5s', anything finer in milliseconds."""
+    if float(seconds).is_integer():
+        return f"{int(seconds)}s"
+    return f"{max(1, round(seconds * 1000))}ms"
+
+
+def nginx_rate(rps: float) -> str:
+    """Requests per second as an Nginx rate; Nginx takes only whole r/s or r/m."""
+    if rps >= 1 and float(rps).is_integer():
+        return f"{int(rps)}r/s"
+    return f"{max(1, math.ceil(rps * 60))}r/m"
+
+
+def nginx_json(value: Any) -> str:
+    """A JSON body as one single-quoted Nginx string."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+_SYSTEMD_PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+
+
+def systemd_quote(value: object) -> str:
+    """One word of a unit file line, quoted so systemd neither splits nor expands it."""
+    text = str(value).replace("%", "%%")
+    if _SYSTEMD_PLAIN.match(text):
+        return text
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
+    return f'"{escaped}"'
+
+
+def environment() -> jinja2.Environment:
+    """The packaged templates; an undefined variable is an error, never an empty string."""
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("hunyuan_serve", "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters.update(
+        nginx_time=nginx_time, nginx_rate=nginx_rate, nginx_json=nginx_json, systemd_quote=systemd_quote
+    )
+    return env
+
+
+def render_nginx(
+    cfg: ServeConfig,
+    routing: Routing,
+    *,
+    prefix: Path,
+    web_root: Path,
+    worker_user: str | None,
+    generation: int = 0,
+    env: jinja2.Environment | None = None,
+) -> str:
+    """The whole nginx.conf for this routing (replicas not routable are listed as `down`)."""
+    proxied = PROXIED_PATHS + (("/metrics",) if cfg.nginx.expose_metrics else ())
+    template = (env or environment()).get_template(NGINX_TEMPLATE)
+    return template.render(
+        nginx=cfg.nginx,
+        routing=routing,
+        prefix=str(prefix),
+        web_root=str(web_root),
+        worker_user=worker_user,
+        proxied=proxied,
+        generation=generation,
+    )
+
+
+def stop_timeout_s(cfg: ServeConfig) -> int:
+    """How long systemd waits after SIGTERM: drain, then the replicas' stop, with margin."""
+    sup = cfg.supervisor
+    return math.ceil(sup.drain_timeout_s + 2 * sup.kill_timeout_s + cfg.nginx.reload_timeout_s + 15)
+
+
+def render_systemd(
+    cfg: ServeConfig,
+    *,
+    argv: Sequence[str],
+    run_dir: Path,
+    working_dir: Path,
+    user: str | None,
+    replicas: int,
+    config_path: str,
+    env: jinja2.Environment | None = None,
+) -> str:
+    """The unit that runs `up` under systemd, reading the config file at config_path."""
+    template = (env or environment()).get_template(SYSTEMD_TEMPLATE)
+    return template.render(
+        argv=list(argv),
+        exe=argv[0],
+        run_dir=str(run_dir),
+        working_dir=str(working_dir),
+        user=user,
+        replicas=replicas,
+        nginx=cfg.nginx,
+        stop_timeout_s=stop_timeout_s(cfg),
+        config_path=config_path,
+    )

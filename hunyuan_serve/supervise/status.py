@@ -1,0 +1,83 @@
+"""`status`: the running `up`'s state file, plus each replica's in-flight gauge read live."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from hunyuan_serve.supervise.procs import pid_alive
+from hunyuan_serve.supervise.state import read_state
+
+_IN_FLIGHT = re.compile(r"^hunyuan_requests_in_flight(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
+
+
+def parse_in_flight(metrics_text: str) -> float | None:
+    """Sum of the hunyuan_requests_in_flight gauge in Prometheus text, None if absent."""
+    values = [float(v) for v in _IN_FLIGHT.findall(metrics_text)]
+    return sum(values) if values else None
+
+
+def _in_flight(port: int, timeout_s: float) -> float | None:
+    try:
+        response = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=timeout_s, trust_env=False)
+    except httpx.HTTPError:
+        return None
+    return parse_in_flight(response.text) if response.status_code == 200 else None
+
+
+def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | None:
+    """What `status --json` prints; None when no `up` ever wrote a state there."""
+    state = read_state(run_dir)
+    if state is None:
+        return None
+    running = bool(state.get("running")) and pid_alive(int(state.get("pid", 0)))
+    state["running"] = running
+    for replica in state.get("replicas", []):
+        live = running and replica.get("pid") is not None and replica.get("state") in ("ready", "unhealthy")
+        replica["in_flight"] = _in_flight(int(replica["port"]), timeout_s) if live else None
+        if not running:
+            replica["state"] = "stopped"
+            replica["pid"] = None
+    return state
+
+
+def format_table(status: dict[str, Any]) -> str:
+    """A human table: one line per replica, then Nginx."""
+    head = ("NAME", "DEVICE", "PORT", "PID", "STATE", "RESTARTS", "PROBE_MS", "IN_FLIGHT", "REASON")
+    rows: list[tuple[str, ...]] = [head]
+    for r in status.get("replicas", []):
+        rows.append(
+            tuple(
+                "-" if v is None else str(v)
+                for v in (
+                    r.get("name"),
+                    r.get("device"),
+                    r.get("port"),
+                    r.get("pid"),
+                    r.get("state"),
+                    r.get("restarts"),
+                    r.get("last_probe_ms"),
+                    r.get("in_flight"),
+                    r.get("reason"),
+                )
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head) - 1)]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
+        for row in rows
+    ]
+    nginx = status.get("nginx", {})
+    up = "running" if status.get("running") else "not running"
+    lines.append("")
+    lines.append(
+        f"up: {up} (pid {status.get('pid')}), model {status.get('model')}, run dir {status.get('run_dir')}"
+    )
+    lines.append(
+        f"nginx: pid {nginx.get('pid')} on {nginx.get('listen')}:{nginx.get('port')}, "
+        f"{nginx.get('ready')} replica(s) in the upstream"
+    )
+    return "\n".join(lines)

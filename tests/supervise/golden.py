@@ -1,0 +1,56 @@
+"""The sample deployment rendered into deploy/ as reference outputs (a test keeps them current)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hunyuan_serve.config import ServeConfig, build_config
+from hunyuan_serve.supervise.health import State
+from hunyuan_serve.supervise.plan import plan_replicas
+from hunyuan_serve.supervise.render import render_nginx, render_systemd
+from hunyuan_serve.supervise.routing import routing_from_states
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE_RUN_DIR = Path("/run/hunyuan-serve")
+SAMPLE_WEB_ROOT = Path("/opt/hunyuan-serve/lib/python3/site-packages/hunyuan_serve/web")
+SAMPLE_EXE = "/opt/hunyuan-serve/bin/hunyuan-serve"
+SAMPLE_CONFIG = "/etc/hunyuan-serve/config.yaml"
+GOLDEN_NGINX = REPO / "deploy" / "nginx" / "example-3gpu.conf"
+GOLDEN_SYSTEMD = REPO / "deploy" / "systemd" / "hunyuan-serve.service"
+
+
+def sample_config() -> ServeConfig:
+    return build_config({"gpus": "0,1,2", "run_dir": str(SAMPLE_RUN_DIR), "nginx": {"listen": "0.0.0.0"}}, {})
+
+
+def sample_nginx() -> str:
+    cfg = sample_config()
+    plans = plan_replicas(cfg, visible_gpus=[0, 1, 2], cores=[0], run_dir=SAMPLE_RUN_DIR, python="python")
+    states = [State.READY, State.READY, State.RESTARTING]
+    routing = routing_from_states([(p.addr, s) for p, s in zip(plans, states, strict=True)])
+    return render_nginx(
+        cfg,
+        routing,
+        prefix=SAMPLE_RUN_DIR / "nginx",
+        web_root=SAMPLE_WEB_ROOT,
+        worker_user=None,
+        generation=7,
+    )
+
+
+def sample_systemd() -> str:
+    return render_systemd(
+        sample_config(),
+        argv=[SAMPLE_EXE, "up", "--config", SAMPLE_CONFIG],
+        run_dir=SAMPLE_RUN_DIR,
+        working_dir=Path("/opt/hunyuan-serve"),
+        user="hunyuan",
+        replicas=3,
+        config_path=SAMPLE_CONFIG,
+    )
+
+
+if __name__ == "__main__":
+    GOLDEN_NGINX.write_text(sample_nginx(), encoding="utf-8")
+    GOLDEN_SYSTEMD.write_text(sample_systemd(), encoding="utf-8")
+    print(f"wrote {GOLDEN_NGINX} and {GOLDEN_SYSTEMD}")

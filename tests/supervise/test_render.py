@@ -1,0 +1,184 @@
+"""Rendered Nginx config and systemd unit: golden files, `nginx -t`, `systemd-analyze verify`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from hunyuan_serve.config import build_config
+from hunyuan_serve.supervise import render
+from hunyuan_serve.supervise.health import State
+from hunyuan_serve.supervise.routing import routing_from_states
+
+from . import golden
+
+NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+
+
+def test_golden_files_in_deploy_are_current() -> None:
+    # Regenerate with: .venv/bin/python tests/supervise/golden.py
+    assert golden.GOLDEN_NGINX.read_text(encoding="utf-8") == golden.sample_nginx()
+    assert golden.GOLDEN_SYSTEMD.read_text(encoding="utf-8") == golden.sample_systemd()
+
+
+def test_deploy_dirs_hold_the_packaged_templates() -> None:
+    for link, name in (
+        (golden.REPO / "deploy/nginx/nginx.conf.j2", render.NGINX_TEMPLATE),
+        (golden.REPO / "deploy/systemd/hunyuan-serve.service.j2", render.SYSTEMD_TEMPLATE),
+    ):
+        assert link.read_text() == (golden.REPO / "hunyuan_serve/templates" / name).read_text()
+
+
+def test_nginx_config_holds_the_required_directives() -> None:
+    text = golden.sample_nginx()
+    for needle in (
+        "zone hs_replicas 64k;",
+        "least_conn;",
+        "keepalive 32;",
+        "max_fails=1 fail_timeout=2s",
+        "proxy_http_version 1.1;",
+        'proxy_set_header Connection "";',
+        "proxy_next_upstream error timeout http_502 http_503 non_idempotent;",
+        "proxy_next_upstream_tries 3;",
+        "proxy_next_upstream_timeout 300s;",
+        "proxy_connect_timeout 1s;",
+        "proxy_read_timeout 300s;",
+        "client_max_body_size 8m;",
+        "server_tokens off;",
+        "log_format hs_json escape=json",
+        '"request_time":$request_time',
+        '"upstream_connect_time":"$upstream_connect_time"',
+        '"upstream_header_time":"$upstream_header_time"',
+        '"upstream_response_time":"$upstream_response_time"',
+        '"upstream_addr":"$upstream_addr"',
+        "proxy_set_header X-Request-ID $hs_request_id;",
+        "listen 0.0.0.0:8080;",
+        "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s;",
+        "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s down;",
+        '"ready":2,"replicas":3,"config":7',
+    ):
+        assert needle in text, needle
+    assert "limit_req" not in text
+
+
+def _render(overrides: dict[str, object], states: list[State]) -> str:
+    cfg = build_config({}, overrides)
+    routing = routing_from_states([(f"127.0.0.1:{8101 + i}", s) for i, s in enumerate(states)])
+    return render.render_nginx(cfg, routing, prefix=Path("/p"), web_root=Path("/w"), worker_user=None)
+
+
+def test_no_ready_replica_gives_a_503_health_with_retry_after() -> None:
+    text = _render({"nginx.retry_after_s": 4}, [State.STARTING, State.FAILED])
+    health = text[text.index("location = /health") :].split("}", 2)
+    assert "return 503" in health[0] + health[1] and "add_header Retry-After 4 always;" in health[0]
+    assert "return 200" not in text
+
+
+def test_options_change_the_config() -> None:
+    text = _render(
+        {
+            "nginx.balance": "round_robin",
+            "nginx.rate_limit_rps": 2.5,
+            "nginx.rate_limit_burst": 7,
+            "nginx.read_timeout_s": 1.5,
+            "nginx.expose_metrics": True,
+        },
+        [State.READY],
+    )
+    assert "least_conn" not in text
+    assert "rate=150r/m" in text and "limit_req zone=hs_per_client burst=7 nodelay;" in text
+    assert "limit_req_status 429;" in text and "proxy_read_timeout 1500ms;" in text
+    assert "location /metrics" in text
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [(1.0, "1s"), (300, "300s"), (0.25, "250ms"), (0.0001, "1ms")]
+)
+def test_nginx_time(value: float, expected: str) -> None:
+    assert render.nginx_time(value) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [(5, "5r/s"), (0.5, "30r/m"), (2.5, "150r/m")])
+def test_nginx_rate(value: float, expected: str) -> None:
+    assert render.nginx_rate(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("/usr/bin/x", "/usr/bin/x"), ("a b", '"a b"'), ('q"$', '"q\\"$$"'), ("50%", "50%%")],
+)
+def test_systemd_quote(value: str, expected: str) -> None:
+    assert render.systemd_quote(value) == expected
+
+
+def test_undefined_template_variable_is_an_error() -> None:
+    env = render.environment()
+    with pytest.raises(jinja2.UndefinedError):
+        env.get_template(render.NGINX_TEMPLATE).render(nginx=build_config({}, {}).nginx)
+
+
+@pytest.mark.nginx
+@pytest.mark.skipif(NGINX is None, reason="nginx is not installed")
+@pytest.mark.parametrize(
+    ("overrides", "states"),
+    [
+        ({}, [State.READY, State.STARTING]),
+        ({}, [State.EVICTED, State.FAILED]),
+        (
+            {"nginx.rate_limit_rps": 0.5, "nginx.balance": "round_robin", "nginx.expose_metrics": True},
+            [State.READY],
+        ),
+    ],
+)
+def test_rendered_config_passes_nginx_t(
+    tmp_path: Path, overrides: dict[str, object], states: list[State]
+) -> None:
+    cfg = build_config({}, overrides)
+    routing = routing_from_states([(f"127.0.0.1:{8101 + i}", s) for i, s in enumerate(states)])
+    text = render.render_nginx(cfg, routing, prefix=tmp_path, web_root=tmp_path / "web", worker_user=None)
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "temp").mkdir()
+    (tmp_path / "nginx.conf").write_text(text)
+    out = subprocess.run(
+        [
+            str(NGINX),
+            "-t",
+            "-p",
+            str(tmp_path),
+            "-c",
+            str(tmp_path / "nginx.conf"),
+            "-e",
+            str(tmp_path / "e.log"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
+def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
+    cfg = golden.sample_config()
+    text = render.render_systemd(
+        cfg,
+        argv=[sys.executable, "-m", "hunyuan_serve", "up", "--config", "/etc/x y.yaml"],
+        run_dir=Path("/run/hunyuan-serve"),
+        working_dir=tmp_path,
+        user=None,
+        replicas=3,
+        config_path="/etc/x y.yaml",
+    )
+    unit = tmp_path / "hunyuan-serve.service"
+    unit.write_text(text)
+    out = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "hunyuan-serve.service" not in out.stderr, out.stderr
+    assert f"TimeoutStopSec={render.stop_timeout_s(cfg)}" in text
+    assert render.stop_timeout_s(cfg) > cfg.supervisor.drain_timeout_s
+    assert "KillMode=mixed" in text and "Restart=on-failure" in text and "LimitMEMLOCK=infinity" in text
