@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
-from hunyuan_serve.client.api import (
-    AsyncTranslateClient,
-    Language,
-    TranslateClient,
-    TranslateError,
-    Translation,
-)
-from hunyuan_serve.client.settings import ClientSettings
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hunyuan_serve.client.api import (
+        AsyncTranslateClient,
+        Language,
+        TranslateClient,
+        TranslateError,
+        Translation,
+    )
+    from hunyuan_serve.client.settings import ClientSettings
+
+# Loaded on first use, so `hunyuan-serve --help` does not pay for httpx.
+_EXPORTS = {
+    "AsyncTranslateClient": "hunyuan_serve.client.api",
+    "Language": "hunyuan_serve.client.api",
+    "TranslateClient": "hunyuan_serve.client.api",
+    "TranslateError": "hunyuan_serve.client.api",
+    "Translation": "hunyuan_serve.client.api",
+    "ClientSettings": "hunyuan_serve.client.settings",
+}
 
 __all__ = [
     "AsyncTranslateClient",
@@ -19,3 +33,9 @@ __all__ = [
     "TranslateError",
     "Translation",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
