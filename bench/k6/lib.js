@@ -1,0 +1,116 @@
+// Shared by the scenario scripts: the workload, one request per iteration, metrics and the summary.
+//
+// Environment (all optional except BASE_URL):
+//   BASE_URL    http://127.0.0.1:8080              where to send requests
+//   API         translate | openai                our /translate, or vLLM's /v1/completions
+//   DATA        JSON list of {"text", "prompt"} (prompt used by API=openai); default: the WebUI file
+//   MAX_TOKENS, TEMPERATURE, TOP_P, TOP_K, REPETITION_PENALTY   sampling, same for every target
+//   MODEL       model name for API=openai
+//   P95_MS      p95 threshold in ms (default 5000); FAIL_RATE threshold (default 0.001)
+//   SUMMARY     where handleSummary writes k6's JSON summary
+import http from "k6/http";
+import exec from "k6/execution";
+import { check } from "k6";
+import { SharedArray } from "k6/data";
+import { Counter, Rate, Trend } from "k6/metrics";
+
+export const env = __ENV;
+const API = env.API || "translate";
+export const BASE_URL = (env.BASE_URL || "http://127.0.0.1:8080").replace(/\/$/, "");
+const MAX_TOKENS = parseInt(env.MAX_TOKENS || "32", 10);
+const SAMPLING = {
+  temperature: parseFloat(env.TEMPERATURE || "0.7"),
+  top_p: parseFloat(env.TOP_P || "0.6"),
+  top_k: parseInt(env.TOP_K || "20", 10),
+  repetition_penalty: parseFloat(env.REPETITION_PENALTY || "1.05"),
+  max_tokens: MAX_TOKENS,
+};
+
+// DATA is a list of {"text", "prompt"} (bench/run.py writes prompts built like the server's), or by
+// default the WebUI localization file itself (English key -> zh_CN), enough for API=translate.
+const items = new SharedArray("items", () => {
+  const data = JSON.parse(open(env.DATA || "../data/sd-webui-zh_CN.json"));
+  return Array.isArray(data) ? data : Object.keys(data).map((text) => ({ text: text }));
+});
+
+const genTokens = new Counter("gen_tokens");
+const cachedHits = new Rate("cached");
+const failed = new Rate("failed_requests");
+const translateLatency = new Trend("translate_latency", true);
+
+function request(item) {
+  if (API === "openai") {
+    const body = Object.assign({ model: env.MODEL, prompt: item.prompt }, SAMPLING);
+    if (item.stop) body.stop = item.stop;
+    return http.post(`${BASE_URL}/v1/completions`, JSON.stringify(body), {
+      headers: { "Content-Type": "application/json" },
+      tags: { name: "completions" },
+      timeout: env.TIMEOUT || "120s",
+    });
+  }
+  const body = Object.assign({ text: item.text, source_lang: "en", target_lang: "zh" }, SAMPLING);
+  return http.post(`${BASE_URL}/translate`, JSON.stringify(body), {
+    headers: { "Content-Type": "application/json" },
+    tags: { name: "translate" },
+    timeout: env.TIMEOUT || "120s",
+  });
+}
+
+function generatedTokens(res) {
+  let data;
+  try {
+    data = res.json();
+  } catch (_) {
+    return [0, false];
+  }
+  if (API === "openai") {
+    const usage = data.usage || {};
+    return [usage.completion_tokens || 0, false];
+  }
+  const usage = data.usage || {};
+  const tokens = usage.completion_tokens || data.completion_tokens || data.output_tokens || 0;
+  return [tokens, data.cached === true];
+}
+
+export function translateOne() {
+  // Every iteration takes the next string, so a pass covers the workload in order across all VUs.
+  const index = exec.scenario.iterationInTest % items.length;
+  const res = request(items[index]);
+  const ok = check(res, { "status 200": (r) => r.status === 200 });
+  failed.add(!ok);
+  if (ok) {
+    const [tokens, cached] = generatedTokens(res);
+    genTokens.add(tokens);
+    cachedHits.add(cached);
+    translateLatency.add(res.timings.duration);
+  }
+}
+
+export function handleSummary(data) {
+  const out = { stdout: textSummary(data) };
+  if (env.SUMMARY) out[env.SUMMARY] = JSON.stringify(data, null, 1);
+  return out;
+}
+
+function textSummary(data) {
+  const m = data.metrics;
+  const d = (m.http_req_duration || {}).values || {};
+  const reqs = (m.http_reqs || {}).values || {};
+  const fail = (m.failed_requests || {}).values || {};
+  const dropped = (m.dropped_iterations || {}).values || {};
+  const f = (x) => (x === undefined ? "-" : x.toFixed(1));
+  return (
+    `[${env.SCENARIO || "k6"} ${API}] reqs=${reqs.count || 0} (${f(reqs.rate)}/s) ` +
+    `p50=${f(d.med)}ms p95=${f(d["p(95)"])}ms p99=${f(d["p(99)"])}ms ` +
+    `failed=${((fail.rate || 0) * 100).toFixed(2)}% dropped=${dropped.count || 0}\n`
+  );
+}
+
+export const summaryTrendStats = ["avg", "min", "med", "p(90)", "p(95)", "p(99)", "max", "count"];
+
+export function thresholds() {
+  return {
+    http_req_duration: [`p(95)<${env.P95_MS || "5000"}`],
+    failed_requests: [`rate<${env.FAIL_RATE || "0.001"}`],
+  };
+}
