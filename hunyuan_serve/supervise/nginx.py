@@ -92,21 +92,30 @@ class NginxController:
         raise NginxError(f"nginx did not answer {self.health_url} within {self.timeout_s:g}s")
 
     async def reload(self, text: str, generation: int) -> None:
-        """Check, install, SIGHUP; returns once the public /health shows this config's generation."""
+        """Check, install, SIGHUP; returns once only workers of this config generation accept requests."""
         await self._install(text)
         if self.proc is None or self.proc.returncode is not None:
             raise NginxError("nginx is not running")
+        old_workers = set(procs.children(self.proc.pid))
         self.proc.send_signal(signal.SIGHUP)
         deadline = time.monotonic() + self.timeout_s
-        async with httpx.AsyncClient(timeout=0.5, trust_env=False) as client:
+        limits = httpx.Limits(max_keepalive_connections=0)
+        async with httpx.AsyncClient(timeout=0.5, trust_env=False, limits=limits) as client:
             while time.monotonic() < deadline:
-                try:
-                    body = (await client.get(self.health_url)).json()
-                    if body.get("config") == generation:
-                        return
-                except (httpx.HTTPError, ValueError, AttributeError):
-                    pass
-                await asyncio.sleep(0.01)
+                # An old worker accepts new connections until it retitles itself "shutting down".
+                accepting_old = [
+                    pid
+                    for pid, title in procs.children(self.proc.pid).items()
+                    if pid in old_workers and "shutting down" not in title
+                ]
+                if not accepting_old:
+                    try:
+                        body = (await client.get(self.health_url)).json()
+                        if body.get("config") == generation:
+                            return
+                    except (httpx.HTTPError, ValueError, AttributeError):
+                        pass
+                await asyncio.sleep(0.005)
         raise NginxError(f"nginx did not load config generation {generation} within {self.timeout_s:g}s")
 
     async def stop(self, drain_s: float) -> None:

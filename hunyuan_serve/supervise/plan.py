@@ -97,7 +97,7 @@ def plan_replicas(
         else:
             bind = "|".join(_core_ranges(rank) for rank in cpu[i])
             device = f"cpu:{bind}"
-            env = (("CUDA_VISIBLE_DEVICES", ""), ("VLLM_CPU_OMP_THREADS_BIND", bind))
+            env = (("VLLM_CPU_OMP_THREADS_BIND", bind),)
         name = f"replica-{i}"
         config_path = run_dir / f"{name}.yaml"
         argv = (python, "-m", "hunyuan_serve", "replica", "--config", str(config_path), "--port", str(port))

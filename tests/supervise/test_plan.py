@@ -46,8 +46,8 @@ def test_listed_gpus_must_be_visible() -> None:
 
 def test_cpu_replicas_get_their_own_cores() -> None:
     assert _plans({"replicas": 2}, [], [0, 1]) == [
-        ("cpu:0", 8101, {"CUDA_VISIBLE_DEVICES": "", "VLLM_CPU_OMP_THREADS_BIND": "0"}),
-        ("cpu:1", 8102, {"CUDA_VISIBLE_DEVICES": "", "VLLM_CPU_OMP_THREADS_BIND": "1"}),
+        ("cpu:0", 8101, {"VLLM_CPU_OMP_THREADS_BIND": "0"}),
+        ("cpu:1", 8102, {"VLLM_CPU_OMP_THREADS_BIND": "1"}),
     ]
     assert [d for d, _, _ in _plans({"replicas": 2}, [], list(range(8)))] == ["cpu:0-3", "cpu:4-7"]
 

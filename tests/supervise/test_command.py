@@ -1,0 +1,58 @@
+"""The `config`, `render` and `up` commands in-process, up to the point where `up` would start processes."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from hunyuan_serve.config import ConfigError
+from hunyuan_serve.supervise import command
+
+
+def _run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    command.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+def test_config_prints_the_effective_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = tmp_path / "c.yaml"
+    file.write_text("replicas: 3\nnginx:\n  keepalive: 8\n")
+    assert _run(["config", "--config", str(file), "--port", "9090", "--probe-timeout-s", "0.5"]) == 0
+    data = yaml.safe_load(capsys.readouterr().out)
+    assert data["replicas"] == 3 and data["nginx"]["keepalive"] == 8 and data["nginx"]["port"] == 9090
+    assert data["supervisor"]["probe_timeout_s"] == 0.5
+
+
+def test_bad_key_is_named(tmp_path: Path) -> None:
+    file = tmp_path / "c.yaml"
+    file.write_text("nginx:\n  keep_alive: 8\n")
+    with pytest.raises(ConfigError, match=r"nginx\.keep_alive"):
+        _run(["config", "--config", str(file)])
+
+
+def test_render_nginx_and_systemd(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        _run(["render", "nginx", "--replicas", "2", "--base-port", "9100", "--balance", "round_robin"]) == 0
+    )
+    text = capsys.readouterr().out
+    assert "server 127.0.0.1:9100 " in text and "server 127.0.0.1:9101 " in text and "least_conn" not in text
+    assert _run(["render", "systemd", "--drain-timeout-s", "100"]) == 0
+    unit = capsys.readouterr().out
+    assert "ExecStart=" in unit and " up --config /etc/hunyuan-serve/config.yaml" in unit
+    assert int(unit.split("TimeoutStopSec=")[1].split()[0]) > 100
+
+
+def test_up_on_a_busy_port_fails_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        code = _run(["up", "--port", str(port), "--run-dir", str(tmp_path), "--model", "/nonexistent"])
+    assert code == 1
+    assert f"port {port} on 127.0.0.1 is in use by pid " in capsys.readouterr().err

@@ -1,0 +1,354 @@
+"""`hunyuan-serve up` end to end: real Nginx, two real replicas on the tiny checkpoint, real failures.
+
+One `up` serves the whole module (replicas pinned to cores 0 and 1); the tests run in file order and
+the last one shuts it down. Measured eviction and readmission times are printed (run with -s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from hunyuan_serve.supervise.events import read_events
+from hunyuan_serve.supervise.ports import port_problem
+from hunyuan_serve.supervise.procs import children, group_members, pid_alive
+from hunyuan_serve.supervise.state import read_state
+
+pytestmark = [
+    pytest.mark.engine,
+    pytest.mark.nginx,
+    pytest.mark.skipif(not Path("/usr/sbin/nginx").exists(), reason="nginx is not installed"),
+]
+
+pytest.importorskip("hunyuan_serve.replica.command", reason="the replica command is not there yet")
+
+START_TIMEOUT_S = 420.0  # two vLLM CPU engines loading on two shared cores
+FIGURES: dict[str, float] = {}
+
+
+def _free_ports(count: int) -> list[int]:
+    """count consecutive free loopback ports."""
+    for base in range(23100, 40000, 97):
+        if all(port_problem("127.0.0.1", base + i) is None for i in range(count)):
+            return [base + i for i in range(count)]
+    raise RuntimeError("no free ports")
+
+
+@dataclass
+class Stack:
+    proc: subprocess.Popen[bytes]
+    run_dir: Path
+    config: Path
+    port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def events(self) -> list[dict[str, Any]]:
+        return read_events(self.run_dir / "events.jsonl")
+
+    def state(self) -> dict[str, Any]:
+        state = read_state(self.run_dir)
+        assert state is not None
+        return state
+
+    def replica(self, name: str) -> dict[str, Any]:
+        return next(r for r in self.state()["replicas"] if r["name"] == name)
+
+    def wait_event(
+        self, match: Callable[[dict[str, Any]], bool], timeout: float, after: int = 0
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for event in self.events()[after:]:
+                if match(event):
+                    return event
+            if self.proc.poll() is not None:
+                pytest.fail(f"up exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+            time.sleep(0.05)
+        pytest.fail(f"no matching event within {timeout}s; last events: {self.events()[-8:]}")
+
+    def access_log(self) -> list[dict[str, Any]]:
+        path = self.run_dir / "nginx" / "logs" / "access.log"
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    run_dir = tmp_path_factory.mktemp("up-run")
+    port, base = _free_ports(3)[0], _free_ports(3)[1]
+    config = run_dir.parent / "up.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "replicas": 2,
+                "base_port": base,
+                "run_dir": str(run_dir),
+                "engine": {
+                    "model": str(tiny_model_dir),
+                    "dtype": "float32",
+                    "enforce_eager": True,
+                    "kv_cache_memory_bytes": 128 * 1024 * 1024,
+                    "max_model_len": 512,
+                    "max_num_seqs": 16,
+                },
+                "replica": {"max_tokens": 8},
+                "supervisor": {
+                    "probe_interval_s": 0.25,
+                    "probe_timeout_s": 2.0,
+                    "unhealthy_threshold": 3,
+                    "restart_backoff_base_s": 0.5,
+                    "startup_timeout_s": 400.0,
+                    "drain_timeout_s": 10.0,
+                    "kill_timeout_s": 10.0,
+                },
+                "nginx": {"port": port, "worker_processes": 1, "read_timeout_s": 120.0},
+            }
+        )
+    )
+    log = run_dir.parent / "up.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "hunyuan_serve", "up", "--config", str(config)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    stack = Stack(proc, run_dir, config, port, log)
+    try:
+        t0 = time.time()
+        for name in ("replica-0", "replica-1"):
+            stack.wait_event(
+                lambda e, n=name: e["event"] == "admitted" and e["replica"] == n, START_TIMEOUT_S
+            )
+        FIGURES["cold start of 2 replicas, s"] = round(time.time() - t0, 1)
+        yield stack
+    finally:
+        if proc.poll() is None:
+            state = read_state(run_dir) or {}
+            pids = [r["pid"] for r in state.get("replicas", []) if r.get("pid")]
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            for pid in pids:
+                for member in group_members(pid):
+                    os.kill(member, signal.SIGKILL)
+        print("\nhunyuan-serve up figures:", json.dumps(FIGURES, indent=1))
+
+
+@dataclass
+class Load:
+    """Clients sending translations through the public port until stopped; every outcome is kept."""
+
+    url: str
+    threads: int = 3
+    ok: list[float] = field(default_factory=list)  # completion times
+    failures: list[str] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _workers: list[threading.Thread] = field(default_factory=list)
+
+    def _run(self, n: int) -> None:
+        with httpx.Client(base_url=self.url, timeout=120.0, trust_env=False) as client:
+            i = 0
+            while not self._stop.is_set():
+                i += 1
+                body = {"text": f"Hello number {n}-{i}", "source_lang": "en", "target_lang": "zh"}
+                try:
+                    response = client.post("/translate", json=body)
+                except httpx.HTTPError as err:
+                    self.failures.append(repr(err))
+                    continue
+                if response.status_code == 200 and "result" in response.json():
+                    self.ok.append(time.time())
+                else:
+                    self.failures.append(f"{response.status_code} {response.text[:200]}")
+
+    def __enter__(self) -> Load:
+        self._workers = [
+            threading.Thread(target=self._run, args=(n,), daemon=True) for n in range(self.threads)
+        ]
+        for worker in self._workers:
+            worker.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for worker in self._workers:
+            worker.join(timeout=150)
+
+    def wait_ok(self, count: int, since: float = 0.0, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while sum(t > since for t in self.ok) < count:
+            assert time.monotonic() < deadline, f"fewer than {count} successes; failures: {self.failures[:5]}"
+            time.sleep(0.05)
+
+
+def test_requests_flow_through_the_public_port(stack: Stack) -> None:
+    with httpx.Client(base_url=stack.url, trust_env=False, timeout=60) as client:
+        health = client.get("/health")
+        assert health.status_code == 200 and health.json()["ready"] == 2
+        response = client.post(
+            "/translate",
+            json={"text": "Good morning", "source_lang": "en", "target_lang": "zh"},
+            headers={"X-Request-ID": "e2e-given-id"},
+        )
+        assert response.status_code == 200, response.text
+        assert response.headers["x-request-id"] == "e2e-given-id"
+        assert isinstance(response.json()["result"], str)
+        made = client.post(
+            "/translate", json={"text": "Good night", "source_lang": "en", "target_lang": "zh"}
+        )
+        assert made.status_code == 200 and len(made.headers["x-request-id"]) == 32
+        assert client.get("/languages").status_code == 200
+    entries = {e["request_id"]: e for e in stack.access_log()}
+    given = entries["e2e-given-id"]
+    assert given["status"] == 200 and given["uri"] == "/translate"
+    assert given["upstream_addr"].startswith("127.0.0.1:")
+    for key in ("request_time", "upstream_connect_time", "upstream_header_time", "upstream_response_time"):
+        assert float(given[key]) >= 0, key
+    assert made.headers["x-request-id"] in entries
+
+
+def test_status_reports_both_replicas_ready(stack: Stack) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "hunyuan_serve", "status", "--json", "--run-dir", str(stack.run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    status = json.loads(out.stdout)
+    assert [(r["name"], r["state"], r["device"]) for r in status["replicas"]] == [
+        ("replica-0", "ready", "cpu:0"),
+        ("replica-1", "ready", "cpu:1"),
+    ]
+    assert all(pid_alive(r["pid"]) for r in status["replicas"])
+    assert status["nginx"]["port"] == stack.port and pid_alive(status["nginx"]["pid"])
+    table = subprocess.run(
+        [sys.executable, "-m", "hunyuan_serve", "status", "--run-dir", str(stack.run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "replica-1" in table.stdout and "ready" in table.stdout
+
+
+def test_second_up_fails_at_once_naming_the_holder(stack: Stack, tmp_path: Path) -> None:
+    nginx_pid = stack.state()["nginx"]["pid"]
+    other = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hunyuan_serve",
+            "up",
+            "--config",
+            str(stack.config),
+            "--run-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert other.returncode == 1
+    assert f"port {stack.port} on 127.0.0.1 is in use by pid {nginx_pid} (nginx" in other.stderr
+    same_dir = subprocess.run(
+        [sys.executable, "-m", "hunyuan_serve", "up", "--config", str(stack.config)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert same_dir.returncode == 2 and f"another `up` (pid {stack.proc.pid})" in same_dir.stderr
+
+
+def _fail_and_recover(stack: Stack, name: str, sig: signal.Signals) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Under load, signal one replica; returns its evicted and admitted events, checks zero failures."""
+    victim = stack.replica(name)
+    addr = f"127.0.0.1:{victim['port']}"
+    mark = len(stack.events())
+    with Load(stack.url) as load:
+        load.wait_ok(10)
+        t_signal = time.time()
+        os.kill(victim["pid"], sig)
+        evicted = stack.wait_event(lambda e: e["event"] == "evicted" and e["replica"] == name, 60, mark)
+        admitted = stack.wait_event(
+            lambda e: e["event"] == "admitted" and e["replica"] == name, START_TIMEOUT_S, mark
+        )
+        served_before = len(stack.access_log())
+        load.wait_ok(10, since=admitted["ts"])
+        deadline = time.monotonic() + 60
+        while not any(
+            e["upstream_addr"] == addr and e["status"] == 200 for e in stack.access_log()[served_before:]
+        ):
+            assert time.monotonic() < deadline, f"{name} was readmitted but got no traffic"
+            time.sleep(0.1)
+    assert load.failures == [], load.failures[:5]
+    assert stack.replica(name)["pid"] != victim["pid"] and stack.replica(name)["state"] == "ready"
+    label = sig.name
+    FIGURES[f"{label}: eviction after signal, s"] = round(evicted["ts"] - t_signal, 3)
+    FIGURES[f"{label}: readmission after signal, s"] = round(admitted["ts"] - t_signal, 1)
+    FIGURES[f"{label}: requests served during the test"] = len(load.ok)
+    return evicted, admitted
+
+
+def test_kill_9_of_one_replica_loses_no_request(stack: Stack) -> None:
+    evicted, _ = _fail_and_recover(stack, "replica-0", signal.SIGKILL)
+    # Evicted on the exit event itself, not after failed probes.
+    assert evicted["reason"] == "exited with code -9"
+
+
+def test_sigstop_replica_is_evicted_killed_and_restarted(stack: Stack) -> None:
+    evicted, _ = _fail_and_recover(stack, "replica-1", signal.SIGSTOP)
+    assert "3 failed probe(s)" in evicted["reason"]
+    assert any(e["event"] == "replica_killed" and e["replica"] == "replica-1" for e in stack.events())
+
+
+def test_all_replicas_down_gives_a_fast_503_with_retry_after(stack: Stack) -> None:
+    mark = len(stack.events())
+    for name in ("replica-0", "replica-1"):
+        os.kill(stack.replica(name)["pid"], signal.SIGKILL)
+    stack.wait_event(lambda e: e["event"] == "nginx_reloaded" and e["ready"] == 0, 30, mark)
+    with httpx.Client(base_url=stack.url, trust_env=False, timeout=30) as client:
+        start = time.perf_counter()
+        response = client.post("/translate", json={"text": "Hello", "source_lang": "en", "target_lang": "zh"})
+        FIGURES["all down: 503 answered in, ms"] = round((time.perf_counter() - start) * 1000, 1)
+        health = client.get("/health")
+    assert response.status_code == 503 and int(response.headers["retry-after"]) >= 1
+    assert response.json()["error"]["code"] == "unavailable"
+    assert health.status_code == 503 and health.json()["ready"] == 0 and "retry-after" in health.headers
+
+
+def test_clean_shutdown_leaves_no_process(stack: Stack) -> None:
+    # Replicas are loading again after the previous test: stopping mid-start must still leave nothing.
+    stack.wait_event(lambda e: e["event"] == "replica_started", 30, len(stack.events()) - 20)
+    state = stack.state()
+    pids = {stack.proc.pid, state["nginx"]["pid"], *children(state["nginx"]["pid"])}
+    for replica in state["replicas"]:
+        if replica["pid"]:
+            pids |= {replica["pid"], *group_members(replica["pid"])}
+    stack.proc.send_signal(signal.SIGTERM)
+    assert stack.proc.wait(timeout=120) == 0
+    assert [pid for pid in pids if pid_alive(pid)] == []
+    events = [e["event"] for e in stack.events()]
+    assert events[-3:] == ["stopping", "nginx_stopped", "stopped"] or events[-1] == "stopped"
+    assert port_problem("127.0.0.1", stack.port) is None
+    assert all(port_problem("127.0.0.1", r["port"]) is None for r in state["replicas"])
+    assert stack.state()["running"] is False
