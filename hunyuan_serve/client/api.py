@@ -183,7 +183,7 @@ class TranslateClient:
             attempt += 1
 
     def translate(
-        self, text: str, target: str, source: str | None = None, options: Mapping[str, Any] | None = None
+        self, text: str, target: str, source: str | None = "en", options: Mapping[str, Any] | None = None
     ) -> Translation:
         return _parse_one(self._request("POST", "/translate", _payload(text, target, source, options)), text)
 
@@ -191,7 +191,7 @@ class TranslateClient:
         self,
         texts: Sequence[str],
         target: str,
-        source: str | None = None,
+        source: str | None = "en",
         options: Mapping[str, Any] | None = None,
     ) -> list[Translation]:
         """One batch request; the service bounds how many texts it takes at once."""
@@ -204,7 +204,7 @@ class TranslateClient:
         self,
         texts: Sequence[str],
         target: str,
-        source: str | None = None,
+        source: str | None = "en",
         options: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
     ) -> list[Translation]:
@@ -283,7 +283,7 @@ class AsyncTranslateClient:
             attempt += 1
 
     async def translate(
-        self, text: str, target: str, source: str | None = None, options: Mapping[str, Any] | None = None
+        self, text: str, target: str, source: str | None = "en", options: Mapping[str, Any] | None = None
     ) -> Translation:
         response = await self._request("POST", "/translate", _payload(text, target, source, options))
         return _parse_one(response, text)
@@ -292,7 +292,7 @@ class AsyncTranslateClient:
         self,
         texts: Sequence[str],
         target: str,
-        source: str | None = None,
+        source: str | None = "en",
         options: Mapping[str, Any] | None = None,
     ) -> list[Translation]:
         if not texts:
@@ -304,7 +304,7 @@ class AsyncTranslateClient:
         self,
         texts: Sequence[str],
         target: str,
-        source: str | None = None,
+        source: str | None = "en",
         options: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
     ) -> list[Translation]:

@@ -35,7 +35,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("input", metavar="INPUT", help="File to translate, or '-' for stdin.")
     parser.add_argument("-o", "--output", default="-", help="Where to write the result ('-': stdout).")
     parser.add_argument("--to", dest="target", required=True, help="Target language code, e.g. zh.")
-    parser.add_argument("--from", dest="source", default=None, help="Source language code (default: auto).")
+    parser.add_argument("--from", dest="source", default="en", help="Source language code (default en).")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"Service URL (default {DEFAULT_URL}).")
     parser.add_argument("--format", choices=("auto", "text", "json"), default="auto", help="Input format.")
     parser.add_argument(
@@ -166,19 +166,30 @@ async def _translate(
 
 
 async def _check_languages(client: Any, target: str, source: str | None) -> str | None:
-    """A usage error when the service does not offer a language (skipped if it cannot tell)."""
+    """A usage error when the service does not take a language, found before any batch is sent."""
     from hunyuan_serve.client.api import TranslateError
 
     try:
-        codes = [lang.code for lang in await client.languages()]
+        languages = await client.languages()
     except TranslateError as err:
         if err.status is not None and err.status < 500:
-            return None
+            return None  # a service without /languages: let the first batch tell
         raise
-    for flag, code in (("--to", target), ("--from", source)):
-        if code is not None and codes and code not in codes:
-            return f"{flag} {code}: not a language of this service; choose one of {', '.join(codes)}"
+    known = {_language_key(name) for lang in languages for name in (lang.code, lang.name)}
+    if all(code is None or _language_key(code) in known for code in (target, source)):
+        return None
+    # Maybe an alias the service knows (zh-CN, cantonese...): one single-token request settles it.
+    try:
+        await client.translate("Hello", target, source, {"max_tokens": 1})
+    except TranslateError as err:
+        if err.status == 400:
+            return err.message
+        raise
     return None
+
+
+def _language_key(code: str) -> str:
+    return code.strip().replace("_", "-").lower()
 
 
 class _ProgressBar:

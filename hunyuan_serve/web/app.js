@@ -6,6 +6,7 @@ const SETTINGS = {
   maxBusyRetries: 3, // automatic retries of an overload 503 before asking the user
   defaultRetryAfterS: 2, // when a 503 comes without Retry-After
   maxRetryAfterS: 30,
+  defaultSource: "en",
   defaultTarget: "zh",
 };
 
@@ -106,7 +107,8 @@ async function loadLanguages() {
     target.add(new Option(label, lang.code));
   }
   const codes = (data.languages || []).map((l) => l.code);
-  target.value = codes.includes(SETTINGS.defaultTarget) ? SETTINGS.defaultTarget : codes[0] || "";
+  source.value = codes.includes(SETTINGS.defaultSource) ? SETTINGS.defaultSource : codes[0] || "";
+  target.value = codes.includes(SETTINGS.defaultTarget) ? SETTINGS.defaultTarget : codes[1] || codes[0] || "";
 }
 
 async function translate() {
@@ -116,9 +118,8 @@ async function translate() {
     $("text").focus();
     return;
   }
-  const body = { text, target_lang: $("target").value };
-  if ($("source").value) body.source_lang = $("source").value;
-  if (body.source_lang && body.source_lang === body.target_lang) {
+  const body = { text, source_lang: $("source").value, target_lang: $("target").value };
+  if (body.source_lang === body.target_lang) {
     showError("Source and target languages are the same.");
     return;
   }
@@ -178,7 +179,6 @@ function init() {
   });
   $("swap").addEventListener("click", () => {
     const source = $("source").value;
-    if (!source) return; // "Detect language" cannot be a target
     $("source").value = $("target").value;
     $("target").value = source;
     if ($("result").textContent) {

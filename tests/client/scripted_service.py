@@ -101,9 +101,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _translate(self, body: dict[str, Any], state: ServiceState) -> Reply:
         target = body.get("target_lang") or body.get("tgt_lang")
         if target not in {lang["code"] for lang in LANGUAGES}:
-            return Reply(
-                400, {"error": {"code": "unsupported_language", "message": f"target_lang {target!r}"}}
-            )
+            supported = ", ".join(lang["code"] for lang in LANGUAGES)
+            message = f"unsupported language {target!r}; supported: {supported}"
+            return Reply(400, {"error": {"code": "unsupported_language", "message": message}})
         if "texts" in body:
             results = [state.translate(t, target) for t in body["texts"]]
             return Reply(200, {"results": results, "cached": [False] * len(results), "latency_ms": 1.0})

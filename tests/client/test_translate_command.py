@@ -102,7 +102,7 @@ def test_text_via_stdin_and_stdout_keeps_blank_lines(
     assert code == 0
     assert out == "[fr] Hello\n\n  [fr] World\n"
     assert report["translated"] == 2 and report["skipped"] == 1
-    assert "source_lang" not in service.state.requests[0]  # --from not given: the service detects it
+    assert service.state.requests[0]["source_lang"] == "en"  # the default of --from
 
 
 def test_glossary_and_keep_list(
@@ -134,8 +134,11 @@ def test_unsupported_language_is_a_usage_error(
     (tmp_path / "in.txt").write_text("Hello\n", encoding="utf-8")
     code, _, err, _ = run(["--url", service.url, "--to", "xx", str(tmp_path / "in.txt")], tmp_path, capsys)
     assert code == 2
-    assert "--to xx: not a language of this service; choose one of en, zh, fr" in err
-    assert service.state.requests == []
+    assert "unsupported language 'xx'; supported: en, zh, fr" in err
+    # Only the one-token probe went out, no batch.
+    assert service.state.requests == [
+        {"text": "Hello", "target_lang": "xx", "source_lang": "en", "max_tokens": 1}
+    ]
 
 
 def test_bad_inputs_are_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
