@@ -132,7 +132,7 @@ async def _translate(
 
     def on_retry(attempt: int, delay: float, error: TranslateError) -> None:
         if attempt == 1 or attempt == settings.max_retries:
-            print(f"service busy ({error}); retry {attempt} in {delay:.1f}s", file=sys.stderr)
+            print(f"{error}; retry {attempt} of {settings.max_retries} in {delay:.1f}s", file=sys.stderr)
 
     store = None if args.no_cache else TranslationStore(args.cache or default_cache_path(os.environ))
     bar = _ProgressBar(enabled=not args.no_progress)
