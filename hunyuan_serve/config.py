@@ -75,6 +75,9 @@ class ReplicaConfig(Section):
     top_k: int = Field(20, ge=-1, description="Default top-k (-1 disables).")
     repetition_penalty: float = Field(1.05, gt=0, le=2, description="Default repetition penalty.")
     max_tokens: int = Field(512, ge=1, description="Default most generated tokens.")
+    graceful_shutdown_s: float = Field(
+        30.0, ge=0, description="On SIGTERM, time in-flight requests get to finish before the replica exits."
+    )
 
 
 class SupervisorConfig(Section):
@@ -119,7 +122,12 @@ class NginxConfig(Section):
     balance: Literal["least_conn", "round_robin"] = Field(
         "least_conn", description="Upstream balancing: least_conn, or round_robin (for comparison)."
     )
-    keepalive_timeout_s: float = Field(60.0, gt=0, description="Idle time of a keepalive connection.")
+    keepalive_timeout_s: float = Field(
+        0.0,
+        ge=0,
+        description="Idle time of a client keepalive connection; 0 closes it after each response, so no "
+        "request can race the closing of idle connections on an Nginx reload.",
+    )
     expose_metrics: bool = Field(False, description="Proxy /metrics (one replica's, per request) publicly.")
     reload_timeout_s: float = Field(10.0, gt=0, description="Deadline of `nginx -t` and of starting Nginx.")
 

@@ -1,0 +1,267 @@
+"""The engine seam: an Engine protocol and the vLLM adapter, the one module that imports vllm (lazily)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import MutableMapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from hunyuan_serve.config import EngineConfig
+from hunyuan_serve.prompts import Prompt
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Per-request sampling parameters (Hunyuan-MT's recommended values are the config defaults)."""
+
+    temperature: float
+    top_p: float
+    top_k: int
+    repetition_penalty: float
+    max_tokens: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One finished generation with the counts and times the request log reports."""
+
+    text: str
+    prompt_tokens: int
+    output_tokens: int
+    finish_reason: str | None
+    queue_s: float = 0.0
+    engine_s: float = 0.0
+
+
+@dataclass
+class EngineStats:
+    """What the engine's scheduler reported: sequences running now and the most seen at once."""
+
+    running: int = 0
+    waiting: int = 0
+    max_running: int = 0
+    steps: int = 0
+
+    def record(self, running: int, waiting: int) -> None:
+        self.running = running
+        self.waiting = waiting
+        self.max_running = max(self.max_running, running)
+        self.steps += 1
+
+
+class Engine(Protocol):
+    """What the replica app needs from an engine; VllmEngine is the real one, tests may fake it."""
+
+    model_name: str
+    max_model_len: int
+    stats: EngineStats
+
+    async def start(self) -> None: ...
+
+    def count_prompt_tokens(self, prompt: Prompt) -> int: ...
+
+    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation: ...
+
+    async def abort(self, request_id: str) -> None: ...
+
+    def is_alive(self) -> bool: ...
+
+    def unfinished(self) -> int: ...
+
+    def shutdown(self) -> None: ...
+
+
+CPU_ENV_DEFAULTS = {
+    "VLLM_TARGET_DEVICE": "cpu",
+    # Without it vLLM binds its internal message queue to a non-loopback address.
+    "VLLM_HOST_IP": "127.0.0.1",
+}
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
+def apply_cpu_env(environ: MutableMapping[str, str], cfg: EngineConfig) -> None:
+    """Set the environment vLLM's CPU build needs, keeping whatever the caller (or `up`) already set."""
+    for key, value in CPU_ENV_DEFAULTS.items():
+        environ.setdefault(key, value)
+    if cfg.cpu_kvcache_space_gib is not None:
+        environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cfg.cpu_kvcache_space_gib))
+
+
+def engine_kwargs(cfg: EngineConfig, model: str, on_cpu: bool) -> dict[str, Any]:
+    """EngineConfig -> AsyncEngineArgs keyword arguments (pure, table-tested)."""
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "tokenizer": cfg.tokenizer,
+        "served_model_name": cfg.served_model_name,
+        "dtype": cfg.dtype,
+        "max_model_len": cfg.max_model_len,
+        "quantization": cfg.quantization,
+        "kv_cache_dtype": cfg.kv_cache_dtype,
+        "tensor_parallel_size": cfg.tensor_parallel_size,
+        "max_num_seqs": cfg.max_num_seqs,
+        "enforce_eager": cfg.enforce_eager,
+        "seed": cfg.seed,
+        "trust_remote_code": cfg.trust_remote_code,
+    }
+    if on_cpu:
+        # bfloat16 falls back to slow kernels on AVX2-only CPUs; float32 is faster there.
+        if cfg.dtype == "auto":
+            kwargs["dtype"] = "float32"
+        kwargs["distributed_executor_backend"] = "uni"
+    else:
+        kwargs["gpu_memory_utilization"] = cfg.gpu_memory_utilization
+    if cfg.kv_cache_memory_bytes is not None:
+        kwargs["kv_cache_memory_bytes"] = cfg.kv_cache_memory_bytes
+    return {key: value for key, value in kwargs.items() if value is not None}
+
+
+def stop_token_ids(model_dir: Path) -> list[int]:
+    """eos ids of the checkpoint's generation_config.json (Hunyuan-MT lists several)."""
+    path = model_dir / "generation_config.json"
+    if not path.is_file():
+        return []
+    value = json.loads(path.read_text(encoding="utf-8")).get("eos_token_id")
+    if isinstance(value, int):
+        return [value]
+    return [int(v) for v in value] if isinstance(value, list) else []
+
+
+@dataclass
+class VllmEngine:
+    """AsyncLLMEngine behind the Engine protocol; prompts are tokenized here with the chat template."""
+
+    cfg: EngineConfig
+    model: str
+    ignore_eos: bool = False  # test knob only (random weights emit EOS at once); never set in production
+    model_name: str = ""
+    max_model_len: int = 0
+    stats: EngineStats = field(default_factory=EngineStats)
+    _engine: Any = None
+    _tokenizer: Any = None
+    _stop_ids: list[int] = field(default_factory=list)
+
+    async def start(self) -> None:
+        # Building blocks for tens of seconds (import, engine-core start): a thread keeps /health answering.
+        await asyncio.to_thread(self._build)
+        self.model_name = self.cfg.served_model_name or self.model
+
+    def _build(self) -> None:
+        on_cpu = not cuda_available()
+        if on_cpu:
+            apply_cpu_env(os.environ, self.cfg)
+        from transformers import AutoTokenizer
+        from vllm import AsyncEngineArgs, AsyncLLMEngine
+
+        self._tokenizer = AutoTokenizer.from_pretrained(
+            self.cfg.tokenizer or self.model, trust_remote_code=self.cfg.trust_remote_code
+        )
+        if Path(self.model).is_dir():
+            self._stop_ids = stop_token_ids(Path(self.model))
+        args = AsyncEngineArgs(**engine_kwargs(self.cfg, self.model, on_cpu))
+        recorder = _stats_logger_factory(self.stats)
+        self._engine = AsyncLLMEngine.from_engine_args(args, stat_loggers=[recorder])
+        self.max_model_len = int(self._engine.model_config.max_model_len)
+
+    def _token_ids(self, prompt: Prompt) -> list[int]:
+        if prompt.is_chat:
+            text = self._tokenizer.apply_chat_template(
+                list(prompt.messages), tokenize=False, add_generation_prompt=True
+            )
+            return list(self._tokenizer(text, add_special_tokens=False)["input_ids"])
+        return list(self._tokenizer(prompt.text)["input_ids"])
+
+    def count_prompt_tokens(self, prompt: Prompt) -> int:
+        return len(self._token_ids(prompt))
+
+    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+        from vllm import SamplingParams
+
+        params = SamplingParams(
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=sampling.top_k,
+            repetition_penalty=sampling.repetition_penalty,
+            max_tokens=sampling.max_tokens,
+            stop_token_ids=self._stop_ids,
+            stop=list(prompt.stop),
+            ignore_eos=self.ignore_eos,
+        )
+        ids = self._token_ids(prompt)
+        started = time.monotonic()
+        final = None
+        try:
+            async for output in self._engine.generate(
+                {"prompt_token_ids": ids}, params, request_id=request_id
+            ):
+                final = output
+        except asyncio.CancelledError:
+            # The client left or the deadline passed: free the sequence's batch slot now.
+            await asyncio.shield(self._engine.abort(request_id))
+            raise
+        if final is None:
+            raise RuntimeError(f"engine returned no output for {request_id}")
+        completion = final.outputs[0]
+        metrics = getattr(final, "metrics", None)
+        queue_s = 0.0
+        if metrics is not None and metrics.scheduled_ts and metrics.queued_ts:
+            # Engine-core monotonic timestamps: waiting for a batch slot, not our own queueing.
+            queue_s = max(0.0, metrics.scheduled_ts - metrics.queued_ts)
+        return Generation(
+            text=completion.text.strip(),
+            prompt_tokens=len(ids),
+            output_tokens=len(completion.token_ids),
+            finish_reason=completion.finish_reason,
+            queue_s=queue_s,
+            engine_s=time.monotonic() - started,
+        )
+
+    async def abort(self, request_id: str) -> None:
+        await self._engine.abort(request_id)
+
+    def is_alive(self) -> bool:
+        return self._engine is not None and not self._engine.errored
+
+    def unfinished(self) -> int:
+        return 0 if self._engine is None else int(self._engine.get_num_unfinished_requests())
+
+    def shutdown(self) -> None:
+        engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.shutdown()
+
+
+def _stats_logger_factory(stats: EngineStats) -> Any:
+    """A vLLM stat-logger factory that copies the scheduler's running/waiting counts into `stats`."""
+    from vllm.v1.metrics.loggers import StatLoggerBase
+
+    class _Recorder(StatLoggerBase):
+        def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
+            self.stats = stats
+
+        def record(
+            self,
+            scheduler_stats: Any,
+            iteration_stats: Any,
+            mm_cache_stats: Any = None,
+            engine_idx: int = 0,
+        ) -> None:
+            if scheduler_stats is not None:
+                self.stats.record(scheduler_stats.num_running_reqs, scheduler_stats.num_waiting_reqs)
+
+        def log_engine_initialized(self) -> None:
+            pass
+
+    return _Recorder

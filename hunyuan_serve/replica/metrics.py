@@ -1,0 +1,60 @@
+"""Prometheus metrics of one replica app, on its own registry (no global state, several apps per process)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from hunyuan_serve.replica.engine import Engine
+
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
+
+
+class Metrics:
+    """Requests by status, latency, in-flight, rejections, cache, tokens, and the engine's batch size."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            "hunyuan_requests", "Translate requests answered, by HTTP status.", ["status"], registry=r
+        )
+        self.latency = Histogram(
+            "hunyuan_request_latency_seconds",
+            "Translate request latency, arrival to response.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.engine_latency = Histogram(
+            "hunyuan_engine_latency_seconds", "Engine time per text.", buckets=LATENCY_BUCKETS, registry=r
+        )
+        self.in_flight = Gauge("hunyuan_requests_in_flight", "Translate requests admitted now.", registry=r)
+        self.rejections = Counter(
+            "hunyuan_rejections", "Requests refused before the engine, by reason.", ["reason"], registry=r
+        )
+        self.cache_hits = Counter(
+            "hunyuan_cache_hits", "Texts answered from the cache.", ["layer"], registry=r
+        )
+        self.cache_misses = Counter("hunyuan_cache_misses", "Texts not in the cache.", registry=r)
+        self.coalesced = Counter(
+            "hunyuan_coalesced", "Texts that joined an identical engine call in flight.", registry=r
+        )
+        self.aborts = Counter(
+            "hunyuan_engine_aborts", "Engine requests aborted (disconnect, deadline).", registry=r
+        )
+        self.prompt_tokens = Counter("hunyuan_prompt_tokens", "Prompt tokens sent to the engine.", registry=r)
+        self.generation_tokens = Counter(
+            "hunyuan_generation_tokens", "Tokens the engine generated.", registry=r
+        )
+        running = Gauge("hunyuan_engine_running", "Sequences the engine's scheduler runs now.", registry=r)
+        running.set_function(lambda: engine.stats.running)
+        most = Gauge(
+            "hunyuan_engine_max_running", "Most sequences the scheduler ran in one step.", registry=r
+        )
+        most.set_function(lambda: engine.stats.max_running)
+        unfinished = Gauge(
+            "hunyuan_engine_unfinished", "Requests submitted to the engine and not finished.", registry=r
+        )
+        unfinished.set_function(lambda: engine.unfinished())
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,179 @@
+"""Request parsing and validation for POST /translate: bytes in, a checked request or a 4xx ApiError out."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from hunyuan_serve.config import ReplicaConfig
+from hunyuan_serve.languages import Language, UnknownLanguage, find_language
+from hunyuan_serve.replica.engine import Sampling
+
+
+class ApiError(Exception):
+    """An HTTP error with the JSON body {"error": {"code", "message"}} and optional headers."""
+
+    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers or {}
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+@dataclass(frozen=True)
+class TranslateRequest:
+    """A validated request: one or more texts, two languages, full sampling parameters."""
+
+    texts: tuple[str, ...]
+    batch: bool
+    source: Language
+    target: Language
+    sampling: Sampling
+
+
+_KNOWN_KEYS = {
+    "text",
+    "texts",
+    "source_lang",
+    "target_lang",
+    "src_lang",
+    "tgt_lang",
+    "temperature",
+    "top_p",
+    "top_k",
+    "repetition_penalty",
+    "max_tokens",
+}
+
+
+def _number(data: dict[str, Any], key: str, default: float, low: float, high: float, low_open: bool) -> float:
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ApiError(422, "invalid_parameter", f"{key} must be a number, got {json.dumps(value)[:40]}")
+    too_low = value <= low if low_open else value < low
+    if too_low or value > high:
+        left = "(" if low_open else "["
+        raise ApiError(422, "invalid_parameter", f"{key} must be in {left}{low}, {high}], got {value}")
+    return float(value)
+
+
+def _integer(data: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ApiError(
+                422, "invalid_parameter", f"{key} must be an integer, got {json.dumps(value)[:40]}"
+            )
+    if not low <= value <= high:
+        raise ApiError(422, "invalid_parameter", f"{key} must be in [{low}, {high}], got {value}")
+    return value
+
+
+def parse_sampling(data: dict[str, Any], cfg: ReplicaConfig, max_model_len: int) -> Sampling:
+    """Sampling parameters of a request, range-checked, with the config's defaults."""
+    top_k = _integer(data, "top_k", cfg.top_k, -1, 1000)
+    if top_k == 0:
+        raise ApiError(422, "invalid_parameter", "top_k must be -1 (disabled) or at least 1, got 0")
+    return Sampling(
+        temperature=_number(data, "temperature", cfg.temperature, 0.0, 2.0, low_open=False),
+        top_p=_number(data, "top_p", cfg.top_p, 0.0, 1.0, low_open=True),
+        top_k=top_k,
+        repetition_penalty=_number(
+            data, "repetition_penalty", cfg.repetition_penalty, 0.0, 2.0, low_open=True
+        ),
+        max_tokens=_integer(data, "max_tokens", min(cfg.max_tokens, max_model_len - 1), 1, max_model_len - 1),
+    )
+
+
+def _language(data: dict[str, Any], key: str, alias: str) -> Language:
+    value = data.get(key, data.get(alias))
+    if value is None:
+        raise ApiError(422, "missing_field", f"{key} (or {alias}) is required")
+    if not isinstance(value, str):
+        raise ApiError(422, "invalid_parameter", f"{key} must be a language code string")
+    try:
+        return find_language(value)
+    except UnknownLanguage as err:
+        raise ApiError(400, "unsupported_language", str(err)) from None
+
+
+def _texts(data: dict[str, Any], cfg: ReplicaConfig) -> tuple[tuple[str, ...], bool]:
+    if ("text" in data) == ("texts" in data):
+        raise ApiError(
+            422, "missing_field", "give exactly one of text (a string) or texts (a list of strings)"
+        )
+    if "text" in data:
+        items: Any = [data["text"]]
+        batch = False
+    else:
+        items = data["texts"]
+        batch = True
+        if not isinstance(items, list):
+            raise ApiError(422, "invalid_parameter", "texts must be a list of strings")
+        if not items:
+            raise ApiError(422, "empty_text", "texts must not be empty")
+        if len(items) > cfg.max_batch_texts:
+            raise ApiError(
+                413,
+                "too_many_texts",
+                f"{len(items)} texts in one request; the limit is {cfg.max_batch_texts}",
+            )
+    for index, item in enumerate(items):
+        where = f"texts[{index}]" if batch else "text"
+        if not isinstance(item, str):
+            raise ApiError(422, "invalid_parameter", f"{where} must be a string")
+        if not item.strip():
+            raise ApiError(422, "empty_text", f"{where} is empty or only whitespace")
+        if "\x00" in item:
+            raise ApiError(422, "invalid_text", f"{where} contains a NUL character")
+        try:
+            item.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ApiError(422, "invalid_text", f"{where} contains a lone surrogate (\\u escape)") from None
+    return tuple(items), batch
+
+
+def decode_body(raw: bytes) -> dict[str, Any]:
+    """UTF-8 JSON object or a 400 naming what is wrong with the bytes."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ApiError(400, "invalid_encoding", f"body is not UTF-8 (byte {err.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ApiError(
+            400, "invalid_json", f"body is not valid JSON: {err.msg} at position {err.pos}"
+        ) from None
+    except RecursionError:
+        raise ApiError(400, "invalid_json", "body JSON is nested too deeply") from None
+    if not isinstance(data, dict):
+        raise ApiError(422, "invalid_request", "body must be a JSON object")
+    return data
+
+
+def parse_translate(raw: bytes, cfg: ReplicaConfig, max_model_len: int) -> TranslateRequest:
+    """Everything checkable without the tokenizer; the token budget is checked once prompts exist."""
+    if len(raw) > cfg.max_body_bytes:
+        raise ApiError(413, "body_too_large", f"body is {len(raw)} bytes; the limit is {cfg.max_body_bytes}")
+    data = decode_body(raw)
+    unknown = sorted(set(data) - _KNOWN_KEYS)
+    if unknown:
+        raise ApiError(422, "unknown_field", f"unknown field(s): {', '.join(unknown)[:200]}")
+    texts, batch = _texts(data, cfg)
+    source = _language(data, "source_lang", "src_lang")
+    target = _language(data, "target_lang", "tgt_lang")
+    sampling = parse_sampling(data, cfg, max_model_len)
+    return TranslateRequest(texts=texts, batch=batch, source=source, target=target, sampling=sampling)

@@ -1,0 +1,127 @@
+"""Translation between HTTP and engine: prompts, token budget, cache, and coalescing of identical requests."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+from dataclasses import dataclass, field
+
+from hunyuan_serve.cache import TranslationCache, cache_key
+from hunyuan_serve.prompts import Family, Prompt, build_prompt
+from hunyuan_serve.replica.engine import Engine, Generation, Sampling
+from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.schema import ApiError, TranslateRequest
+
+
+@dataclass
+class Outcome:
+    """Results of one request in input order, with what the request log reports."""
+
+    results: list[str] = field(default_factory=list)
+    cached: list[bool] = field(default_factory=list)
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    queue_s: float = 0.0
+    engine_s: float = 0.0
+
+
+@dataclass
+class _Shared:
+    task: asyncio.Task[Generation]
+    waiters: int = 0
+
+
+class Translator:
+    """Turns validated requests into engine calls; every text of a batch goes to the engine at once."""
+
+    def __init__(self, engine: Engine, family: Family, cache: TranslationCache, metrics: Metrics) -> None:
+        self.engine = engine
+        self.family = family
+        self.cache = cache
+        self.metrics = metrics
+        self._inflight: dict[str, _Shared] = {}
+        self._ids = itertools.count()
+
+    def _check_budget(self, prompt_tokens: list[int], sampling: Sampling, batch: bool) -> None:
+        limit = self.engine.max_model_len - sampling.max_tokens
+        for index, count in enumerate(prompt_tokens):
+            if count > limit:
+                where = f"texts[{index}]" if batch else "text"
+                raise ApiError(
+                    413,
+                    "text_too_long",
+                    f"{where} makes a prompt of {count} tokens; the limit is {limit} tokens "
+                    f"(max_model_len {self.engine.max_model_len} minus max_tokens {sampling.max_tokens})",
+                )
+
+    async def translate(self, req: TranslateRequest, request_id: str) -> Outcome:
+        prompts = [build_prompt(self.family, req.source, req.target, text) for text in req.texts]
+        counts = [self.engine.count_prompt_tokens(prompt) for prompt in prompts]
+        self._check_budget(counts, req.sampling, req.batch)
+        sampling = req.sampling.as_dict()
+        outcome = Outcome(results=[""] * len(prompts), cached=[False] * len(prompts))
+        pending: list[tuple[int, str, asyncio.Task[tuple[Generation, bool]]]] = []
+        for index, (text, prompt) in enumerate(zip(req.texts, prompts, strict=True)):
+            key = cache_key(self.engine.model_name, req.source.code, req.target.code, text, sampling)
+            hit = self.cache.get(key)
+            if hit is not None:
+                outcome.results[index], outcome.cached[index] = hit[0], True
+                self.metrics.cache_hits.labels(layer=hit[1]).inc()
+                continue
+            self.metrics.cache_misses.inc()
+            engine_id = f"{request_id}-{index}-{next(self._ids)}"
+            future = asyncio.create_task(self._shared_generate(key, prompt, req.sampling, engine_id))
+            pending.append((index, key, future))
+        try:
+            done = await asyncio.gather(*(future for _, _, future in pending))
+        except BaseException:
+            for _, _, future in pending:
+                future.cancel()
+            raise
+        for (index, key, _), (generation, coalesced) in zip(pending, done, strict=True):
+            outcome.results[index] = generation.text
+            outcome.prompt_tokens += generation.prompt_tokens
+            outcome.output_tokens += generation.output_tokens
+            outcome.queue_s = max(outcome.queue_s, generation.queue_s)
+            outcome.engine_s = max(outcome.engine_s, generation.engine_s)
+            if not coalesced:
+                self.cache.put(key, generation.text)
+        return outcome
+
+    async def _shared_generate(
+        self, key: str, prompt: Prompt, sampling: Sampling, engine_id: str
+    ) -> tuple[Generation, bool]:
+        shared = self._inflight.get(key)
+        coalesced = shared is not None
+        if shared is None:
+            shared = _Shared(asyncio.create_task(self._run(prompt, sampling, engine_id)))
+            self._inflight[key] = shared
+            shared.task.add_done_callback(functools.partial(self._forget, key, shared))
+        else:
+            self.metrics.coalesced.inc()
+        shared.waiters += 1
+        try:
+            # Shielded: one waiter leaving must not cancel the call the others wait for.
+            return await asyncio.shield(shared.task), coalesced
+        except asyncio.CancelledError:
+            if shared.waiters == 1 and not shared.task.done():
+                shared.task.cancel()
+                self.metrics.aborts.inc()
+            raise
+        finally:
+            shared.waiters -= 1
+
+    async def _run(self, prompt: Prompt, sampling: Sampling, engine_id: str) -> Generation:
+        generation = await self.engine.generate(prompt, sampling, engine_id)
+        self.metrics.prompt_tokens.inc(generation.prompt_tokens)
+        self.metrics.generation_tokens.inc(generation.output_tokens)
+        self.metrics.engine_latency.observe(generation.engine_s)
+        return generation
+
+    def _forget(self, key: str, shared: _Shared, _task: object) -> None:
+        if self._inflight.get(key) is shared:
+            del self._inflight[key]
+
+    def inflight_calls(self) -> int:
+        return len(self._inflight)
