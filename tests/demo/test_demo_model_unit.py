@@ -1,0 +1,48 @@
+"""Pure parts of the demo-model conversion: cache location, completeness, the <bos> fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hunyuan_serve.demo_model import BOS_ID, DONE_MARKER, default_models_dir, fix_bos, is_complete
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"XDG_CACHE_HOME": "/x/cache"}, Path("/x/cache/hunyuan-serve/models")),
+        ({}, Path.home() / ".cache" / "hunyuan-serve" / "models"),
+        ({"XDG_CACHE_HOME": ""}, Path.home() / ".cache" / "hunyuan-serve" / "models"),
+    ],
+)
+def test_default_models_dir(environ: dict[str, str], expected: Path) -> None:
+    assert default_models_dir(environ) == expected
+
+
+def test_is_complete_needs_marker_and_weights(tmp_path: Path) -> None:
+    assert not is_complete(tmp_path)
+    (tmp_path / "model.safetensors").write_bytes(b"x")
+    assert not is_complete(tmp_path)  # an interrupted conversion writes no marker
+    (tmp_path / DONE_MARKER).write_text("{}")
+    assert is_complete(tmp_path)
+
+
+def test_fix_bos_makes_the_tokenizer_prepend_bos(tmp_path: Path) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {"<pad>": 0, "<eos>": 1, "<bos>": BOS_ID, "<unk>": 3, "Hi": 4, "there": 5}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    assert Tokenizer.from_file(str(path)).encode("Hi there").ids == [4, 5]
+
+    fix_bos(path)
+    fixed = Tokenizer.from_file(str(path))
+    assert fixed.encode("Hi there").ids == [BOS_ID, 4, 5]
+    assert fixed.encode("Hi", "there").ids == [BOS_ID, 4, 5]
+    assert fixed.encode("Hi there", add_special_tokens=False).ids == [4, 5]
+    assert json.loads(path.read_text())["post_processor"]["type"] == "TemplateProcessing"
