@@ -1,4 +1,4 @@
-"""The replica app's own logic over real HTTP with a scripted engine: validation, admission, deadline, cache."""
+"""The replica app's own logic over real HTTP with a scripted engine: validation, admission, deadline."""
 
 from __future__ import annotations
 
