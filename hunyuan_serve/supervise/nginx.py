@@ -97,7 +97,7 @@ class NginxController:
         if self.proc is None or self.proc.returncode is not None:
             raise NginxError("nginx is not running")
         old_workers = set(procs.children(self.proc.pid))
-        self.proc.send_signal(signal.SIGHUP)
+        procs.send(self.proc, signal.SIGHUP)
         deadline = time.monotonic() + self.timeout_s
         limits = httpx.Limits(max_keepalive_connections=0)
         async with httpx.AsyncClient(timeout=0.5, trust_env=False, limits=limits) as client:

@@ -33,6 +33,16 @@ def signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+def send(proc: asyncio.subprocess.Process, sig: int) -> None:
+    """Signal the process unless it is known to have ended.
+
+    Not proc.send_signal: Popen polls (waitpid) first and would reap the child behind asyncio's back.
+    """
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, sig)
+
+
 def kill_now(proc: asyncio.subprocess.Process) -> None:
     """SIGKILL the process and its group; works on a SIGSTOP-ped process as well."""
     signal_group(proc.pid, signal.SIGKILL)
@@ -41,9 +51,8 @@ def kill_now(proc: asyncio.subprocess.Process) -> None:
 async def stop(proc: asyncio.subprocess.Process, sig: int, grace_s: float) -> int | None:
     """Send sig to the leader (waking it if stopped), wait up to grace_s, then SIGKILL the group."""
     if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(sig)
-            proc.send_signal(signal.SIGCONT)
+        send(proc, sig)
+        send(proc, signal.SIGCONT)
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(proc.wait(), timeout=grace_s)
     signal_group(proc.pid, signal.SIGKILL)
