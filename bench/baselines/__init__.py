@@ -1,0 +1,1 @@
+"""Baselines `make bench` compares the stack against."""

@@ -1,0 +1,145 @@
+"""Processes the bench starts: servers in their own process groups, waited for, always stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cpu_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a vLLM CPU process needs (see shared notes), on top of ours."""
+    env = dict(os.environ)
+    env.setdefault("VLLM_TARGET_DEVICE", "cpu")
+    env.setdefault("VLLM_HOST_IP", "127.0.0.1")
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(extra or {})
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def http_json(url: str, body: Any = None, timeout: float = 10.0) -> tuple[int, Any]:
+    """GET (or POST `body` as JSON) and return (status, parsed JSON or text); status 0 if unreachable."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            raw = resp.read().decode("utf-8", "replace")
+            status = resp.status
+    except urllib.error.HTTPError as err:
+        raw, status = err.read().decode("utf-8", "replace"), err.code
+    except (urllib.error.URLError, OSError, TimeoutError):
+        return 0, None
+    try:
+        return status, json.loads(raw)
+    except json.JSONDecodeError:
+        return status, raw
+
+
+class Server:
+    """A started server process (its own session, so that stopping it stops what it started)."""
+
+    def __init__(self, name: str, argv: Sequence[str], log_path: Path, env: Mapping[str, str]) -> None:
+        self.name = name
+        self.log_path = log_path
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = log_path.open("ab")
+        print(f"[bench] start {name}: {' '.join(argv)}", flush=True)
+        self.proc = subprocess.Popen(
+            list(argv),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            cwd=str(REPO),
+            start_new_session=True,
+        )
+        self.started = time.monotonic()
+
+    def wait_http(self, url: str, timeout_s: float, ok: Any = None) -> float:
+        """Wait until GET url answers 200 (and ok(json) holds); return seconds since start."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; see {self.log_path}")
+            status, data = http_json(url, timeout=5)
+            if status == 200 and (ok is None or ok(data)):
+                ready = time.monotonic() - self.started
+                print(f"[bench] {self.name} ready after {ready:.0f} s", flush=True)
+                return ready
+            time.sleep(1.0)
+        raise TimeoutError(f"{self.name} not ready within {timeout_s:.0f} s; see {self.log_path}")
+
+    def stop(self, grace_s: float = 40.0) -> None:
+        """SIGTERM the process (its own shutdown stops its children), SIGKILL the group if it lingers."""
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                print(f"[bench] {self.name} did not stop in {grace_s:.0f} s: SIGKILL", flush=True)
+        # Whatever is left in its process group (replicas, nginx, engine cores) goes too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(5)
+        self._log.close()
+
+
+@contextlib.contextmanager
+def running(server: Server) -> Iterator[Server]:
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def cpu_hog(core: int, count: int = 1) -> Iterator[list[int]]:
+    """Busy loops pinned to one core, to make the replica pinned there slower than the others."""
+    argv = ["taskset", "-c", str(core), sys.executable, "-c", "while True: pass"]
+    procs = [subprocess.Popen(argv, start_new_session=True) for _ in range(count)]
+    try:
+        yield [p.pid for p in procs]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def scrape_counter(urls: Sequence[str], name: str) -> float:
+    """Sum of a Prometheus counter over servers (`name` or `name_total`); unreachable ones count 0."""
+    total = 0.0
+    for url in urls:
+        status, text = http_json(url, timeout=5)
+        if status != 200 or not isinstance(text, str):
+            continue
+        for line in text.splitlines():
+            metric, _, value = line.partition(" ")
+            if metric.split("{")[0] in (name, f"{name}_total"):
+                total += float(value.split()[0])
+    return total
+
+
+def warm_up(url: str, body: Any, count: int = 4) -> None:
+    """A few requests first, so that the measured run does not include lazy first-request work."""
+    for _ in range(count):
+        http_json(url, body, timeout=120)

@@ -1,0 +1,282 @@
+"""`make bench`: k6 against the stack and its baselines in one run, then a Markdown report with plots."""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m bench.run`
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import targets
+from bench.k6run import K6Result, find_k6, run_k6
+from bench.procs import REPO, cpu_hog, free_port, running, scrape_counter, warm_up
+from bench.report import Row, best_rate
+
+DATA = REPO / "bench" / "data" / "sd-webui-zh_CN.json"
+# The replicas' counter of generated tokens (their /translate answers do not carry token counts).
+TOKENS_COUNTER = "hunyuan_generation_tokens"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long and how hard each scenario runs; QUICK=1 is the small one."""
+
+    ramp_vus: int = 100
+    ramp: str = "40s"
+    hold: str = "20s"
+    rates: tuple[int, ...] = (4, 8, 16, 32)
+    rate_duration: str = "15s"
+    pass_iterations: int = 400
+    pass_vus: int = 32
+    chaos_duration_s: int = 40
+    chaos_kill_at_s: float = 12.0
+    unequal_duration: str = "25s"
+    baselines: tuple[str, ...] = ("serial", "vllm")
+    unequal: bool = True
+    p95_ms: float = 5000.0
+    max_tokens: int = 32
+
+    @staticmethod
+    def quick() -> Plan:
+        return Plan(
+            ramp_vus=20,
+            ramp="10s",
+            hold="5s",
+            rates=(8,),
+            rate_duration="8s",
+            pass_iterations=80,
+            pass_vus=16,
+            chaos_duration_s=20,
+            chaos_kill_at_s=6.0,
+            baselines=("serial",),
+            unequal=False,
+        )
+
+
+@dataclass
+class Bench:
+    """What one run collected: k6 results by scenario and setup, notes, timings."""
+
+    plan: Plan
+    work: Path
+    model: Path
+    items: Path
+    k6_bin: str
+    results: dict[str, list[Row]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    chaos_kill_time: float | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def env(self, url: str, api: str = "translate", **extra: Any) -> dict[str, str]:
+        env = {
+            "BASE_URL": url,
+            "API": api,
+            "DATA": str(self.items),
+            "MODEL": "model",
+            "MAX_TOKENS": str(self.plan.max_tokens),
+            "P95_MS": str(int(self.plan.p95_ms)),
+        }
+        env.update({k.upper(): str(v) for k, v in extra.items()})
+        return env
+
+    def k6(self, script: str, name: str, env: dict[str, str], meter: Sequence[str] = ()) -> K6Result:
+        """Run a k6 script; with `meter` (replica /metrics URLs) count generated tokens server-side."""
+        before = scrape_counter(meter, TOKENS_COUNTER) if meter else 0.0
+        result = run_k6(script, name, self.work / "k6", env, k6=self.k6_bin)
+        if meter:
+            result.server_tokens = max(0.0, scrape_counter(meter, TOKENS_COUNTER) - before)
+        return result
+
+    def add(self, scenario: str, setup: str, result: K6Result, offered: float | None = None) -> None:
+        self.results.setdefault(scenario, []).append(Row(setup, result, offered))
+
+    def elapsed(self) -> str:
+        return f"{time.monotonic() - self.started:.0f} s"
+
+
+def build_items(model: Path, out: Path, limit: int | None = None) -> None:
+    """The workload with each string's prompt as the stack builds it, for the vLLM server baseline."""
+    texts = list(json.loads(DATA.read_text(encoding="utf-8")))
+    if limit:
+        texts = texts[:limit]
+    prompts = _prompts(model, texts)
+    out.write_text(json.dumps(prompts, ensure_ascii=False), encoding="utf-8")
+
+
+def _prompts(model: Path, texts: list[str]) -> list[dict[str, Any]]:
+    """Completion prompts as the replica builds them (chat prompts rendered by the model's template)."""
+    from transformers import AutoTokenizer
+
+    from hunyuan_serve import prompts
+    from hunyuan_serve.languages import find_language
+
+    family = prompts.family_from_config("auto", prompts.read_model_config(str(model)))
+    source, target = find_language("en"), find_language("zh")
+    tokenizer = AutoTokenizer.from_pretrained(str(model)) if family == "hunyuan" else None
+    items = []
+    for text in texts:
+        prompt = prompts.build_prompt(family, source, target, text)
+        rendered = prompt.text
+        if prompt.is_chat and tokenizer is not None:
+            rendered = str(
+                tokenizer.apply_chat_template(
+                    list(prompt.messages), tokenize=False, add_generation_prompt=True
+                )
+            )
+        items.append({"text": text, "prompt": rendered, "stop": list(prompt.stop) or None})
+    return items
+
+
+def translate_body() -> dict[str, Any]:
+    return {"text": "Open file", "source_lang": "en", "target_lang": "zh", "max_tokens": 16}
+
+
+def bench_serial(b: Bench) -> None:
+    server, url = targets.start_serial(b.model, b.work)
+    with running(server):
+        server.wait_http(f"{url}/health", timeout_s=300)
+        warm_up(f"{url}/translate", translate_body())
+        b.add("ramp", "one-at-a-time", b.k6("ramp.js", "ramp-serial", _ramp_env(b, url)))
+
+
+def bench_vllm(b: Bench) -> None:
+    server, url = targets.start_vllm(b.model, b.work)
+    with running(server):
+        server.wait_http(f"{url}/v1/models", timeout_s=300)
+        warm_up(f"{url}/v1/completions", {"model": "model", "prompt": "Hello", "max_tokens": 8})
+        b.add("ramp", "vLLM server", b.k6("ramp.js", "ramp-vllm", _ramp_env(b, url, api="openai")))
+        for rate in b.plan.rates:
+            env = b.env(url, api="openai", rate=rate, duration=b.plan.rate_duration)
+            b.add("rate", "vLLM server", b.k6("rate.js", f"rate{rate}-vllm", env), offered=rate)
+
+
+def _ramp_env(b: Bench, url: str, api: str = "translate") -> dict[str, str]:
+    return b.env(url, api=api, vus=b.plan.ramp_vus, ramp=b.plan.ramp, hold=b.plan.hold)
+
+
+def bench_stack(b: Bench, replicas: int) -> None:
+    run_dir = b.work / "stack-run"
+    base_port = free_port()
+    server, url = targets.start_stack(b.model, run_dir, replicas=replicas, base_port=base_port)
+    meter = [f"http://127.0.0.1:{base_port + i}/metrics" for i in range(replicas)]
+    with running(server):
+        server.wait_http(f"{url}/health", timeout_s=600, ok=lambda _: targets.all_ready(run_dir, replicas))
+        warm_up(f"{url}/translate", translate_body())
+        b.add("ramp", "stack", b.k6("ramp.js", "ramp-stack", _ramp_env(b, url), meter))
+        for rate in b.plan.rates:
+            env = b.env(url, rate=rate, duration=b.plan.rate_duration)
+            b.add("rate", "stack", b.k6("rate.js", f"rate{rate}-stack", env, meter), offered=rate)
+        for attempt in ("first", "second"):
+            env = b.env(url, iterations=b.plan.pass_iterations, vus=b.plan.pass_vus)
+            b.add("repeat", f"stack, {attempt} pass", b.k6("pass.js", f"pass-{attempt}", env, meter))
+        if b.plan.unequal and replicas >= 2:
+            bench_unequal(b, url, run_dir, replicas, base_port, meter)
+        bench_chaos(b, url, run_dir, meter)
+
+
+def _chaos_rate(b: Bench) -> int:
+    best = best_rate(b.results.get("rate", []), b.plan.p95_ms)
+    return max(2, int((best.offered or 4) * 0.5)) if best else max(2, b.plan.rates[0] // 2)
+
+
+def bench_unequal(
+    b: Bench, url: str, run_dir: Path, replicas: int, base_port: int, meter: Sequence[str]
+) -> None:
+    """Replica 1 shares its core with a busy loop; the same open loop through least_conn and round robin."""
+    rate = _chaos_rate(b)
+    rr_server, rr_url = targets.start_round_robin_nginx(replicas, base_port, b.work / "round-robin")
+    with running(rr_server), cpu_hog(core=_replica_core(run_dir, 1)):
+        rr_server.wait_http(f"{rr_url}/health", timeout_s=30)
+        for setup, target in (("least_conn", url), ("round robin", rr_url)):
+            env = b.env(target, rate=rate, duration=b.plan.unequal_duration)
+            name = "unequal-" + setup.replace(" ", "-")
+            b.add("unequal", f"stack, {setup}", b.k6("rate.js", name, env, meter), offered=rate)
+    b.notes.append(f"Unequal replicas: a busy loop pinned to replica 1's core; open loop at {rate} req/s.")
+
+
+def _replica_core(run_dir: Path, index: int) -> int:
+    replicas = targets.stack_status(run_dir).get("replicas", [])
+    device = str(replicas[index].get("device", f"cpu:{index}")) if len(replicas) > index else f"cpu:{index}"
+    first = device.split(":", 1)[-1].split(",")[0].split("-")[0]
+    return int(first) if first.isdigit() else index
+
+
+def bench_chaos(b: Bench, url: str, run_dir: Path, meter: Sequence[str]) -> None:
+    """An open loop while one replica gets kill -9 part-way; the supervisor should keep it invisible."""
+    rate = _chaos_rate(b)
+    env = b.env(url, rate=rate, duration=f"{b.plan.chaos_duration_s}s")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        future = pool.submit(b.k6, "chaos.js", "chaos", env, meter)
+        time.sleep(b.plan.chaos_kill_at_s)
+        replicas = targets.stack_status(run_dir).get("replicas", [])
+        pid = int(replicas[0].get("pid") or 0) if replicas else 0
+        if pid > 0:
+            os.kill(pid, signal.SIGKILL)
+            b.chaos_kill_time = time.time()
+            b.notes.append(f"Chaos: kill -9 of replica 0 (pid {pid}) {b.plan.chaos_kill_at_s:.0f} s in.")
+        else:
+            b.notes.append("Chaos: no replica pid found in `status --json`; nothing was killed.")
+        b.add("chaos", "stack, replica killed", future.result(), offered=rate)
+
+
+def prepare_model(args: argparse.Namespace, work: Path) -> Path:
+    if args.model:
+        return Path(args.model)
+    # In-process (what `hunyuan-serve tiny-model` runs): one transformers import serves the prompts too.
+    from hunyuan_serve.tiny_model import build_tiny_model
+
+    return build_tiny_model(work / "tiny-model")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="The under-3-minutes version.")
+    parser.add_argument("--model", help="Checkpoint to serve (default: a freshly built tiny checkpoint).")
+    parser.add_argument("--replicas", type=int, default=2, help="Replicas of the stack (default 2).")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="Report directory.")
+    parser.add_argument("--work", type=Path, help="Raw outputs (default bench/.runs/<time>).")
+    parser.add_argument("--skip", action="append", default=[], help="serial, vllm, stack (repeatable).")
+    args = parser.parse_args(argv)
+
+    plan = Plan.quick() if args.quick else Plan()
+    work = args.work or REPO / "bench" / ".runs" / time.strftime("%Y%m%d-%H%M%S")
+    work.mkdir(parents=True, exist_ok=True)
+    model = prepare_model(args, work)
+    items = work / "items.json"
+    build_items(model, items)
+    b = Bench(plan, work, model, items, find_k6())
+    steps = [("serial", lambda: bench_serial(b)), ("vllm", lambda: bench_vllm(b))]
+    steps.append(("stack", lambda: bench_stack(b, args.replicas)))
+    timings: dict[str, float] = {}
+    for name, step in steps:
+        if name in args.skip or (name in ("serial", "vllm") and name not in plan.baselines):
+            continue
+        t0 = time.monotonic()
+        try:
+            step()
+        except (RuntimeError, TimeoutError, OSError, subprocess.SubprocessError) as err:
+            b.notes.append(f"{name}: failed: {err}")
+            print(f"[bench] {name} failed: {err}", flush=True)
+        timings[name] = time.monotonic() - t0
+        print(f"[bench] {name} done in {timings[name]:.0f} s (total {b.elapsed()})", flush=True)
+
+    from bench.write_report import write_report
+
+    path = write_report(b, args.out, timings, quick=args.quick)
+    print(f"[bench] report: {path} (total {b.elapsed()})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""Assemble bench/results/: report.md, plots, and the compact k6 summary of every run."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bench.k6run import K6Result, compact_summary
+from bench.report import Row, best_rate, plot_latency_over_time, plot_throughput, ratio, scenario_table
+
+if TYPE_CHECKING:
+    from bench.run import Bench
+
+SCENARIO_TITLES = {
+    "ramp": "Localize a WebUI: ramping virtual users",
+    "rate": "Open loop: constant arrival rate",
+    "repeat": "Repeats: the same strings twice (cache)",
+    "unequal": "Unequal replicas: least_conn vs round robin",
+    "chaos": "Chaos: one replica killed mid-run",
+}
+
+
+def _find(rows: list[Row], setup: str) -> K6Result | None:
+    return next((r.result for r in rows if r.setup == setup), None)
+
+
+def headline(b: Bench) -> list[str]:
+    """The ratios the issue asks for, stated in words."""
+    lines = []
+    ramp = b.results.get("ramp", [])
+    stack = _find(ramp, "stack")
+    named = (("one-at-a-time", "one-at-a-time baseline"), ("vLLM server", "single vLLM server"))
+    for base_name, label in named:
+        base = _find(ramp, base_name)
+        if stack and base:
+            lines.append(
+                f"- Stack vs {label} (ramp to {b.plan.ramp_vus} VUs): "
+                f"{ratio(stack.req_per_s, base.req_per_s)} the requests/s "
+                f"({stack.req_per_s:.1f} vs {base.req_per_s:.1f}), "
+                f"{ratio(stack.tokens_per_s, base.tokens_per_s)} the generated tokens/s, "
+                f"p95 {stack.latency_ms('p(95)'):.0f} ms vs {base.latency_ms('p(95)'):.0f} ms "
+                f"({ratio(stack.latency_ms('p(95)'), base.latency_ms('p(95)'))})."
+            )
+    unequal = b.results.get("unequal", [])
+    lc, rr = _find(unequal, "stack, least_conn"), _find(unequal, "stack, round robin")
+    if lc and rr:
+        lines.append(
+            f"- Unequal replicas, least_conn vs round robin: p95 {lc.latency_ms('p(95)'):.0f} ms vs "
+            f"{rr.latency_ms('p(95)'):.0f} ms ({ratio(lc.latency_ms('p(95)'), rr.latency_ms('p(95)'))}); "
+            f"p99 {lc.latency_ms('p(99)'):.0f} vs {rr.latency_ms('p(99)'):.0f} ms."
+        )
+    for row in b.results.get("chaos", []):
+        r = row.result
+        lines.append(
+            f"- Chaos: {r.failed} failed of {r.requests} requests ({r.failure_rate * 100:.2f}%) with one "
+            f"replica killed; p95 {r.latency_ms('p(95)'):.0f} ms, max {r.latency_ms('max'):.0f} ms."
+        )
+    repeat = b.results.get("repeat", [])
+    first, second = _find(repeat, "stack, first pass"), _find(repeat, "stack, second pass")
+    if first and second:
+        lines.append(
+            f"- Repeats: the second pass took p50 {second.latency_ms('med'):.0f} ms vs "
+            f"{first.latency_ms('med'):.0f} ms, {second.cached_rate * 100:.0f}% answered from the cache."
+        )
+    for setup in ("stack", "vLLM server"):
+        best = best_rate([r for r in b.results.get("rate", []) if r.setup == setup], b.plan.p95_ms)
+        if best:
+            lines.append(
+                f"- Highest offered rate holding p95 < {b.plan.p95_ms:.0f} ms and errors < 0.1% "
+                f"({setup}): {best.offered:g} req/s."
+            )
+    return lines
+
+
+def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool) -> Path:
+    """Write report.md (+ PNGs, summaries/) into out and return the report's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "quick" if quick else "full"
+    summaries = out / f"summaries-{stem}"
+    summaries.mkdir(exist_ok=True)
+    for rows in b.results.values():
+        for row in rows:
+            data = compact_summary(row.result)
+            (summaries / f"{row.result.name}.json").write_text(json.dumps(data, indent=1) + "\n")
+
+    baselines: dict[str, K6Result] = {}
+    for setup in ("one-at-a-time", "vLLM server"):
+        found = _find(b.results.get("ramp", []), setup)
+        if found:
+            baselines[setup] = found
+
+    md = [
+        f"# `make bench` report ({'QUICK=1' if quick else 'full'})",
+        "",
+        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
+        f"{os.cpu_count()} cores; model `{b.model.name}`; {b.plan.max_tokens} tokens at most per answer. "
+        f"Every setup ran on the same machine in this one run; compare ratios, not absolute figures "
+        "(the machine is shared and noisy).",
+        "",
+        "## Headline",
+        "",
+        *(headline(b) or ["- (no complete comparison in this run)"]),
+        "",
+    ]
+    for scenario, title in SCENARIO_TITLES.items():
+        rows = b.results.get(scenario, [])
+        if not rows:
+            continue
+        md += [f"## {title}", "", scenario_table(rows, baselines if scenario == "ramp" else None), ""]
+        if scenario == "rate":
+            series: dict[str, list[Row]] = {}
+            for row in rows:
+                series.setdefault(row.setup, []).append(row)
+            plot_throughput(series, out / f"throughput-{stem}.png")
+            md += [f"![throughput vs offered load](throughput-{stem}.png)", ""]
+        if scenario in ("ramp", "chaos", "unequal"):
+            kill = b.chaos_kill_time if scenario == "chaos" else None
+            marks = [(kill, "replica killed")] if kill else []
+            png = f"latency-{scenario}-{stem}.png"
+            plot_latency_over_time([(r.setup, r.result) for r in rows], out / png, title, marks)
+            md += [f"![latency over time: {scenario}]({png})", ""]
+
+    md += ["## Notes", "", *[f"- {n}" for n in b.notes]]
+    steps = ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
+    md += [f"- Step durations: {steps}; total {b.elapsed()}."]
+    md += [
+        f"- k6 summaries of every run: `{summaries.name}/`. Failed = non-200 answers or transport errors;",
+        "  dropped = iterations the open loop could not start because all VUs were busy.",
+        "- Setups: *one-at-a-time* = one engine behind a lock, no Nginx, no batching",
+        "  (bench/baselines/serial.py); *vLLM server* = `python -m vllm.entrypoints.openai.api_server`,",
+        "  one instance, /v1/completions with the stack's prompt; *stack* = `hunyuan-serve up`",
+        "  (Nginx least_conn + supervised replicas).",
+        "",
+    ]
+    path = out / f"report-{stem}.md"
+    path.write_text("\n".join(md), encoding="utf-8")
+    return path
