@@ -1,0 +1,1 @@
+"""One replica: a FastAPI/Uvicorn server around one vLLM async engine."""

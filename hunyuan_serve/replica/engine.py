@@ -154,6 +154,8 @@ class VllmEngine:
     _stop_ids: list[int] = field(default_factory=list)
 
     async def start(self) -> None:
+        if self._engine is not None:  # already started (the benchmark shares one engine with an app)
+            return
         # Building blocks for tens of seconds (import, engine-core start): a thread keeps /health answering.
         await asyncio.to_thread(self._build)
         self.model_name = self.cfg.served_model_name or self.model

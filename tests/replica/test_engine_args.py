@@ -1,0 +1,74 @@
+"""Pure mapping of config to vLLM engine arguments, CPU environment and the replica command's flags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hunyuan_serve.cli import build_parser
+from hunyuan_serve.config import ConfigError, EngineConfig, config_from_args
+from hunyuan_serve.replica.engine import apply_cpu_env, engine_kwargs, stop_token_ids
+
+
+def test_cpu_mapping_uses_float32_and_one_process_executor() -> None:
+    cfg = EngineConfig(max_model_len=1024, kv_cache_memory_bytes=2**27, enforce_eager=True, max_num_seqs=8)
+    kwargs = engine_kwargs(cfg, "/models/tiny", on_cpu=True)
+    assert kwargs == {
+        "model": "/models/tiny",
+        "dtype": "float32",
+        "max_model_len": 1024,
+        "kv_cache_dtype": "auto",
+        "tensor_parallel_size": 1,
+        "max_num_seqs": 8,
+        "enforce_eager": True,
+        "seed": 0,
+        "trust_remote_code": False,
+        "distributed_executor_backend": "uni",
+        "kv_cache_memory_bytes": 2**27,
+    }
+
+
+def test_gpu_mapping_passes_quantization_and_memory_share() -> None:
+    cfg = EngineConfig(quantization="fp8", kv_cache_dtype="fp8", tensor_parallel_size=2, dtype="bfloat16")
+    kwargs = engine_kwargs(cfg, "tencent/Hunyuan-MT-7B", on_cpu=False)
+    assert kwargs["quantization"] == "fp8" and kwargs["kv_cache_dtype"] == "fp8"
+    assert kwargs["tensor_parallel_size"] == 2 and kwargs["dtype"] == "bfloat16"
+    assert kwargs["gpu_memory_utilization"] == 0.9
+    assert "distributed_executor_backend" not in kwargs
+
+
+def test_experts_int8_is_refused() -> None:
+    with pytest.raises(ValueError, match="experts_int8"):
+        EngineConfig(quantization="experts_int8")
+
+
+def test_cpu_env_keeps_what_the_caller_set() -> None:
+    environ = {"VLLM_HOST_IP": "10.0.0.1"}
+    apply_cpu_env(environ, EngineConfig(cpu_kvcache_space_gib=2))
+    assert environ == {"VLLM_HOST_IP": "10.0.0.1", "VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "2"}
+
+
+@pytest.mark.parametrize(("value", "expected"), [(5, [5]), ([2, 9, 0], [2, 9, 0]), (None, [])])
+def test_stop_tokens_from_generation_config(tmp_path: Path, value: object, expected: list[int]) -> None:
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": value}))
+    assert stop_token_ids(tmp_path) == expected
+
+
+def test_replica_flags_and_the_issue_spelling_of_port_and_host() -> None:
+    parser = build_parser()
+    args = parser.parse_args(
+        ["replica", "--model", "/m", "--port", "9001", "--host", "0.0.0.0", "--max-in-flight", "3"]
+    )
+    cfg = config_from_args(args)
+    assert (cfg.engine.model, cfg.replica.port, cfg.replica.host, cfg.replica.max_in_flight) == (
+        "/m",
+        9001,
+        "0.0.0.0",
+        3,
+    )
+    args = parser.parse_args(["replica", "--replica-port", "9002", "--quantization", "fp8"])
+    assert config_from_args(args).replica.port == 9002
+    with pytest.raises(ConfigError, match="experts_int8"):
+        config_from_args(parser.parse_args(["replica", "--quantization", "experts_int8"]))
