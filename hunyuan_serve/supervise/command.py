@@ -17,9 +17,11 @@ from hunyuan_serve.config import (
     ConfigError,
     ServeConfig,
     add_config_flags,
+    build_config,
     config_from_args,
     config_to_yaml,
     default_run_dir,
+    load_config_file,
 )
 
 ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx")
@@ -34,6 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
     status = subparsers.add_parser("status", help="Show the replicas of the running `up`.")
     status.add_argument("--run-dir", help="Run directory of that `up` (default: the per-user one).")
+    status.add_argument("--config", metavar="FILE", help="Take the run directory from this config file.")
     status.add_argument("--json", action="store_true", help="Print JSON instead of a table.")
     status.set_defaults(func=cmd_status)
 
@@ -240,8 +243,14 @@ def cmd_config(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from hunyuan_serve.supervise.status import collect_status, format_table
 
-    run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(os.environ)
-    status = collect_status(run_dir)
+    cfg = build_config(load_config_file(args.config), {})
+    if args.run_dir:
+        run_dir = Path(args.run_dir)
+    elif args.config:
+        run_dir = run_dir_of(cfg)
+    else:
+        run_dir = default_run_dir(os.environ)
+    status = collect_status(run_dir, cfg.supervisor.status_timeout_s)
     if status is None:
         print(f"hunyuan-serve: no `up` has run with run dir {run_dir} (pass --run-dir)", file=sys.stderr)
         return 1

@@ -113,9 +113,10 @@ class Supervisor:
             self.emit("nginx_failed", error=str(err))
             return 1
         finally:
+            # Handlers stay during shutdown: a second Ctrl-C must not orphan replicas mid-drain.
+            await self._shutdown()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-            await self._shutdown()
 
     async def _wait_and_handle(self) -> None:
         try:

@@ -160,6 +160,7 @@ class Load:
 
     url: str
     threads: int = 3
+    pause_s: float = 0.05  # leaves the two shared cores room to restart a replica while under load
     ok: list[float] = field(default_factory=list)  # completion times
     failures: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -180,6 +181,7 @@ class Load:
                     self.ok.append(time.time())
                 else:
                     self.failures.append(f"{response.status_code} {response.text[:200]}")
+                self._stop.wait(self.pause_s)
 
     def __enter__(self) -> Load:
         self._workers = [
@@ -338,7 +340,18 @@ def test_all_replicas_down_gives_a_fast_503_with_retry_after(stack: Stack) -> No
 
 def test_clean_shutdown_leaves_no_process(stack: Stack) -> None:
     # Replicas are loading again after the previous test: stopping mid-start must still leave nothing.
-    stack.wait_event(lambda e: e["event"] == "replica_started", 30, len(stack.events()) - 20)
+    events = stack.events()
+    mark = max(i for i, e in enumerate(events) if e["event"] == "nginx_reloaded" and e["ready"] == 0)
+    started = {
+        name: stack.wait_event(
+            lambda e, n=name: e["event"] == "replica_started" and e["replica"] == n, 60, mark
+        )
+        for name in ("replica-0", "replica-1")
+    }
+    deadline = time.monotonic() + 10
+    while any(stack.replica(name)["pid"] != event["pid"] for name, event in started.items()):
+        assert time.monotonic() < deadline, "the state file does not show the restarted replicas"
+        time.sleep(0.05)
     state = stack.state()
     pids = {stack.proc.pid, state["nginx"]["pid"], *children(state["nginx"]["pid"])}
     for replica in state["replicas"]:
