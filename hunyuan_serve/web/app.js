@@ -126,6 +126,7 @@ async function translate() {
   showError("");
   setBusy(true);
   $("result").textContent = "";
+  $("result").classList.remove("empty");
   $("latency").textContent = "";
   $("copy").hidden = true;
   const started = performance.now();
@@ -156,7 +157,8 @@ async function translate() {
 function showResult(data, elapsedMs) {
   showError("");
   $("result").textContent = data.result;
-  $("copy").hidden = false;
+  $("result").classList.toggle("empty", !data.result);
+  $("copy").hidden = !data.result;
   const parts = [`${Math.round(elapsedMs)} ms`];
   if (typeof data.latency_ms === "number") parts.push(`server ${Math.round(data.latency_ms)} ms`);
   if (data.cached) parts.push("cached");
@@ -190,6 +192,7 @@ function init() {
   $("clear").addEventListener("click", () => {
     $("text").value = "";
     $("result").textContent = "";
+    $("result").classList.remove("empty");
     $("latency").textContent = "";
     $("count").textContent = "0";
     $("copy").hidden = true;

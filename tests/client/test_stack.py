@@ -83,8 +83,8 @@ def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     cmd += ["--port", str(port), "--base-port", str(_free_port()), "--run-dir", str(run_dir / "run")]
     cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
     cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16"]
-    # Greedy and short: the page test compares the page's result with the API's for the same text.
-    cmd += ["--temperature", "0", "--max-tokens", "12"]
+    # Short outputs; sampling stays on (temperature 0.7): greedy random weights stop at once, empty.
+    cmd += ["--max-tokens", "12"]
     log = run_dir / "up.log"
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
@@ -184,7 +184,10 @@ def test_localize_json_file_through_up(stack: Stack, tmp_path: Path) -> None:
         if source in failed_sources:
             assert result == source
     for failure in report["failures"]:
-        assert failure["problem"] and failure["label"]
+        assert failure["label"] and failure["problem"].startswith(
+            ("missing", "unexpected", "positional", "empty")
+        )
+    assert report["translated"] >= 1  # random tokens, but some plain strings come back usable
 
     # Re-run: what was accepted comes from the local cache; only the failed segments are sent again.
     _, _, again = _translate(stack, tmp_path, src, dst, report_path)
@@ -209,13 +212,14 @@ def test_page_translates_through_up(stack: Stack, page: Any, tmp_path: Path) -> 
     page.wait_for_function("document.querySelector('#latency').textContent.includes('ms')", timeout=120_000)
     assert page.is_hidden("#error")
     shown = page.text_content("#result")
-    # Greedy decoding: the API answers the same text for the same request (possibly from its cache).
+    # The same request again hits the replica's cache: the page showed exactly what the service made.
     api = httpx.post(
         stack.url + "/translate",
         json={"text": "The weather is nice today.", "source_lang": "en", "target_lang": "fr"},
         timeout=120,
     ).json()
-    assert shown == api["result"].strip() or shown == api["result"]
+    assert api["cached"] is True
+    assert shown == api["result"]
     assert "server" in page.text_content("#latency")
     page.screenshot(path=str(tmp_path / "page.png"))
 
