@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replica_fakes import FakeEngine, serve_in_thread
-from test_app import make_config, wait_ready
+from test_replica_app import make_config, wait_ready
 
 from hunyuan_serve.replica.app import create_app
 
