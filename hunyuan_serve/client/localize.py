@@ -95,10 +95,14 @@ async def localize(
     size = client.settings.batch_size
     chunks = [to_send[i : i + size] for i in range(0, len(to_send), size)]
 
+    # Batches queue here, not inside the client, so once the service is given up on none is sent.
+    slots = asyncio.Semaphore(client.settings.concurrency)
+
     async def send(chunk: list[str]) -> None:
-        if run.aborted:
-            return
-        got = await _translate_chunk(client, chunk, target, source, options, run)
+        async with slots:
+            if run.aborted:
+                return
+            got = await _translate_chunk(client, chunk, target, source, options, run)
         good = {text: out for text, out in got.items() if not check_translation(first_plan[text], out)}
         run.results.update(got)
         if store is not None and good:

@@ -197,3 +197,18 @@ def test_interrupted_run_resumes(service: ScriptedService, tmp_path: Path) -> No
     assert len(service.state.sent_texts()) == report["translated"] <= 20 - 8
     assert done_before >= 10
     assert (tmp_path / "out.txt").read_text().splitlines() == [f"[zh] {line}" for line in lines]
+
+
+def test_service_gone_stops_sending(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in.txt").write_text("".join(f"line {i}\n" for i in range(12)), encoding="utf-8")
+    service.state.script.extend([Reply(503, {"error": {"code": "unavailable", "message": "no replica"}})] * 2)
+    args = ["--url", service.url, "--to", "zh", str(tmp_path / "in.txt"), "-o", str(tmp_path / "o.txt")]
+    args += ["--batch-size", "3", "--concurrency", "1", "--max-retries", "1", "--backoff-base-s", "0.01"]
+    code, _, err, report = run(args, tmp_path, capsys)
+    assert code == 1
+    assert len(service.state.requests) == 2  # the first batch and its one retry; the other three never sent
+    assert report["failed"] == 12 and report["aborted"].startswith("service error: 503 unavailable")
+    assert "stopped sending: service error" in err
+    assert (tmp_path / "o.txt").read_text() == (tmp_path / "in.txt").read_text()
