@@ -91,9 +91,14 @@ class NginxController:
                     await asyncio.sleep(0.02)
         raise NginxError(f"nginx did not answer {self.health_url} within {self.timeout_s:g}s")
 
-    async def reload(self, text: str, generation: int) -> None:
-        """Check, install, SIGHUP; returns once only workers of this config generation accept requests."""
+    async def reload(self, text: str, generation: int) -> dict[str, float]:
+        """Check, install, SIGHUP; returns once only workers of this config generation accept requests.
+
+        Returns how long the check and the switch took, in milliseconds.
+        """
+        started = time.monotonic()
         await self._install(text)
+        checked = time.monotonic()
         if self.proc is None or self.proc.returncode is not None:
             raise NginxError("nginx is not running")
         old_workers = set(procs.children(self.proc.pid))
@@ -112,7 +117,11 @@ class NginxController:
                     try:
                         body = (await client.get(self.health_url)).json()
                         if body.get("config") == generation:
-                            return
+                            done = time.monotonic()
+                            return {
+                                "check_ms": round((checked - started) * 1000, 1),
+                                "switch_ms": round((done - checked) * 1000, 1),
+                            }
                     except (httpx.HTTPError, ValueError, AttributeError):
                         pass
                 await asyncio.sleep(0.005)

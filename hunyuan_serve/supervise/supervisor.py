@@ -263,13 +263,13 @@ class Supervisor:
             return
         self.config_generation += 1
         try:
-            await self.nginx.reload(self._render(routing), self.config_generation)
+            timing = await self.nginx.reload(self._render(routing), self.config_generation)
         except NginxError as err:
             # The running Nginx keeps its last good config; say why and try again on the next change.
             self.emit("nginx_reload_failed", error=str(err), config=self.config_generation)
             return
         old, self.routed = self.routed, routing
-        self.emit("nginx_reloaded", ready=routing.ready, config=self.config_generation)
+        self.emit("nginx_reloaded", ready=routing.ready, config=self.config_generation, **timing)
         for replica, was, now in zip(self.replicas, old.servers, routing.servers, strict=True):
             if was.down and not now.down:
                 self.emit(

@@ -305,6 +305,15 @@ def _fail_and_recover(stack: Stack, name: str, sig: signal.Signals) -> tuple[dic
     assert load.failures == [], load.failures[:5]
     assert stack.replica(name)["pid"] != victim["pid"] and stack.replica(name)["state"] == "ready"
     label = sig.name
+    decided = next(
+        e
+        for e in stack.events()[mark:]
+        if e["event"] == "transition"
+        and e["replica"] == name
+        and e["from"] in ("ready", "unhealthy")
+        and e["to"] != "unhealthy"
+    )
+    FIGURES[f"{label}: supervisor decision after signal, s"] = round(decided["ts"] - t_signal, 3)
     FIGURES[f"{label}: eviction after signal, s"] = round(evicted["ts"] - t_signal, 3)
     FIGURES[f"{label}: readmission after signal, s"] = round(admitted["ts"] - t_signal, 1)
     FIGURES[f"{label}: requests served during the test"] = len(load.ok)
