@@ -130,6 +130,9 @@ class NginxConfig(Section):
     )
     expose_metrics: bool = Field(False, description="Proxy /metrics (one replica's, per request) publicly.")
     reload_timeout_s: float = Field(10.0, gt=0, description="Deadline of `nginx -t` and of starting Nginx.")
+    confirm_poll_s: float = Field(
+        0.2, gt=0, description="Deadline of one request checking that Nginx serves a new config."
+    )
 
 
 class ServeConfig(Section):

@@ -174,7 +174,12 @@ def cmd_up(args: argparse.Namespace) -> int:
         port=cfg.nginx.port,
     )
     nginx = NginxController(
-        cfg.nginx.binary, run_dir / "nginx", cfg.nginx.listen, cfg.nginx.port, cfg.nginx.reload_timeout_s
+        cfg.nginx.binary,
+        run_dir / "nginx",
+        cfg.nginx.listen,
+        cfg.nginx.port,
+        cfg.nginx.reload_timeout_s,
+        cfg.nginx.confirm_poll_s,
     )
     supervisor = Supervisor(
         cfg,

@@ -30,7 +30,9 @@ def loopback_for(listen: str) -> str:
 class NginxController:
     """Owns one Nginx master process and the config file it reads."""
 
-    def __init__(self, binary: str, prefix: Path, listen: str, port: int, timeout_s: float) -> None:
+    def __init__(
+        self, binary: str, prefix: Path, listen: str, port: int, timeout_s: float, poll_s: float = 0.2
+    ) -> None:
         self.binary = binary
         self.prefix = prefix
         self.conf_path = prefix / "nginx.conf"
@@ -38,6 +40,7 @@ class NginxController:
         self.access_log = prefix / "logs" / "access.log"
         self.health_url = f"http://{loopback_for(listen)}:{port}/health"
         self.timeout_s = timeout_s
+        self.poll_s = poll_s
         self.proc: asyncio.subprocess.Process | None = None
 
     def prepare(self) -> None:
@@ -80,7 +83,7 @@ class NginxController:
         env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
         self.proc = await procs.spawn(self._argv(self.conf_path), env, log_path)
         deadline = time.monotonic() + self.timeout_s
-        async with httpx.AsyncClient(timeout=0.5, trust_env=False) as client:
+        async with httpx.AsyncClient(timeout=self.poll_s, trust_env=False) as client:
             while time.monotonic() < deadline:
                 if self.proc.returncode is not None:
                     raise NginxError(f"nginx exited with code {self.proc.returncode}; see {self.error_log}")
@@ -105,7 +108,7 @@ class NginxController:
         procs.send(self.proc, signal.SIGHUP)
         deadline = time.monotonic() + self.timeout_s
         limits = httpx.Limits(max_keepalive_connections=0)
-        async with httpx.AsyncClient(timeout=0.5, trust_env=False, limits=limits) as client:
+        async with httpx.AsyncClient(timeout=self.poll_s, trust_env=False, limits=limits) as client:
             while time.monotonic() < deadline:
                 # An old worker accepts new connections until it retitles itself "shutting down".
                 accepting_old = [

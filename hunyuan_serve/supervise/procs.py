@@ -57,7 +57,7 @@ async def stop(proc: asyncio.subprocess.Process, sig: int, grace_s: float) -> in
             await asyncio.wait_for(proc.wait(), timeout=grace_s)
     signal_group(proc.pid, signal.SIGKILL)
     with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(proc.wait(), timeout=max(grace_s, 5.0))
+        await asyncio.wait_for(proc.wait(), timeout=grace_s)
     return proc.returncode
 
 
