@@ -40,9 +40,13 @@ CHROMIUM_FLAGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Debian's chromium driven by playwright (no browser download); one per session."""
+    """Debian's chromium driven by playwright (no browser download); one per module.
+
+    Not per session: playwright's sync API keeps an event loop running in the main thread while it
+    is open, and asyncio.run() in later modules (the translate command, async tests) would then fail.
+    """
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} missing: run deploy/install.sh (apt package chromium)")
     from playwright.sync_api import sync_playwright
