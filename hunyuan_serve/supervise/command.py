@@ -105,6 +105,7 @@ def _lock_run_dir(run_dir: Path) -> IO[str]:
 def resolve_model(cfg: ServeConfig, gpus: list[int], out: IO[str]) -> str:
     """The model to serve; on a machine with no GPU and none given, the embedded demo model."""
     if cfg.engine.model:
+        print(f"hunyuan-serve: serving {cfg.engine.model}", file=out)
         return cfg.engine.model
     if gpus:
         print(f"hunyuan-serve: serving {HUNYUAN_MT} (no --model given)", file=out)
