@@ -76,3 +76,22 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
     await asyncio.sleep(0)
     log = (nginx.access_log).read_text().splitlines()
     assert any('"request_id":"abc-1"' in line and '"status":503' in line for line in log)
+
+
+async def test_rate_limit_answers_429_json(tmp_path: Path) -> None:
+    port, dead = _free_port(), _free_port()
+    cfg = build_config(
+        {"nginx": {"port": port, "worker_processes": 1, "rate_limit_rps": 1, "rate_limit_burst": 0}}, {}
+    )
+    nginx = NginxController("nginx", tmp_path / "nginx", "127.0.0.1", port, 10.0)
+    routing = routing_from_states([(f"127.0.0.1:{dead}", State.READY)])
+    text = render_nginx(cfg, routing, prefix=nginx.prefix, web_root=tmp_path, worker_user=worker_user())
+    await nginx.start(text, tmp_path / "nginx.log")
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False) as client:
+            codes = [(await client.post("/translate", json={"text": "x"})) for _ in range(3)]
+    finally:
+        await nginx.stop(5.0)
+    limited = [r for r in codes if r.status_code == 429]
+    assert limited, [r.status_code for r in codes]
+    assert limited[0].json()["error"]["code"] == "rate_limited" and limited[0].headers["retry-after"] == "1"

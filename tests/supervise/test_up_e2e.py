@@ -303,7 +303,9 @@ def _fail_and_recover(stack: Stack, name: str, sig: signal.Signals) -> tuple[dic
             assert time.monotonic() < deadline, f"{name} was readmitted but got no traffic"
             time.sleep(0.1)
     assert load.failures == [], load.failures[:5]
-    assert stack.replica(name)["pid"] != victim["pid"] and stack.replica(name)["state"] == "ready"
+    after = stack.replica(name)
+    assert after["pid"] != victim["pid"] and after["state"] == "ready"
+    assert after["restarts"] == victim["restarts"] + 1
     label = sig.name
     decided = next(
         e
