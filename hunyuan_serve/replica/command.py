@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
+import math
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 from hunyuan_serve.config import EngineConfig, ServeConfig, add_config_flags, config_from_args
 
@@ -28,6 +34,29 @@ def resolve_model(cfg: EngineConfig, on_gpu: bool) -> str:
     return str(ensure_demo_model())
 
 
+def _server_class() -> type[Any]:
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        """Uvicorn re-raises SIGTERM after its graceful shutdown, so the exit status would say 'killed';
+        for a supervisor SIGTERM is the normal stop: drain, then exit 0."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            handled = (signal.SIGINT, signal.SIGTERM)
+            previous = {sig: signal.signal(sig, self.handle_exit) for sig in handled}
+            try:
+                yield
+            finally:
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    return DrainingServer
+
+
 def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
     """Build the engine and app and run Uvicorn until SIGTERM/SIGINT (graceful) or a fatal load error."""
     import uvicorn
@@ -40,7 +69,7 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
     family = family_from_config(cfg.engine.prompt_family, read_model_config(model))
     engine = VllmEngine(cfg.engine, model, ignore_eos=ignore_eos)
     failures: list[str] = []
-    server: uvicorn.Server | None = None
+    server: Any = None
 
     def on_fatal(reason: str) -> None:
         failures.append(reason)
@@ -48,14 +77,14 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
             server.should_exit = True
 
     app = create_app(engine, cfg, family, on_fatal=on_fatal)
-    server = uvicorn.Server(
+    server = _server_class()(
         uvicorn.Config(
             app,
             host=cfg.replica.host,
             port=cfg.replica.port,
             log_level=cfg.log_level,
             access_log=False,  # the app writes one JSON line per request instead
-            timeout_graceful_shutdown=int(cfg.replica.graceful_shutdown_s) or None,
+            timeout_graceful_shutdown=math.ceil(cfg.replica.graceful_shutdown_s),
             lifespan="on",
         )
     )

@@ -197,7 +197,8 @@ class VllmEngine:
             top_k=sampling.top_k,
             repetition_penalty=sampling.repetition_penalty,
             max_tokens=sampling.max_tokens,
-            stop_token_ids=self._stop_ids,
+            # The test knob must silence every stop id, not only the tokenizer's EOS.
+            stop_token_ids=[] if self.ignore_eos else self._stop_ids,
             stop=list(prompt.stop),
             ignore_eos=self.ignore_eos,
         )

@@ -1,0 +1,259 @@
+"""One real replica process (vLLM engine, tiny Hunyuan checkpoint) over HTTP, started once per module."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import re
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from replica_fakes import free_port
+from test_replica_fuzz import check, raw_bytes
+
+pytestmark = pytest.mark.engine
+
+MAX_IN_FLIGHT = 40
+STARTUP_TIMEOUT_S = 400
+
+
+@dataclass
+class Replica:
+    proc: subprocess.Popen[bytes]
+    url: str
+    port: int
+    log: Path
+    cache: Path
+    first_health: tuple[int, dict[str, Any]]
+
+    def metric(self, name: str) -> float:
+        text = httpx.get(f"{self.url}/metrics", timeout=10).text
+        match = re.search(rf"^{re.escape(name)} ([0-9.e+-]+)$", text, re.MULTILINE)
+        return float(match.group(1)) if match else 0.0
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        lines = []
+        for line in self.log.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith('{"request_id"'):
+                lines.append(json.loads(line))
+        return lines
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def replica(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replica]:
+    work = tmp_path_factory.mktemp("replica")
+    port = free_port()
+    log = work / "replica.log"
+    cache = work / "cache.sqlite"
+    argv = [
+        sys.executable, "-m", "hunyuan_serve", "replica",
+        "--model", str(tiny_model_dir), "--port", str(port),
+        "--max-model-len", "1024", "--kv-cache-memory-bytes", str(128 * 2**20), "--enforce-eager", "true",
+        "--max-num-seqs", "64", "--max-in-flight", str(MAX_IN_FLIGHT), "--cache-path", str(cache),
+        "--graceful-shutdown-s", "60",
+    ]  # fmt: skip
+    # Test-only: random weights emit EOS at once; ignoring it lets requests run as long as max_tokens says.
+    env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    first: tuple[int, dict[str, Any]] | None = None
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"replica exited {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"replica not ready in {STARTUP_TIMEOUT_S}s:\n{log.read_text(errors='replace')[-3000:]}"
+                )
+            try:
+                response = httpx.get(f"{url}/health", timeout=5)
+            except httpx.TransportError:
+                time.sleep(0.2)
+                continue
+            if first is None:
+                first = (response.status_code, response.json())
+            if response.status_code == 200:
+                break
+            time.sleep(0.2)
+        yield Replica(proc, url, port, log, cache, first)
+    finally:
+        _stop(proc)
+
+
+def post(replica: Replica, body: dict[str, Any], **kwargs: Any) -> httpx.Response:
+    return httpx.post(f"{replica.url}/translate", json=body, timeout=kwargs.pop("timeout", 120), **kwargs)
+
+
+def post_many(replica: Replica, bodies: list[dict[str, Any]]) -> list[httpx.Response]:
+    # One shared client: a client per thread would stagger the requests by its own setup time.
+    limits = httpx.Limits(max_connections=len(bodies), max_keepalive_connections=len(bodies))
+    with (
+        httpx.Client(base_url=replica.url, timeout=300, limits=limits) as client,
+        concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool,
+    ):
+        return list(pool.map(lambda body: client.post("/translate", json=body), bodies))
+
+
+def test_health_was_503_while_loading_and_is_200_once_warm(replica: Replica) -> None:
+    status, body = replica.first_health
+    assert status == 503
+    assert body["status"] in ("loading", "warming") and body["reason"]
+    ready = httpx.get(f"{replica.url}/health", timeout=10)
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+    deep = httpx.get(f"{replica.url}/health", params={"deep": "1"}, timeout=30)
+    assert deep.status_code == 200 and deep.json()["deep"] is True
+
+
+def test_round_trip_and_its_json_log_line(replica: Replica) -> None:
+    body = {"text": "Hello, world.", "source_lang": "en", "target_lang": "zh", "max_tokens": 8}
+    response = post(replica, body, headers={"X-Request-ID": "round-trip-1"})
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert isinstance(answer["result"], str) and answer["result"]
+    assert (answer["source_lang"], answer["target_lang"], answer["cached"]) == ("en", "zh", False)
+    assert answer["request_id"] == "round-trip-1" and answer["latency_ms"] > 0
+    time.sleep(0.2)
+    [line] = [line for line in replica.log_lines() if line["request_id"] == "round-trip-1"]
+    assert line["status"] == 200 and line["source_lang"] == "en" and line["target_lang"] == "zh"
+    assert line["input_tokens"] > 5 and line["output_tokens"] == 8
+    assert line["engine_ms"] > 0 and line["queue_ms"] >= 0 and line["cached"] is False
+
+
+def test_batch_results_come_back_in_order(replica: Replica) -> None:
+    texts = ["Open file", "今天天气很好", "Guten Morgen", "Привет, мир"]
+    # top_k=1 sampling is greedy too, but a different cache key than temperature 0.
+    singles = [
+        post(replica, {"text": t, "source_lang": "en", "target_lang": "fr", "max_tokens": 6, "top_k": 1})
+        for t in texts
+    ]
+    batch = post(
+        replica, {"texts": texts, "src_lang": "en", "tgt_lang": "fr", "max_tokens": 6, "temperature": 0}
+    )
+    assert batch.status_code == 200, batch.text
+    assert batch.json()["results"] == [s.json()["result"] for s in singles]
+    assert batch.json()["cached"] == [False] * 4
+
+
+def test_32_concurrent_requests_all_answered_and_batched(replica: Replica) -> None:
+    bodies = [
+        {"text": f"sentence number {i}", "source_lang": "en", "target_lang": "ja", "max_tokens": 32}
+        for i in range(32)
+    ]
+    responses = post_many(replica, bodies)
+    assert [r.status_code for r in responses] == [200] * 32
+    assert all(isinstance(r.json()["result"], str) for r in responses)
+    # The scheduler's own count: more than one sequence decoded in the same step.
+    assert replica.metric("hunyuan_engine_max_running") > 1
+
+
+def test_identical_request_is_a_cache_hit_and_lands_in_the_shared_file(replica: Replica) -> None:
+    body = {"text": "cache this", "source_lang": "en", "target_lang": "de", "max_tokens": 8}
+    hits = replica.metric('hunyuan_cache_hits_total{layer="memory"}')
+    first, second = post(replica, body).json(), post(replica, body).json()
+    assert (first["cached"], second["cached"]) == (False, True)
+    assert second["result"] == first["result"]
+    assert replica.metric('hunyuan_cache_hits_total{layer="memory"}') == hits + 1
+    with sqlite3.connect(replica.cache) as db:
+        values = [row[0] for row in db.execute("SELECT value FROM translations")]
+    assert first["result"] in values
+
+
+def test_metrics_counters_move(replica: Replica) -> None:
+    ok = replica.metric('hunyuan_requests_total{status="200"}')
+    bad = replica.metric('hunyuan_requests_total{status="422"}')
+    prompt = replica.metric("hunyuan_prompt_tokens_total")
+    generated = replica.metric("hunyuan_generation_tokens_total")
+    count = replica.metric("hunyuan_request_latency_seconds_count")
+    post(replica, {"text": "metrics", "source_lang": "en", "target_lang": "ko", "max_tokens": 5})
+    post(replica, {"text": " ", "source_lang": "en", "target_lang": "ko"})
+    assert replica.metric('hunyuan_requests_total{status="200"}') == ok + 1
+    assert replica.metric('hunyuan_requests_total{status="422"}') == bad + 1
+    assert replica.metric("hunyuan_prompt_tokens_total") > prompt
+    assert replica.metric("hunyuan_generation_tokens_total") == generated + 5
+    assert replica.metric("hunyuan_request_latency_seconds_count") == count + 2
+    assert "hunyuan_requests_in_flight 0.0" in httpx.get(f"{replica.url}/metrics").text
+
+
+def _wait_for(condition: Any, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_client_disconnect_aborts_the_engine_request(replica: Replica) -> None:
+    aborts = replica.metric("hunyuan_engine_aborts_total")
+    # 900 tokens: seconds of decoding here, and within the budget of max_model_len 1024.
+    body = json.dumps({"text": "long", "source_lang": "en", "target_lang": "fr", "max_tokens": 900}).encode()
+    head = f"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}"
+    sock = socket.create_connection(("127.0.0.1", replica.port))
+    sock.sendall(head.encode() + b"\r\n\r\n" + body)
+    assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
+    assert _wait_for(lambda: replica.metric("hunyuan_engine_running") == 1, 30)
+    sock.close()
+    assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 0, 10)
+    assert _wait_for(lambda: replica.metric("hunyuan_engine_running") == 0, 10)
+    assert replica.metric("hunyuan_engine_aborts_total") == aborts + 1
+    assert _wait_for(lambda: any(line["status"] == 499 for line in replica.log_lines()), 5)
+
+
+def test_past_the_in_flight_limit_a_fast_503_with_retry_after(replica: Replica) -> None:
+    rejected = replica.metric('hunyuan_rejections_total{reason="overload"}')
+    bodies = [
+        {"text": f"flood {i}", "source_lang": "zh", "target_lang": "en", "max_tokens": 400}
+        for i in range(MAX_IN_FLIGHT)
+    ]
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        admitted = pool.submit(post_many, replica, bodies)
+        assert _wait_for(lambda: replica.metric("hunyuan_requests_in_flight") == MAX_IN_FLIGHT, 60)
+        extra = {"text": "one more", "source_lang": "zh", "target_lang": "en", "max_tokens": 5}
+        refused = [post(replica, extra, timeout=10) for _ in range(3)]
+        answered = admitted.result(timeout=600)
+    assert [r.status_code for r in refused] == [503] * 3
+    assert all(r.json()["error"]["code"] == "overloaded" and r.headers["retry-after"] == "1" for r in refused)
+    assert [r.status_code for r in answered] == [200] * MAX_IN_FLIGHT
+    assert replica.metric('hunyuan_rejections_total{reason="overload"}') == rejected + 3
+    assert post(replica, extra).status_code == 200
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(body=raw_bytes)
+def test_no_malformed_body_gets_a_5xx_from_the_real_engine(replica: Replica, body: bytes) -> None:
+    check(httpx.post(f"{replica.url}/translate", content=body, timeout=60))
+
+
+def test_sigterm_finishes_in_flight_then_exits_0(replica: Replica) -> None:
+    body = {"text": "last words", "source_lang": "en", "target_lang": "fr", "max_tokens": 300}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(post, replica, body)
+        assert _wait_for(lambda: replica.metric("hunyuan_engine_running") == 1, 30)
+        replica.proc.send_signal(signal.SIGTERM)
+        response = pending.result(timeout=120)
+    assert response.status_code == 200, response.text
+    assert replica.proc.wait(90) == 0
