@@ -40,3 +40,11 @@ def test_generation_config_lists_hunyuan_stop_tokens(tiny_model_dir: Path) -> No
     gen = json.loads((tiny_model_dir / "generation_config.json").read_text(encoding="utf-8"))
     assert gen["eos_token_id"] == [tok.convert_tokens_to_ids(t) for t in EOS_TOKENS]
     assert len(tok) <= json.loads((tiny_model_dir / "config.json").read_text())["vocab_size"]
+
+
+def test_tiny_model_command_writes_a_checkpoint(tmp_path: Path) -> None:
+    from hunyuan_serve.cli import main
+
+    assert main(["tiny-model", str(tmp_path / "tiny"), "--seed", "1"]) == 0
+    assert (tmp_path / "tiny" / "model.safetensors").is_file()
+    assert (tmp_path / "tiny" / "chat_template.jinja").is_file()
