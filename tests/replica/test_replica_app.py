@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -233,3 +234,16 @@ def test_health_is_503_while_loading_then_200() -> None:
         engine.alive = False
         dead = client.get("/health")
         assert dead.status_code == 503 and dead.json()["status"] == "dead"
+
+
+def test_client_leaving_mid_body_is_499_not_an_error(fake: tuple[FakeEngine, httpx.Client]) -> None:
+    _, client = fake
+    port = int(str(client.base_url).rsplit(":", 1)[1].strip("/"))
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        head = b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"
+        sock.sendall(head + b'{"text": "par')
+    deadline = time.monotonic() + 5
+    while 'hunyuan_requests_total{status="499"}' not in client.get("/metrics").text:
+        assert time.monotonic() < deadline, "the server never noticed the client leaving"
+        time.sleep(0.05)
+    assert 'status="503"' not in client.get("/metrics").text
