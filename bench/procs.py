@@ -125,18 +125,26 @@ def cpu_hog(core: int, count: int = 1) -> Iterator[list[int]]:
             proc.wait()
 
 
-def scrape_counter(urls: Sequence[str], name: str) -> float:
-    """Sum of a Prometheus counter over servers (`name` or `name_total`); unreachable ones count 0."""
+def scrape_counter(url: str, name: str) -> float | None:
+    """A Prometheus counter (`name` or `name_total`, summed over labels); None when unreachable."""
+    status, text = http_json(url, timeout=5)
+    if status != 200 or not isinstance(text, str):
+        return None
     total = 0.0
-    for url in urls:
-        status, text = http_json(url, timeout=5)
-        if status != 200 or not isinstance(text, str):
-            continue
-        for line in text.splitlines():
-            metric, _, value = line.partition(" ")
-            if metric.split("{")[0] in (name, f"{name}_total"):
-                total += float(value.split()[0])
+    for line in text.splitlines():
+        metric, _, value = line.partition(" ")
+        if metric.split("{")[0] in (name, f"{name}_total"):
+            total += float(value.split()[0])
     return total
+
+
+def counter_delta(before: float | None, after: float | None) -> float:
+    """Growth of a counter between two scrapes; a restarted process starts again from zero."""
+    if after is None:
+        return 0.0
+    if before is None or after < before:
+        return after
+    return after - before
 
 
 def warm_up(url: str, body: Any, count: int = 4) -> None:

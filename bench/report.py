@@ -63,6 +63,18 @@ def best_rate(rows: Sequence[Row], p95_target_ms: float, max_fail: float = 0.001
     return max(good, key=lambda r: r.offered or 0.0) if good else None
 
 
+def rolling_p95(points: Sequence[tuple[float, float]], width_s: float = 1.0) -> list[tuple[float, float]]:
+    """p95 of the latencies of requests started in each `width_s` window, at the window's middle."""
+    bins: dict[int, list[float]] = {}
+    for t, v in points:
+        bins.setdefault(int(t // width_s), []).append(v)
+    out = []
+    for key in sorted(bins):
+        values = sorted(bins[key])
+        out.append(((key + 0.5) * width_s, values[min(len(values) - 1, int(0.95 * len(values)))]))
+    return out
+
+
 def plot_latency_over_time(
     series: Sequence[tuple[str, K6Result]], path: Path, title: str, marks: Sequence[tuple[float, str]] = ()
 ) -> None:
@@ -84,7 +96,16 @@ def plot_latency_over_time(
         ok = [(t - v / 1000.0 - t0, v) for t, v, good in samples if good]
         bad = [(t - v / 1000.0 - t0, v) for t, v, good in samples if not good]
         if ok:
-            ax.scatter([t for t, _ in ok], [v for _, v in ok], s=4, alpha=0.5, label=f"{label}")
+            points = ax.scatter([t for t, _ in ok], [v for _, v in ok], s=4, alpha=0.35, label=f"{label}")
+            bins = rolling_p95(ok)
+            ax.plot(
+                [t for t, _ in bins],
+                [v for _, v in bins],
+                color=points.get_facecolor()[0],
+                alpha=1.0,
+                linewidth=1.5,
+                label=f"{label} p95 per second",
+            )
         if bad:
             ax.scatter([t for t, _ in bad], [v for _, v in bad], s=18, marker="x", label=f"{label} failed")
     for at, text in marks:

@@ -41,6 +41,9 @@ def start_stack(
         str(base_port),
         "--balance",
         balance,
+        # One SQLite cache shared by the replicas: a repeat hits it whichever replica Nginx picks.
+        "--cache-path",
+        str(run_dir / "cache.sqlite"),
         *(engine_flags if engine_flags is not None else ENGINE_FLAGS),
     ]
     server = Server(f"stack-{balance}", argv, run_dir.parent / f"up-{balance}.log", cpu_env())
