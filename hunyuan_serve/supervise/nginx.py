@@ -127,7 +127,7 @@ class NginxController:
                             }
                     except (httpx.HTTPError, ValueError, AttributeError):
                         pass
-                await asyncio.sleep(0.005)
+                await asyncio.sleep(0.01)
         raise NginxError(f"nginx did not load config generation {generation} within {self.timeout_s:g}s")
 
     async def stop(self, drain_s: float) -> None:

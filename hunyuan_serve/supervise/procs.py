@@ -86,19 +86,32 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def _cmdline(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return None
+
+
 def children(pid: int) -> dict[int, str]:
     """Live child processes of pid with their command lines (Nginx shows its worker states there)."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            if int(fields[1]) != pid or fields[0] == "Z":
+    try:
+        # One small file instead of a scan of /proc: this runs in a tight loop during a reload.
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+            pids = [int(p) for p in fh.read().split()]
+    except OSError:
+        pids = []
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        pids.append(int(entry))
+            except (OSError, IndexError, ValueError):
                 continue
-            with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                found[int(entry)] = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
-        except (OSError, IndexError, ValueError):
-            continue
+    found = {}
+    for child in pids:
+        line = _cmdline(child)
+        if line:  # a zombie has an empty command line
+            found[child] = line
     return found
