@@ -34,6 +34,19 @@ def resolve_model(cfg: EngineConfig, on_gpu: bool) -> str:
     return str(ensure_demo_model())
 
 
+def _terminate_children(grace_s: float = 5.0) -> None:
+    import psutil
+
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        with contextlib.suppress(psutil.Error):
+            child.terminate()
+    _, alive = psutil.wait_procs(children, timeout=grace_s)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+
+
 def _server_class() -> type[Any]:
     import uvicorn
 
@@ -92,7 +105,15 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
         json.dumps({"event": "replica_starting", "model": model, "family": family, "port": cfg.replica.port})
     )
     server.run()
-    return 1 if failures else 0
+    code = 1 if failures else 0
+    if app.state.replica.status == "loading":
+        # Stopped while the engine was still being built in a thread: its half-started engine
+        # processes would outlive us (they wait for a handshake), so end them, then leave at once.
+        _terminate_children()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _run(args: argparse.Namespace) -> int:

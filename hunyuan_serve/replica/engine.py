@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import MutableMapping
 from dataclasses import asdict, dataclass, field
@@ -157,7 +159,30 @@ class VllmEngine:
         if self._engine is not None:  # already started (the benchmark shares one engine with an app)
             return
         # Building blocks for tens of seconds (import, engine-core start): a thread keeps /health answering.
-        await asyncio.to_thread(self._build)
+        # A daemon thread, not the default executor: asyncio.run() joins that executor on exit, so a
+        # replica stopped while loading would hang until the build finished.
+        loop = asyncio.get_running_loop()
+        built: asyncio.Future[None] = loop.create_future()
+
+        def settle(error: BaseException | None) -> None:
+            if built.done():
+                return
+            if error is None:
+                built.set_result(None)
+            else:
+                built.set_exception(error)
+
+        def build() -> None:
+            error: BaseException | None = None
+            try:
+                self._build()
+            except BaseException as err:  # handed to the awaiting coroutine, which reports it
+                error = err
+            with contextlib.suppress(RuntimeError):  # the loop may be closed when we stopped early
+                loop.call_soon_threadsafe(settle, error)
+
+        threading.Thread(target=build, name="engine-build", daemon=True).start()
+        await built
         self.model_name = self.cfg.served_model_name or self.model
 
     def _build(self) -> None:
