@@ -30,12 +30,23 @@ def _cmdline(pid: str) -> str:
         return "?"
 
 
+def _start_time(pid: str) -> int:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 def port_holders(port: int) -> list[str]:
-    """'pid N (command line)' of each process listening on port that this user can see."""
+    """'pid N (command line)' of each process listening on port that this user can see, oldest first.
+
+    Oldest first puts a parent (an Nginx master) before the workers that share its socket.
+    """
     wanted = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
-    found: list[str] = []
+    found: list[tuple[int, str]] = []
     if not wanted:
-        return found
+        return []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         fd_dir = f"/proc/{pid}/fd"
         try:
@@ -45,11 +56,11 @@ def port_holders(port: int) -> list[str]:
         for fd in fds:
             try:
                 if os.readlink(f"{fd_dir}/{fd}") in wanted:
-                    found.append(f"pid {pid} ({_cmdline(pid)[:120]})")
+                    found.append((_start_time(pid), f"pid {pid} ({_cmdline(pid)[:120]})"))
                     break
             except OSError:
                 continue
-    return found
+    return [desc for _, desc in sorted(found)]
 
 
 def port_problem(host: str, port: int) -> str | None:
