@@ -257,3 +257,41 @@ def test_sigterm_finishes_in_flight_then_exits_0(replica: Replica) -> None:
         response = pending.result(timeout=120)
     assert response.status_code == 200, response.text
     assert replica.proc.wait(90) == 0
+
+
+def _has_engine_child(parent: Any) -> bool:
+    import psutil
+
+    for child in parent.children():
+        try:
+            if "EngineCore" in " ".join(child.cmdline()):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
+def test_sigterm_while_loading_exits_without_orphans(tiny_model_dir: Path, tmp_path: Path) -> None:
+    import psutil
+
+    port = free_port()
+    argv = [
+        sys.executable, "-m", "hunyuan_serve", "replica", "--model", str(tiny_model_dir), "--port", str(port),
+        "--max-model-len", "1024", "--kv-cache-memory-bytes", str(128 * 2**20), "--enforce-eager", "true",
+    ]  # fmt: skip
+    with (tmp_path / "replica.log").open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        parent = psutil.Process(proc.pid)
+        # Wait until the engine's own processes exist: the case that used to leave orphans behind.
+        assert _wait_for(lambda: _has_engine_child(parent), 300)
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json()["status"] == "loading"
+        descendants = parent.children(recursive=True)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == 0
+        _, alive = psutil.wait_procs(descendants, timeout=10)
+        assert not alive, f"left behind: {alive}"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
