@@ -46,6 +46,8 @@ class K6Result:
     duration_s: float = 0.0  # k6's own test run duration
     # Generated tokens counted by the servers (their /metrics) when the responses do not carry them.
     server_tokens: float | None = None
+    # Highest 1-minute load average seen around the run: on a shared machine, what else was running.
+    load: float = 0.0
 
     def value(self, metric: str, stat: str, default: float = 0.0) -> float:
         values = self.metrics.get(metric, {}).get("values", {})
@@ -106,6 +108,7 @@ def run_k6(
         cmd += ["-e", f"{key}={value}"]
     cmd.append(str(K6_DIR / script))
     started = time.monotonic()
+    load_before = os.getloadavg()[0]
     # Thresholds crossed make k6 exit 99: that is a finding for the report, not an error of the bench.
     # Millisecond timestamps: the default whole seconds blur the latency-over-time plots.
     run_env = {**os.environ, "K6_CSV_TIME_FORMAT": "unix_milli"}
@@ -120,7 +123,9 @@ def run_k6(
     )
     wall = time.monotonic() - started
     (out_dir / f"{name}.k6.log").write_text(proc.stdout, encoding="utf-8")
-    result = K6Result(name, summary, samples, proc.returncode, wall)
+    result = K6Result(
+        name, summary, samples, proc.returncode, wall, load=max(load_before, os.getloadavg()[0])
+    )
     if summary.is_file():
         data = json.loads(summary.read_text(encoding="utf-8"))
         result.metrics = data.get("metrics", {})
@@ -157,5 +162,6 @@ def compact_summary(result: K6Result) -> dict[str, Any]:
         "wall_s": round(result.wall_s, 1),
         "duration_s": round(result.duration_s, 1),
         "server_tokens": result.server_tokens,
+        "load_avg_1m": round(result.load, 1),
         "metrics": {key: value.get("values", {}) for key, value in result.metrics.items()},
     }

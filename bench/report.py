@@ -28,7 +28,7 @@ def scenario_table(rows: Sequence[Row], baselines: dict[str, K6Result] | None = 
     """A Markdown table: req/s, tok/s, latency percentiles, failures, and ratios to each baseline."""
     baselines = baselines or {}
     head = ["setup", "offered/s", "requests", "req/s", "gen tok/s"]
-    head += [f"{label} ms" for label, _ in STATS] + ["failed", "dropped"]
+    head += [f"{label} ms" for label, _ in STATS] + ["failed", "dropped", "load"]
     for name in baselines:
         head += [f"req/s vs {name}", f"p95 vs {name}"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -42,7 +42,7 @@ def scenario_table(rows: Sequence[Row], baselines: dict[str, K6Result] | None = 
             f"{r.tokens_per_s:.0f}",
         ]
         cells += [f"{r.latency_ms(stat):.0f}" for _, stat in STATS]
-        cells += [f"{r.failed} ({r.failure_rate * 100:.2f}%)", str(r.dropped)]
+        cells += [f"{r.failed} ({r.failure_rate * 100:.2f}%)", str(r.dropped), f"{r.load:.1f}"]
         for base in baselines.values():
             p95 = ratio(r.latency_ms("p(95)"), base.latency_ms("p(95)"))
             cells += [ratio(r.req_per_s, base.req_per_s), p95]

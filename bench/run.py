@@ -37,11 +37,11 @@ class Plan:
     hold: str = "20s"
     rates: tuple[int, ...] = (10, 20, 40, 80)
     rate_duration: str = "12s"
-    pass_iterations: int = 400
+    pass_iterations: int = 300
     pass_vus: int = 32
-    chaos_duration_s: int = 40
-    chaos_kill_at_s: float = 12.0
-    unequal_duration: str = "25s"
+    chaos_duration_s: int = 30
+    chaos_kill_at_s: float = 10.0
+    unequal_duration: str = "20s"
     baselines: tuple[str, ...] = ("serial", "vllm")
     unequal: bool = True
     p95_ms: float = 5000.0

@@ -130,6 +130,9 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool)
     md += [
         f"- k6 summaries of every run: `{summaries.name}/`. Failed = non-200 answers or transport errors;",
         "  dropped = iterations the open loop could not start because all VUs were busy.",
+        f"- load = the 1-minute load average around the run, on {os.cpu_count()} cores: above that,",
+        "  other work shared the cores and slowed whichever setup ran then; replicas pinned to a",
+        "  core suffer most, since they cannot move off it.",
         "- Setups: *one-at-a-time* = one engine behind a lock, no Nginx, no batching",
         "  (bench/baselines/serial.py); *vLLM server* = `python -m vllm.entrypoints.openai.api_server`,",
         "  one instance, /v1/completions with the stack's prompt; *stack* = `hunyuan-serve up`",
