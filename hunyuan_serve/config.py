@@ -37,11 +37,17 @@ class EngineConfig(Section):
     kv_cache_dtype: str = Field("auto", description="KV-cache dtype, e.g. auto or fp8.")
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs per replica.")
     max_num_seqs: int = Field(256, ge=1, description="Most sequences the engine batches at once.")
-    enforce_eager: bool = Field(False, description="Disable CUDA graphs (faster start, slower decode).")
+    enforce_eager: bool | None = Field(
+        None, description="Skip graph capture/compilation (faster start); default: on for CPU, off for GPU."
+    )
     kv_cache_memory_bytes: int | None = Field(
         None, gt=0, description="KV-cache size in bytes (CPU builds; overrides the GiB setting)."
     )
-    cpu_kvcache_space_gib: int | None = Field(None, ge=1, description="VLLM_CPU_KVCACHE_SPACE on CPU.")
+    # Without a size, vLLM's CPU build reserves 92% of the host's memory and refuses to start
+    # beside anything else, a second replica included.
+    cpu_kvcache_space_gib: int = Field(
+        2, ge=1, description="KV-cache GiB per replica on CPU (unless kv_cache_memory_bytes is set)."
+    )
     seed: int = Field(0, description="Engine sampling seed.")
     prompt_family: Literal["auto", "hunyuan", "few_shot"] = Field(
         "auto", description="Prompt style: hunyuan (official templates), few_shot (base models), auto."
@@ -289,7 +295,7 @@ def add_config_flags(parser: argparse.ArgumentParser, sections: Sequence[str]) -
             dest = name if section == "top" else f"{section}.{name}"
             annotation = str(field.annotation)
             kwargs: dict[str, Any] = {"dest": dest, "default": argparse.SUPPRESS, "help": field.description}
-            if annotation == "<class 'bool'>":
+            if annotation in ("<class 'bool'>", "bool | None"):
                 kwargs.update(nargs="?", const=True, type=_bool_arg, metavar="BOOL")
             group.add_argument(flag, **kwargs)
 

@@ -46,8 +46,26 @@ def test_experts_int8_is_refused() -> None:
 
 def test_cpu_env_keeps_what_the_caller_set() -> None:
     environ = {"VLLM_HOST_IP": "10.0.0.1"}
-    apply_cpu_env(environ, EngineConfig(cpu_kvcache_space_gib=2))
-    assert environ == {"VLLM_HOST_IP": "10.0.0.1", "VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "2"}
+    apply_cpu_env(environ, EngineConfig(cpu_kvcache_space_gib=3))
+    assert environ == {"VLLM_HOST_IP": "10.0.0.1", "VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "3"}
+
+
+def test_cpu_env_sizes_the_kv_cache_by_default_but_not_over_explicit_bytes() -> None:
+    by_default: dict[str, str] = {}
+    apply_cpu_env(by_default, EngineConfig())
+    assert by_default["VLLM_CPU_KVCACHE_SPACE"] == "2"
+    with_bytes: dict[str, str] = {}
+    apply_cpu_env(with_bytes, EngineConfig(kv_cache_memory_bytes=2**27))
+    assert "VLLM_CPU_KVCACHE_SPACE" not in with_bytes
+
+
+@pytest.mark.parametrize(
+    ("setting", "on_cpu", "expected"),
+    [(None, True, True), (None, False, False), (False, True, False), (True, False, True)],
+)
+def test_enforce_eager_defaults_per_device(setting: bool | None, on_cpu: bool, expected: bool) -> None:
+    kwargs = engine_kwargs(EngineConfig(enforce_eager=setting), "/m", on_cpu=on_cpu)
+    assert kwargs["enforce_eager"] is expected
 
 
 @pytest.mark.parametrize(("value", "expected"), [(5, [5]), ([2, 9, 0], [2, 9, 0]), (None, [])])
