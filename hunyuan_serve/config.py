@@ -297,6 +297,8 @@ def add_config_flags(parser: argparse.ArgumentParser, sections: Sequence[str]) -
             kwargs: dict[str, Any] = {"dest": dest, "default": argparse.SUPPRESS, "help": field.description}
             if annotation in ("<class 'bool'>", "bool | None"):
                 kwargs.update(nargs="?", const=True, type=_bool_arg, metavar="BOOL")
+            else:
+                kwargs["metavar"] = name.upper()
             group.add_argument(flag, **kwargs)
 
 
