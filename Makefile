@@ -22,8 +22,9 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# Everything but the tests that start the vLLM engine or the demo model (a minute or two).
 unit: install
-	$(BIN)/pytest tests/unit -q
+	$(BIN)/pytest -q -m "not engine and not demo"
 
 test: lint typecheck
 	$(BIN)/pytest -q -rs
