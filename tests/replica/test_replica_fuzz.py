@@ -14,21 +14,10 @@ from replica_fakes import FakeEngine, serve_in_thread
 from test_replica_app import make_config, wait_ready
 
 from hunyuan_serve.replica.app import create_app
+from hunyuan_serve.replica.schema import _KNOWN_KEYS
 
-KEYS = [
-    "text",
-    "texts",
-    "source_lang",
-    "target_lang",
-    "src_lang",
-    "tgt_lang",
-    "temperature",
-    "top_p",
-    "top_k",
-    "repetition_penalty",
-    "max_tokens",
-    "extra",
-]
+# The request keys the server knows, plus one it must refuse.
+KEYS = [*sorted(_KNOWN_KEYS), "extra"]
 scalars = st.one_of(
     st.none(),
     st.booleans(),
