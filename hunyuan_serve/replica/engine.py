@@ -8,12 +8,13 @@ import json
 import os
 import threading
 import time
-from collections.abc import MutableMapping
+from collections.abc import MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from hunyuan_serve.config import EngineConfig
+from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.prompts import Prompt
 
 
@@ -94,10 +95,13 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def apply_cpu_env(environ: MutableMapping[str, str], cfg: EngineConfig) -> None:
+def apply_cpu_env(environ: MutableMapping[str, str], cfg: EngineConfig, cores: Sequence[int]) -> None:
     """Set the environment vLLM's CPU build needs, keeping whatever the caller (or `up`) already set."""
     for key, value in CPU_ENV_DEFAULTS.items():
         environ.setdefault(key, value)
+    # vLLM's own 'auto' binding left the replica's HTTP loop without CPU while the engine decoded
+    # (/metrics and /health stalled for seconds); bind to the cores this process may use instead.
+    environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", core_ranges(cores))
     # vLLM lets this variable override kv_cache_memory_bytes, so it is set only without one.
     if cfg.kv_cache_memory_bytes is None:
         environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cfg.cpu_kvcache_space_gib))
@@ -190,7 +194,7 @@ class VllmEngine:
     def _build(self) -> None:
         on_cpu = not cuda_available()
         if on_cpu:
-            apply_cpu_env(os.environ, self.cfg)
+            apply_cpu_env(os.environ, self.cfg, sorted(os.sched_getaffinity(0)))
         from transformers import AutoTokenizer
         from vllm import AsyncEngineArgs, AsyncLLMEngine
 

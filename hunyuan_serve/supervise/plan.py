@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hunyuan_serve.config import ConfigError, ServeConfig
+from hunyuan_serve.cores import core_ranges
 
 
 @dataclass(frozen=True)
@@ -25,17 +26,6 @@ class ReplicaPlan:
     @property
     def addr(self) -> str:
         return f"127.0.0.1:{self.port}"
-
-
-def _core_ranges(cores: Sequence[int]) -> str:
-    """'0-3,6' style list, as VLLM_CPU_OMP_THREADS_BIND and taskset read it."""
-    runs: list[list[int]] = []
-    for core in sorted(cores):
-        if runs and core == runs[-1][-1] + 1:
-            runs[-1].append(core)
-        else:
-            runs.append([core])
-    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def device_groups(cfg: ServeConfig, visible_gpus: Sequence[int]) -> list[tuple[int, ...]]:
@@ -95,7 +85,7 @@ def plan_replicas(
             device = f"cuda:{ids}"
             env: tuple[tuple[str, str], ...] = (("CUDA_VISIBLE_DEVICES", ids),)
         else:
-            bind = "|".join(_core_ranges(rank) for rank in cpu[i])
+            bind = "|".join(core_ranges(rank) for rank in cpu[i])
             device = f"cpu:{bind}"
             env = (("VLLM_CPU_OMP_THREADS_BIND", bind),)
         name = f"replica-{i}"

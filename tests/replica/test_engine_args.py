@@ -46,16 +46,27 @@ def test_experts_int8_is_refused() -> None:
 
 def test_cpu_env_keeps_what_the_caller_set() -> None:
     environ = {"VLLM_HOST_IP": "10.0.0.1"}
-    apply_cpu_env(environ, EngineConfig(cpu_kvcache_space_gib=3))
-    assert environ == {"VLLM_HOST_IP": "10.0.0.1", "VLLM_TARGET_DEVICE": "cpu", "VLLM_CPU_KVCACHE_SPACE": "3"}
+    apply_cpu_env(environ, EngineConfig(cpu_kvcache_space_gib=3), [0, 1, 2, 5])
+    assert environ == {
+        "VLLM_HOST_IP": "10.0.0.1",
+        "VLLM_TARGET_DEVICE": "cpu",
+        "VLLM_CPU_KVCACHE_SPACE": "3",
+        "VLLM_CPU_OMP_THREADS_BIND": "0-2,5",
+    }
+
+
+def test_cpu_env_keeps_the_cores_up_pinned() -> None:
+    environ = {"VLLM_CPU_OMP_THREADS_BIND": "1"}
+    apply_cpu_env(environ, EngineConfig(), [0, 1])
+    assert environ["VLLM_CPU_OMP_THREADS_BIND"] == "1"
 
 
 def test_cpu_env_sizes_the_kv_cache_by_default_but_not_over_explicit_bytes() -> None:
     by_default: dict[str, str] = {}
-    apply_cpu_env(by_default, EngineConfig())
+    apply_cpu_env(by_default, EngineConfig(), [0])
     assert by_default["VLLM_CPU_KVCACHE_SPACE"] == "2"
     with_bytes: dict[str, str] = {}
-    apply_cpu_env(with_bytes, EngineConfig(kv_cache_memory_bytes=2**27))
+    apply_cpu_env(with_bytes, EngineConfig(kv_cache_memory_bytes=2**27), [0])
     assert "VLLM_CPU_KVCACHE_SPACE" not in with_bytes
 
 
