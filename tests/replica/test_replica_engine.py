@@ -226,7 +226,9 @@ def test_client_disconnect_aborts_the_engine_request(replica: Replica) -> None:
 def test_past_the_in_flight_limit_a_fast_503_with_retry_after(replica: Replica) -> None:
     rejected = replica.metric('hunyuan_rejections_total{reason="overload"}')
     bodies = [
-        {"text": f"flood {i}", "source_lang": "zh", "target_lang": "en", "max_tokens": 400}
+        # 900 tokens (the budget of max_model_len 1024) keeps each request in the engine for seconds,
+        # so all of them are admitted before the first finishes, however fast this machine is.
+        {"text": f"flood {i}", "source_lang": "zh", "target_lang": "en", "max_tokens": 900}
         for i in range(MAX_IN_FLIGHT)
     ]
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
