@@ -251,10 +251,11 @@ def test_no_malformed_body_gets_a_5xx_from_the_real_engine(replica: Replica, bod
 
 
 def test_sigterm_finishes_in_flight_then_exits_0(replica: Replica) -> None:
-    body = {"text": "last words", "source_lang": "en", "target_lang": "fr", "max_tokens": 300}
+    # 900 tokens, as in the disconnect test: 300 finished before the first poll on a fast CI machine.
+    body = {"text": "last words", "source_lang": "en", "target_lang": "fr", "max_tokens": 900}
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pending = pool.submit(post, replica, body)
-        assert _wait_for(lambda: replica.metric("hunyuan_engine_running") == 1, 30)
+        assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
         replica.proc.send_signal(signal.SIGTERM)
         response = pending.result(timeout=120)
     assert response.status_code == 200, response.text
