@@ -117,3 +117,25 @@ export function thresholds() {
     failed_requests: [`rate<${env.FAIL_RATE || "0.001"}`],
   };
 }
+
+// Options of an open loop: RATE requests/s for DURATION (constant arrival rate), up to VUS at once.
+// A server that cannot keep up shows as latency and dropped_iterations, not as a politely slower client.
+export function openLoopOptions(scenario) {
+  const rate = parseInt(env.RATE || "10", 10);
+  const maxVUs = parseInt(env.VUS || "100", 10);
+  return {
+    scenarios: {
+      [scenario]: {
+        executor: "constant-arrival-rate",
+        rate: rate,
+        timeUnit: "1s",
+        duration: env.DURATION || "30s",
+        preAllocatedVUs: Math.min(maxVUs, Math.max(10, rate * 2)),
+        maxVUs: maxVUs,
+        gracefulStop: "60s",
+      },
+    },
+    summaryTrendStats: summaryTrendStats,
+    thresholds: thresholds(),
+  };
+}
