@@ -75,6 +75,11 @@ class ReplicaConfig(Section):
     cache_entries: int = Field(10_000, ge=0, description="In-process LRU cache size (0 disables).")
     cache_path: str | None = Field(None, description="SQLite cache file shared by replicas on a host.")
     health_deep_timeout_s: float = Field(10.0, gt=0, description="Deadline of the deep health probe.")
+    stall_timeout_s: float = Field(
+        60.0,
+        ge=0,
+        description="/health says hung after the engine holds work this long without a step (0: off).",
+    )
     warmup_timeout_s: float = Field(600.0, gt=0, description="Deadline of the warm-up translation.")
     temperature: float = Field(0.7, ge=0, le=2, description="Default sampling temperature.")
     top_p: float = Field(0.6, gt=0, le=1, description="Default nucleus sampling.")
@@ -91,7 +96,9 @@ class SupervisorConfig(Section):
 
     probe_interval_s: float = Field(0.5, gt=0, description="Time between health probes of a replica.")
     probe_timeout_s: float = Field(2.0, gt=0, description="Deadline of one health probe.")
-    deep_probe_every: int = Field(10, ge=0, description="Every Nth probe is deep (0: never).")
+    # Deep probes run a generation, which keeps an idle CPU engine's workers spinning for a second
+    # after; a hang under load shows sooner through the replica's stall rule (stall_timeout_s).
+    deep_probe_every: int = Field(60, ge=0, description="Every Nth probe is deep (0: never).")
     unhealthy_threshold: int = Field(3, ge=1, description="Failed probes in a row that evict a replica.")
     startup_timeout_s: float = Field(900.0, gt=0, description="Deadline for a new replica to become ready.")
     restart_backoff_base_s: float = Field(1.0, ge=0, description="First restart delay.")

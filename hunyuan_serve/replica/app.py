@@ -24,6 +24,7 @@ from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.languages import LANGUAGES, find_language
 from hunyuan_serve.prompts import Family, build_prompt
 from hunyuan_serve.replica.engine import Engine, Sampling
+from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.schema import ApiError, parse_translate
 from hunyuan_serve.replica.service import Outcome, Translator
@@ -106,6 +107,7 @@ def create_app(
     """A FastAPI app serving one engine; loading starts with the app's lifespan and /health tells."""
     rcfg = cfg.replica
     state = ReplicaState()
+    progress = ProgressWatch()
     metrics = Metrics(engine)
     cache = TranslationCache(rcfg.cache_entries, rcfg.cache_path)
     translator = Translator(engine, family, cache, metrics)
@@ -254,6 +256,14 @@ def create_app(
         if state.status != "ready":
             down = {"status": state.status, "reason": state.reason}
             return JSONResponse(down, status_code=503, headers=retry_after)
+        unfinished = engine.unfinished()
+        stalled = progress.stalled_s(engine.stats.steps, unfinished, time.monotonic())
+        if rcfg.stall_timeout_s > 0 and stalled >= rcfg.stall_timeout_s:
+            reason = (
+                f"engine took no step for {stalled:.0f}s with {unfinished} request(s) unfinished "
+                f"(stall_timeout_s={rcfg.stall_timeout_s:g})"
+            )
+            return JSONResponse({"status": "hung", "reason": reason}, status_code=503, headers=retry_after)
         if deep.lower() in ("1", "true", "yes"):
             problem = await deep_probe()
             if problem is not None:

@@ -26,6 +26,7 @@ from test_replica_fuzz import check, raw_bytes
 pytestmark = pytest.mark.engine
 
 MAX_IN_FLIGHT = 40
+STALL_TIMEOUT_S = 3
 STARTUP_TIMEOUT_S = 400
 
 
@@ -72,7 +73,7 @@ def replica(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         "--model", str(tiny_model_dir), "--port", str(port),
         "--max-model-len", "1024", "--kv-cache-memory-bytes", str(128 * 2**20), "--enforce-eager", "true",
         "--max-num-seqs", "64", "--max-in-flight", str(MAX_IN_FLIGHT), "--cache-path", str(cache),
-        "--graceful-shutdown-s", "60",
+        "--graceful-shutdown-s", "60", "--stall-timeout-s", str(STALL_TIMEOUT_S),
     ]  # fmt: skip
     # Test-only: random weights emit EOS at once; ignoring it lets requests run as long as max_tokens says.
     env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
@@ -242,6 +243,36 @@ def test_past_the_in_flight_limit_a_fast_503_with_retry_after(replica: Replica) 
     assert [r.status_code for r in answered] == [200] * MAX_IN_FLIGHT
     assert replica.metric('hunyuan_rejections_total{reason="overload"}') == rejected + 3
     assert post(replica, extra).status_code == 200
+
+
+def _engine_core(replica: Replica) -> Any:
+    import psutil
+
+    for child in psutil.Process(replica.proc.pid).children():
+        if "EngineCore" in " ".join(child.cmdline()):
+            return child
+    raise AssertionError("the replica has no EngineCore process")
+
+
+def test_health_says_hung_while_the_engine_holds_work_without_stepping(replica: Replica) -> None:
+    # SIGSTOP on the engine core: HTTP still answers and the engine still looks alive; only its steps stop.
+    core = _engine_core(replica)
+    health = f"{replica.url}/health"
+    body = {"text": "frozen", "source_lang": "en", "target_lang": "de", "max_tokens": 900}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(post, replica, body)
+        assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
+        core.suspend()
+        try:
+            assert httpx.get(health, timeout=10).status_code == 200  # not yet: a pause is not a hang
+            assert _wait_for(lambda: httpx.get(health, timeout=10).status_code == 503, STALL_TIMEOUT_S + 10)
+            hung = httpx.get(health, timeout=10).json()
+        finally:
+            core.resume()
+        response = pending.result(timeout=120)
+    assert hung["status"] == "hung" and "took no step" in hung["reason"] and "1 request(s)" in hung["reason"]
+    assert response.status_code == 200, response.text
+    assert _wait_for(lambda: httpx.get(health, timeout=10).status_code == 200, 10)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
