@@ -19,13 +19,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 
 
-def cpu_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a vLLM CPU process needs (see shared notes), on top of ours."""
+def server_env(gpu: bool, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Our environment, plus on a CPU machine what a vLLM CPU process needs (see shared notes)."""
     env = dict(os.environ)
-    env.setdefault("VLLM_TARGET_DEVICE", "cpu")
-    env.setdefault("VLLM_HOST_IP", "127.0.0.1")
-    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if not gpu:
+        env.setdefault("VLLM_TARGET_DEVICE", "cpu")
+        env.setdefault("VLLM_HOST_IP", "127.0.0.1")
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     env.update(extra or {})
     return env
 
@@ -125,13 +126,37 @@ def cpu_hog(core: int, count: int = 1) -> Iterator[list[int]]:
             proc.wait()
 
 
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process and its live descendants have used so far."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
 def scrape_counter(url: str, name: str) -> float | None:
     """A Prometheus counter (`name` or `name_total`, summed over labels); None when unreachable."""
     status, text = http_json(url, timeout=5)
     if status != 200 or not isinstance(text, str):
         return None
+    return counter_value(text, name)
+
+
+def counter_value(exposition: str, name: str) -> float:
+    """Sum of a counter's samples (`name` or `name_total`, any labels) in Prometheus text format."""
     total = 0.0
-    for line in text.splitlines():
+    for line in exposition.splitlines():
         metric, _, value = line.partition(" ")
         if metric.split("{")[0] in (name, f"{name}_total"):
             total += float(value.split()[0])

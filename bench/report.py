@@ -50,6 +50,21 @@ def scenario_table(rows: Sequence[Row], baselines: dict[str, K6Result] | None = 
     return "\n".join(lines)
 
 
+def ratio_table(pairs: Sequence[tuple[str, K6Result, K6Result]]) -> str:
+    """A Markdown table of every figure's ratio, one row per (label, setup's result, baseline's result).
+
+    Throughput ratios above 1 and latency ratios below 1 favour the setup.
+    """
+    head = ["comparison", "req/s", "gen tok/s"] + [f"{label}" for label, _ in STATS] + ["failed"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, r, base in pairs:
+        cells = [label, ratio(r.req_per_s, base.req_per_s), ratio(r.tokens_per_s, base.tokens_per_s)]
+        cells += [ratio(r.latency_ms(stat), base.latency_ms(stat)) for _, stat in STATS]
+        cells.append(f"{r.failed} vs {base.failed}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def best_rate(rows: Sequence[Row], p95_target_ms: float, max_fail: float = 0.001) -> Row | None:
     """The highest offered rate whose p95 stays under the target, errors under max_fail, nothing dropped."""
     good = [

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,17 @@ if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m ben
 
 from bench import targets
 from bench.k6run import K6Result, find_k6, run_k6
-from bench.procs import REPO, counter_delta, cpu_hog, free_port, running, scrape_counter, warm_up
+from bench.procs import (
+    REPO,
+    Server,
+    counter_delta,
+    cpu_hog,
+    free_port,
+    running,
+    scrape_counter,
+    tree_cpu_s,
+    warm_up,
+)
 from bench.report import Row, best_rate
 
 DATA = REPO / "bench" / "data" / "sd-webui-zh_CN.json"
@@ -147,48 +158,80 @@ def translate_body() -> dict[str, Any]:
     return {"text": "Open file", "source_lang": "en", "target_lang": "zh", "max_tokens": 16}
 
 
-def bench_serial(b: Bench) -> None:
+@dataclass
+class Started:
+    """A setup whose server is starting: where it answers, and how to tell that it is ready."""
+
+    server: Server
+    url: str
+    ready_path: str
+    ready: Callable[[Any], bool] | None = None
+    run_dir: Path | None = None
+    base_port: int = 0
+    replicas: int = 1
+
+    def wait_ready(self, timeout_s: float) -> None:
+        self.server.wait_http(f"{self.url}{self.ready_path}", timeout_s=timeout_s, ok=self.ready)
+
+
+def start_serial(b: Bench) -> Started:
     server, url = targets.start_serial(b.model, b.work)
-    with running(server):
-        server.wait_http(f"{url}/health", timeout_s=300)
-        warm_up(f"{url}/translate", translate_body())
-        b.add("ramp", "one-at-a-time", b.k6("ramp.js", "ramp-serial", _ramp_env(b, url)))
+    return Started(server, url, "/health")
 
 
-def bench_vllm(b: Bench) -> None:
+def bench_serial(b: Bench, s: Started) -> None:
+    warm_up(f"{s.url}/translate", translate_body())
+    b.add("ramp", "one-at-a-time", b.k6("ramp.js", "ramp-serial", _ramp_env(b, s.url)))
+
+
+def start_vllm(b: Bench) -> Started:
     server, url = targets.start_vllm(b.model, b.work)
-    with running(server):
-        server.wait_http(f"{url}/v1/models", timeout_s=300)
-        warm_up(f"{url}/v1/completions", {"model": "model", "prompt": "Hello", "max_tokens": 8})
-        b.add("ramp", "vLLM server", b.k6("ramp.js", "ramp-vllm", _ramp_env(b, url, api="openai")))
-        for rate in b.plan.rates:
-            env = b.env(url, api="openai", rate=rate, duration=b.plan.rate_duration)
-            b.add("rate", "vLLM server", b.k6("rate.js", f"rate{rate}-vllm", env), offered=rate)
+    return Started(server, url, "/v1/models")
+
+
+def bench_vllm(b: Bench, s: Started) -> None:
+    url = s.url
+    warm_up(f"{url}/v1/completions", {"model": "model", "prompt": "Hello", "max_tokens": 8})
+    b.add("ramp", "vLLM server", b.k6("ramp.js", "ramp-vllm", _ramp_env(b, url, api="openai")))
+    for rate in b.plan.rates:
+        env = b.env(url, api="openai", rate=rate, duration=b.plan.rate_duration)
+        b.add("rate", "vLLM server", b.k6("rate.js", f"rate{rate}-vllm", env), offered=rate)
 
 
 def _ramp_env(b: Bench, url: str, api: str = "translate") -> dict[str, str]:
     return b.env(url, api=api, vus=b.plan.ramp_vus, ramp=b.plan.ramp, hold=b.plan.hold)
 
 
-def bench_stack(b: Bench, replicas: int) -> None:
+def start_stack(b: Bench, replicas: int) -> Started:
     run_dir = b.work / "stack-run"
     base_port = free_port()
     server, url = targets.start_stack(b.model, run_dir, replicas=replicas, base_port=base_port)
+    return Started(
+        server, url, "/health", lambda _: targets.ready_replicas(run_dir) > 0, run_dir, base_port, replicas
+    )
+
+
+def bench_stack(b: Bench, s: Started) -> None:
+    url, run_dir, base_port = s.url, s.run_dir or b.work, s.base_port
+    replicas = targets.ready_replicas(run_dir) or s.replicas
+    if replicas != s.replicas:
+        b.notes.append(f"The stack runs {replicas} replica(s) (one per GPU), not the {s.replicas} asked for.")
     meter = [f"http://127.0.0.1:{base_port + i}/metrics" for i in range(replicas)]
-    with running(server):
-        server.wait_http(f"{url}/health", timeout_s=600, ok=lambda _: targets.all_ready(run_dir, replicas))
-        warm_up(f"{url}/translate", translate_body())
-        b.add("ramp", "stack", b.k6("ramp.js", "ramp-stack", _ramp_env(b, url), meter))
-        for rate in b.plan.rates:
-            env = b.env(url, rate=rate, duration=b.plan.rate_duration)
-            b.add("rate", "stack", b.k6("rate.js", f"rate{rate}-stack", env, meter), offered=rate)
-        # Both passes send the same strings (one env): the second one is what the cache saves.
-        env = b.env(url, iterations=b.plan.pass_iterations, vus=b.plan.pass_vus)
-        for attempt in ("first", "second"):
-            b.add("repeat", f"stack, {attempt} pass", b.k6("pass.js", f"pass-{attempt}", env, meter))
-        if b.plan.unequal and replicas >= 2:
-            bench_unequal(b, url, run_dir, replicas, base_port, meter)
-        bench_chaos(b, url, run_dir, meter)
+    warm_up(f"{url}/translate", translate_body())
+    b.add("ramp", "stack", b.k6("ramp.js", "ramp-stack", _ramp_env(b, url), meter))
+    for rate in b.plan.rates:
+        env = b.env(url, rate=rate, duration=b.plan.rate_duration)
+        b.add("rate", "stack", b.k6("rate.js", f"rate{rate}-stack", env, meter), offered=rate)
+    # Both passes send the same strings (one env): the second one is what the cache saves.
+    env = b.env(url, iterations=b.plan.pass_iterations, vus=b.plan.pass_vus)
+    for attempt in ("first", "second"):
+        b.add("repeat", f"stack, {attempt} pass", b.k6("pass.js", f"pass-{attempt}", env, meter))
+    if replicas < 2:
+        b.notes.append("Unequal replicas and chaos need two replicas or more: skipped.")
+        return
+    if b.plan.unequal:
+        bench_unequal(b, url, run_dir, replicas, base_port, meter)
+    bench_chaos(b, url, run_dir, meter)
 
 
 def _chaos_rate(b: Bench) -> int:
@@ -236,6 +279,65 @@ def bench_chaos(b: Bench, url: str, run_dir: Path, meter: Sequence[str]) -> None
         b.add("chaos", "stack, replica killed", future.result(), offered=rate)
 
 
+Step = tuple[str, Callable[[], Started], Callable[[Started], None]]
+
+
+def run_steps(b: Bench, steps: Sequence[Step], start_timeout_s: float, *, together: bool) -> dict[str, float]:
+    """Start setups, wait until they are ready, then measure them one after another.
+
+    On CPU every setup starts at once: engine start-up is most of a run's time and mostly
+    single-threaded, so starting together saves minutes, and measuring only once all are up keeps
+    start-up off the cores while k6 runs. On GPUs each setup would claim the same device memory,
+    so there they start one at a time. Each setup stops after its own measurements.
+    """
+    timings: dict[str, float] = {}
+    for group in [list(steps)] if together else [[step] for step in steps]:
+        with contextlib.ExitStack() as stack:
+            started = {name: stack.enter_context(_stopping(start())) for name, start, _ in group}
+            t0 = time.monotonic()
+            failed: dict[str, str] = {}
+            for name, setup in started.items():
+                try:
+                    setup.wait_ready(max(1.0, start_timeout_s - (time.monotonic() - t0)))
+                except (RuntimeError, TimeoutError) as err:
+                    failed[name] = str(err)
+            label = "start of " + (", ".join(started) if len(started) > 1 else next(iter(started)))
+            timings[label] = time.monotonic() - t0
+            print(f"[bench] {label}: {timings[label]:.0f} s", flush=True)
+            for name, _, measure in group:
+                t1 = time.monotonic()
+                idle = [
+                    s.server.proc.pid
+                    for other, s in started.items()
+                    if other != name and s.server.proc.poll() is None
+                ]
+                idle_cpu = sum(tree_cpu_s(pid) for pid in idle)
+                try:
+                    if name in failed:
+                        raise RuntimeError(failed[name])
+                    measure(started[name])
+                except (RuntimeError, TimeoutError, OSError, subprocess.SubprocessError) as err:
+                    b.notes.append(f"{name}: failed: {err}")
+                    print(f"[bench] {name} failed: {err}", flush=True)
+                timings[name] = time.monotonic() - t1
+                if idle:
+                    # The setups waiting their turn share the cores: say how much they took.
+                    used = sum(tree_cpu_s(pid) for pid in idle) - idle_cpu
+                    b.notes.append(
+                        f"While {name} was measured, the setups waiting their turn used {used:.1f} CPU-s "
+                        f"({100 * used / max(timings[name], 1e-9):.1f}% of one core)."
+                    )
+                started[name].server.stop()
+                print(f"[bench] {name} done in {timings[name]:.0f} s (total {b.elapsed()})", flush=True)
+    return timings
+
+
+@contextlib.contextmanager
+def _stopping(s: Started) -> Iterator[Started]:
+    with running(s.server):
+        yield s
+
+
 def prepare_model(args: argparse.Namespace, work: Path) -> Path:
     if args.model:
         return Path(args.model)
@@ -253,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="Report directory.")
     parser.add_argument("--work", type=Path, help="Raw outputs (default bench/.runs/<time>).")
     parser.add_argument("--skip", action="append", default=[], help="serial, vllm, stack (repeatable).")
+    parser.add_argument(
+        "--start-timeout-s", type=float, default=900.0, help="How long every setup may take to start."
+    )
     args = parser.parse_args(argv)
 
     plan = Plan.quick() if args.quick else Plan()
@@ -262,20 +367,17 @@ def main(argv: list[str] | None = None) -> int:
     items = work / "items.json"
     build_items(model, items)
     b = Bench(plan, work, model, items, find_k6())
-    steps = [("serial", lambda: bench_serial(b)), ("vllm", lambda: bench_vllm(b))]
-    steps.append(("stack", lambda: bench_stack(b, args.replicas)))
-    timings: dict[str, float] = {}
-    for name, step in steps:
-        if name in args.skip or (name in ("serial", "vllm") and name not in plan.baselines):
-            continue
-        t0 = time.monotonic()
-        try:
-            step()
-        except (RuntimeError, TimeoutError, OSError, subprocess.SubprocessError) as err:
-            b.notes.append(f"{name}: failed: {err}")
-            print(f"[bench] {name} failed: {err}", flush=True)
-        timings[name] = time.monotonic() - t0
-        print(f"[bench] {name} done in {timings[name]:.0f} s (total {b.elapsed()})", flush=True)
+    steps: list[Step] = [
+        ("serial", lambda: start_serial(b), lambda s: bench_serial(b, s)),
+        ("vllm", lambda: start_vllm(b), lambda s: bench_vllm(b, s)),
+        ("stack", lambda: start_stack(b, args.replicas), lambda s: bench_stack(b, s)),
+    ]
+    chosen = [
+        step
+        for step in steps
+        if step[0] not in args.skip and (step[0] == "stack" or step[0] in plan.baselines)
+    ]
+    timings = run_steps(b, chosen, args.start_timeout_s, together=not targets.on_gpu())
 
     from bench.write_report import write_report
 

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
-import json
+import functools
 import sys
 from pathlib import Path
 from typing import Any
 
-from bench.procs import REPO, Server, cpu_env, free_port, http_json
+from bench.procs import REPO, Server, free_port, http_json, server_env
 
 HUNYUAN = [sys.executable, "-m", "hunyuan_serve"]
 
-# Engine settings shared by every setup, so that only the serving around the engine differs.
-ENGINE_FLAGS = ["--dtype", "float32", "--enforce-eager", "--max-model-len", "1024"]
+MAX_MODEL_LEN = 1024  # every setup's, so that only the serving around the engine differs
+
+
+@functools.cache
+def on_gpu() -> bool:
+    from hunyuan_serve.supervise.command import visible_gpus
+
+    return bool(visible_gpus())
+
+
+def vllm_engine_flags(gpu: bool) -> list[str]:
+    """vLLM's own flags for what the replicas choose by themselves on each device (EngineConfig)."""
+    flags = ["--max-model-len", str(MAX_MODEL_LEN)]
+    # On CPU the replicas run float32 (bfloat16 is slow without AVX512) and eager; on GPU, vLLM's defaults.
+    return flags if gpu else [*flags, "--dtype", "float32", "--enforce-eager"]
 
 
 def start_stack(
@@ -22,7 +35,6 @@ def start_stack(
     replicas: int,
     base_port: int,
     balance: str = "least_conn",
-    engine_flags: list[str] | None = None,
 ) -> tuple[Server, str]:
     """`hunyuan-serve up` with its own run dir and ports; returns the server and its public URL."""
     port = free_port()
@@ -44,9 +56,10 @@ def start_stack(
         # One SQLite cache shared by the replicas: a repeat hits it whichever replica Nginx picks.
         "--cache-path",
         str(run_dir / "cache.sqlite"),
-        *(engine_flags if engine_flags is not None else ENGINE_FLAGS),
+        "--max-model-len",
+        str(MAX_MODEL_LEN),
     ]
-    server = Server(f"stack-{balance}", argv, run_dir.parent / f"up-{balance}.log", cpu_env())
+    server = Server(f"stack-{balance}", argv, run_dir.parent / f"up-{balance}.log", server_env(on_gpu()))
     return server, f"http://127.0.0.1:{port}"
 
 
@@ -66,38 +79,40 @@ def start_round_robin_nginx(replicas: int, base_port: int, run_dir: Path) -> tup
     conf.write_text(text, encoding="utf-8")
     nginx = ["nginx", "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "logs" / "error.log")]
     subprocess.run([*nginx, "-t", "-q"], check=True, timeout=30)
-    return Server("nginx-round-robin", nginx, run_dir / "nginx.log", cpu_env()), f"http://127.0.0.1:{port}"
+    return Server(
+        "nginx-round-robin", nginx, run_dir / "nginx.log", server_env(on_gpu())
+    ), f"http://127.0.0.1:{port}"
 
 
 def stack_status(run_dir: Path) -> dict[str, Any]:
-    """`hunyuan-serve status --json` of the stack in run_dir ({} when it does not answer)."""
-    import subprocess
+    """What `hunyuan-serve status --json` prints for the stack in run_dir ({} before its first state).
 
-    proc = subprocess.run(
-        [*HUNYUAN, "status", "--json", "--run-dir", str(run_dir)],
-        capture_output=True,
-        text=True,
-        cwd=str(REPO),
-        check=False,
-        timeout=30,
-    )
-    try:
-        data = json.loads(proc.stdout)
-    except json.JSONDecodeError:
-        return {}
-    return data if isinstance(data, dict) else {}
+    Read in this process: a `status` subprocess a second cost a Python start-up each time, taken
+    from the engines that were starting on the same two cores.
+    """
+    from hunyuan_serve.supervise.status import collect_status
+
+    return collect_status(run_dir) or {}
 
 
-def all_ready(run_dir: Path, replicas: int) -> bool:
+def ready_replicas(run_dir: Path) -> int:
+    """How many replicas the stack runs once every one of them is ready; 0 until then.
+
+    The count comes from the stack itself: on a GPU machine `up` runs one replica per device,
+    whatever the bench asked for.
+    """
     states = [r.get("state") for r in stack_status(run_dir).get("replicas", [])]
-    return len(states) == replicas and all(s == "ready" for s in states)
+    return len(states) if states and all(s == "ready" for s in states) else 0
 
 
 def start_serial(model: Path, log_dir: Path) -> tuple[Server, str]:
     """The one-at-a-time baseline: one engine, no Nginx, a lock around every request."""
     port = free_port()
     argv = [sys.executable, "-m", "bench.baselines.serial", "--model", str(model), "--port", str(port)]
-    server = Server("serial", argv, log_dir / "serial.log", cpu_env())
+    # One process, as a Flask or Gradio app holds its model: vLLM runs its engine in-process (no
+    # engine-core and worker processes to start, no IPC per step).
+    env = server_env(on_gpu(), {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"})
+    server = Server("serial", argv, log_dir / "serial.log", env)
     return server, f"http://127.0.0.1:{port}"
 
 
@@ -116,14 +131,10 @@ def start_vllm(model: Path, log_dir: Path, served_name: str = "model") -> tuple[
         "127.0.0.1",
         "--port",
         str(port),
-        "--dtype",
-        "float32",
-        "--enforce-eager",
-        "--max-model-len",
-        "1024",
         "--disable-uvicorn-access-log",
+        *vllm_engine_flags(on_gpu()),
     ]
-    server = Server("vllm-openai", argv, log_dir / "vllm-openai.log", cpu_env())
+    server = Server("vllm-openai", argv, log_dir / "vllm-openai.log", server_env(on_gpu()))
     return server, f"http://127.0.0.1:{port}"
 
 

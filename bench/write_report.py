@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.k6run import K6Result, compact_summary
-from bench.report import Row, best_rate, plot_latency_over_time, plot_throughput, ratio, scenario_table
+from bench.report import (
+    Row,
+    best_rate,
+    plot_latency_over_time,
+    plot_throughput,
+    ratio,
+    ratio_table,
+    scenario_table,
+)
 
 if TYPE_CHECKING:
     from bench.run import Bench
@@ -76,6 +84,31 @@ def headline(b: Bench) -> list[str]:
     return lines
 
 
+def comparisons(
+    scenario: str, rows: list[Row], baselines: dict[str, K6Result]
+) -> list[tuple[str, K6Result, K6Result]]:
+    """What each scenario's ratio table compares: the stack to every baseline in the ramp, and to
+    the vLLM server at each offered rate of the open loop."""
+    if scenario == "ramp":
+        return [
+            (f"{row.setup} / {name}", row.result, base)
+            for row in rows
+            if row.setup not in baselines
+            for name, base in baselines.items()
+        ]
+    if scenario == "rate":
+        vllm = {row.offered: row.result for row in rows if row.setup == "vLLM server"}
+        return [
+            (f"stack / vLLM server at {row.offered:g}/s", row.result, vllm[row.offered])
+            for row in rows
+            if row.setup == "stack" and row.offered in vllm
+        ]
+    if scenario == "unequal":
+        lc, rr = _find(rows, "stack, least_conn"), _find(rows, "stack, round robin")
+        return [("least_conn / round robin", lc, rr)] if lc and rr else []
+    return []
+
+
 def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool) -> Path:
     """Write report.md (+ PNGs, summaries/) into out and return the report's path."""
     out.mkdir(parents=True, exist_ok=True)
@@ -111,6 +144,9 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool)
         if not rows:
             continue
         md += [f"## {title}", "", scenario_table(rows, baselines if scenario == "ramp" else None), ""]
+        pairs = comparisons(scenario, rows, baselines)
+        if pairs:
+            md += ["Each figure's ratio, setup / baseline:", "", ratio_table(pairs), ""]
         if scenario == "rate":
             series: dict[str, list[Row]] = {}
             for row in rows:
@@ -133,10 +169,12 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool)
         f"- load = the 1-minute load average around the run, on {os.cpu_count()} cores: above that,",
         "  other work shared the cores and slowed whichever setup ran then; replicas pinned to a",
         "  core suffer most, since they cannot move off it.",
-        "- Setups: *one-at-a-time* = one engine behind a lock, no Nginx, no batching",
+        "- Setups: *one-at-a-time* = one engine behind a lock in one process, no Nginx, no batching",
         "  (bench/baselines/serial.py); *vLLM server* = `python -m vllm.entrypoints.openai.api_server`,",
         "  one instance, /v1/completions with the stack's prompt; *stack* = `hunyuan-serve up`",
         "  (Nginx least_conn + supervised replicas).",
+        "- On CPU every setup starts at once and k6 runs only once all are ready, one setup at a time;",
+        "  each setup stops after its runs, so the ones measured later are the only engines left.",
         "",
     ]
     path = out / f"report-{stem}.md"

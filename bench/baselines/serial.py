@@ -32,7 +32,8 @@ class SerialEngine:
         from hunyuan_serve.prompts import family_from_config, read_model_config
         from hunyuan_serve.replica.engine import VllmEngine
 
-        cfg = EngineConfig(model=model, dtype="float32", enforce_eager=True, max_model_len=max_model_len)
+        # The replicas' defaults (float32 and eager on CPU, vLLM's on GPU): only the serving differs.
+        cfg = EngineConfig(model=model, max_model_len=max_model_len)
         self.engine = VllmEngine(cfg, model)
         self.family = family_from_config("auto", read_model_config(model))
         self.lock = asyncio.Lock()
@@ -74,13 +75,7 @@ def build_app(engine: SerialEngine) -> FastAPI:
             return JSONResponse({"error": {"code": "bad_text", "message": "text is required"}}, 400)
         source = str(body.get("source_lang") or body.get("src_lang") or "en")
         target = str(body.get("target_lang") or body.get("tgt_lang") or "zh")
-        sampling = {
-            "temperature": 0.7,
-            "top_p": 0.6,
-            "top_k": 20,
-            "repetition_penalty": 1.05,
-            "max_tokens": 512,
-        }
+        sampling = dict(DEFAULT_SAMPLING)
         sampling.update({k: body[k] for k in SAMPLING_KEYS if k in body})
         started = time.perf_counter()
         result, tokens = await engine.translate(text, source, target, sampling)
