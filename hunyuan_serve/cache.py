@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import logging
 import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
 Layer = Literal["memory", "sqlite"]
+logger = logging.getLogger(__name__)
 
 
 def cache_key(model: str, source: str, target: str, text: str, sampling: Mapping[str, Any]) -> str:
@@ -54,7 +58,10 @@ class SqliteCache:
 
     def __init__(self, path: str | Path, busy_timeout_s: float = 5.0) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), timeout=busy_timeout_s, isolation_level=None)
+        # Any one thread may use it (TranslationCache keeps it on its own I/O thread).
+        self._db = sqlite3.connect(
+            str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute(
@@ -80,18 +87,29 @@ class SqliteCache:
 
 
 class TranslationCache:
-    """Memory first, then the shared file; a file hit is copied into memory."""
+    """Memory first, then the shared file; a file hit is copied into memory.
 
-    def __init__(self, capacity: int, path: str | Path | None = None) -> None:
+    The file is used on one I/O thread of its own: SQLite waits for another replica's write lock
+    (up to busy_timeout_s) and fsyncs at checkpoints, and neither may stall the event loop.
+    Writes are not awaited: the answer is in memory already, and a lost write only costs a miss.
+    """
+
+    def __init__(self, capacity: int, path: str | Path | None = None, busy_timeout_s: float = 5.0) -> None:
         self.memory = LruCache(capacity)
-        self.file = SqliteCache(path) if path else None
+        self.file = SqliteCache(path, busy_timeout_s) if path else None
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cache-io") if path else None
 
-    def get(self, key: str) -> tuple[str, Layer] | None:
+    async def get(self, key: str) -> tuple[str, Layer] | None:
         value = self.memory.get(key)
         if value is not None:
             return value, "memory"
-        if self.file is not None:
-            value = self.file.get(key)
+        if self.file is not None and self._io is not None:
+            loop = asyncio.get_running_loop()
+            try:
+                value = await loop.run_in_executor(self._io, self.file.get, key)
+            except sqlite3.Error as err:  # a broken or locked file is a miss, not a failed request
+                logger.warning("cache read failed: %s", err)
+                return None
             if value is not None:
                 self.memory.put(key, value)
                 return value, "sqlite"
@@ -99,9 +117,19 @@ class TranslationCache:
 
     def put(self, key: str, value: str) -> None:
         self.memory.put(key, value)
-        if self.file is not None:
-            self.file.put(key, value)
+        if self.file is not None and self._io is not None:
+            self._io.submit(self._write, self.file, key, value)
+
+    @staticmethod
+    def _write(file: SqliteCache, key: str, value: str) -> None:
+        try:
+            file.put(key, value)
+        except sqlite3.Error as err:
+            logger.warning("cache write failed: %s", err)
 
     def close(self) -> None:
+        """Finish the writes already queued, then close the file."""
+        if self._io is not None:
+            self._io.shutdown(wait=True)
         if self.file is not None:
             self.file.close()

@@ -109,7 +109,7 @@ def create_app(
     state = ReplicaState()
     progress = ProgressWatch()
     metrics = Metrics(engine)
-    cache = TranslationCache(rcfg.cache_entries, rcfg.cache_path)
+    cache = TranslationCache(rcfg.cache_entries, rcfg.cache_path, rcfg.cache_busy_timeout_s)
     translator = Translator(engine, family, cache, metrics)
     access = logging.getLogger(ACCESS_LOG)
     retry_after = {"Retry-After": str(rcfg.retry_after_s)}

@@ -64,7 +64,7 @@ class Translator:
         pending: list[tuple[int, str, asyncio.Task[tuple[Generation, bool]]]] = []
         for index, (text, prompt) in enumerate(zip(req.texts, prompts, strict=True)):
             key = cache_key(self.engine.model_name, req.source.code, req.target.code, text, sampling)
-            hit = self.cache.get(key)
+            hit = await self.cache.get(key)
             if hit is not None:
                 outcome.results[index], outcome.cached[index] = hit[0], True
                 self.metrics.cache_hits.labels(layer=hit[1]).inc()

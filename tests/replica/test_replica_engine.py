@@ -178,9 +178,12 @@ def test_identical_request_is_a_cache_hit_and_lands_in_the_shared_file(replica: 
     assert (first["cached"], second["cached"]) == (False, True)
     assert second["result"] == first["result"]
     assert replica.metric('hunyuan_cache_hits_total{layer="memory"}') == hits + 1
-    with sqlite3.connect(replica.cache) as db:
-        values = [row[0] for row in db.execute("SELECT value FROM translations")]
-    assert first["result"] in values
+
+    def in_the_file() -> bool:  # written on the cache's own thread, not before the answer
+        with sqlite3.connect(replica.cache) as db:
+            return first["result"] in [row[0] for row in db.execute("SELECT value FROM translations")]
+
+    assert _wait_for(in_the_file, 10)
 
 
 def test_metrics_counters_move(replica: Replica) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import sqlite3
+import time
 from pathlib import Path
 
 from hunyuan_serve.cache import LruCache, TranslationCache, cache_key
@@ -35,16 +39,46 @@ def test_lru_of_zero_stores_nothing() -> None:
     assert lru.get("a") is None
 
 
-def test_sqlite_file_is_shared_between_caches(tmp_path: Path) -> None:
+async def test_sqlite_file_is_shared_between_caches(tmp_path: Path) -> None:
     path = tmp_path / "cache" / "translations.sqlite"
     first = TranslationCache(10, path)
     second = TranslationCache(10, path)
     try:
         assert first.file is not None and first.file.journal_mode() == "wal"
         first.put("k", "你好")
-        assert second.get("k") == ("你好", "sqlite")
-        assert second.get("k") == ("你好", "memory")
-        assert second.get("missing") is None
+        assert await first.get("k") == ("你好", "memory")  # at once, before the file write lands
+        first.close()  # waits for the queued write
+        assert await second.get("k") == ("你好", "sqlite")
+        assert await second.get("k") == ("你好", "memory")
+        assert await second.get("missing") is None
     finally:
         first.close()
         second.close()
+
+
+async def test_a_write_waiting_for_another_writers_lock_does_not_stall_the_loop(tmp_path: Path) -> None:
+    path = tmp_path / "translations.sqlite"
+    cache = TranslationCache(10, path, busy_timeout_s=2.0)
+    blocker = sqlite3.connect(str(path), isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another replica holding the write lock
+    beats: list[float] = []
+
+    async def heartbeat() -> None:
+        while True:
+            beats.append(time.monotonic())
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(heartbeat())
+    try:
+        cache.put("k", "v")
+        assert await cache.get("k") == ("v", "memory")
+        await asyncio.sleep(2.5)  # the write waits out its 2 s for the lock on the cache's thread
+    finally:
+        task.cancel()
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        cache.close()
+    # Had the wait run on the event loop, one gap between beats would span it.
+    assert max(b - a for a, b in itertools.pairwise(beats)) < 1.0
+    with sqlite3.connect(str(path)) as db:
+        assert db.execute("SELECT count(*) FROM translations").fetchone()[0] == 0  # lost: a miss later
