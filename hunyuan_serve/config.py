@@ -67,13 +67,18 @@ class ReplicaConfig(Section):
 
     host: str = Field("127.0.0.1", description="Address a replica binds.")
     port: int = Field(8001, ge=1, le=65535, description="Port of a single replica (up assigns its own).")
-    max_in_flight: int = Field(64, ge=1, description="Requests admitted at once; more get a fast 503.")
+    # As many as the engine batches by default (max_num_seqs): 64 shed load that one replica could
+    # still batch, so a lone replica answered a 100-user ramp with 89% 503s.
+    max_in_flight: int = Field(256, ge=1, description="Requests admitted at once; more get a fast 503.")
     retry_after_s: int = Field(1, ge=0, description="Retry-After seconds on an overload 503.")
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request deadline; past it a 504.")
     max_batch_texts: int = Field(128, ge=1, description="Most texts in one batch request.")
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest request body accepted.")
     cache_entries: int = Field(10_000, ge=0, description="In-process LRU cache size (0 disables).")
     cache_path: str | None = Field(None, description="SQLite cache file shared by replicas on a host.")
+    cache_busy_timeout_s: float = Field(
+        5.0, gt=0, description="Longest wait for another replica's lock on the cache file; then a miss."
+    )
     health_deep_timeout_s: float = Field(10.0, gt=0, description="Deadline of the deep health probe.")
     stall_timeout_s: float = Field(
         60.0,
