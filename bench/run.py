@@ -35,6 +35,8 @@ from bench.procs import (
 from bench.report import Row, best_rate
 
 DATA = REPO / "bench" / "data" / "sd-webui-zh_CN.json"
+# Target languages of the runs against the stack, in order: see Bench.env.
+STACK_TARGETS = ("zh", "ja", "ko", "fr", "de", "es", "ru", "ar")
 # The replicas' counter of generated tokens (their /translate answers do not carry token counts).
 TOKENS_COUNTER = "hunyuan_generation_tokens"
 
@@ -55,6 +57,7 @@ class Plan:
     unequal_duration: str = "20s"
     baselines: tuple[str, ...] = ("serial", "vllm")
     unequal: bool = True
+    one_replica: bool = True  # also ramp a one-replica stack
     p95_ms: float = 5000.0
     max_tokens: int = 32
 
@@ -72,6 +75,7 @@ class Plan:
             chaos_kill_at_s=6.0,
             baselines=("serial",),
             unequal=False,
+            one_replica=False,
         )
 
 
@@ -87,12 +91,16 @@ class Bench:
     results: dict[str, list[Row]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     chaos_kill_time: float | None = None
-    cursor: int = 0  # first string of the next run against the stack, past what it has cached
+    cursor: int = 0  # how many requests the stack has answered: where its next run starts
     started: float = field(default_factory=time.monotonic)
 
-    def env(self, url: str, api: str = "translate", **extra: Any) -> dict[str, str]:
+    def env(self, url: str, api: str = "translate", *, stack: bool = False, **extra: Any) -> dict[str, str]:
+        """k6's environment. Every setup starts on the same strings in the same language, except that
+        runs against the (caching) stack start past what it has answered, and past the last string
+        go on in the next language: only its repeat pass may be answered from its cache."""
         env = {
-            "OFFSET": str(self.cursor),
+            "OFFSET": str(self.cursor if stack else 0),
+            "TARGET_LANGS": ",".join(STACK_TARGETS if stack else STACK_TARGETS[:1]),
             "BASE_URL": url,
             "API": api,
             "DATA": str(self.items),
@@ -112,9 +120,18 @@ class Bench:
             result.server_tokens = sum(counter_delta(b, a) for b, a in zip(before, after, strict=True))
         return result
 
-    def add(self, scenario: str, setup: str, result: K6Result, offered: float | None = None) -> None:
+    def add(
+        self,
+        scenario: str,
+        setup: str,
+        result: K6Result,
+        offered: float | None = None,
+        *,
+        cached: bool = False,
+    ) -> None:
+        """Record a run; `cached`: it ran against the stack whose cache later runs must get past."""
         self.results.setdefault(scenario, []).append(Row(setup, result, offered))
-        if setup.startswith("stack"):
+        if cached:
             self.cursor += result.requests
 
     def elapsed(self) -> str:
@@ -122,8 +139,10 @@ class Bench:
 
 
 def build_items(model: Path, out: Path, limit: int | None = None) -> None:
-    """The workload with each string's prompt as the stack builds it, for the vLLM server baseline."""
-    texts = list(json.loads(DATA.read_text(encoding="utf-8")))
+    """The workload with each string's prompt as the stack builds it, for the vLLM server baseline.
+    Blank strings are left out: there is nothing to translate (the service answers them 422).
+    """
+    texts = [text for text in json.loads(DATA.read_text(encoding="utf-8")) if text.strip()]
     if limit:
         texts = texts[:limit]
     prompts = _prompts(model, texts)
@@ -198,17 +217,25 @@ def bench_vllm(b: Bench, s: Started) -> None:
         b.add("rate", "vLLM server", b.k6("rate.js", f"rate{rate}-vllm", env), offered=rate)
 
 
-def _ramp_env(b: Bench, url: str, api: str = "translate") -> dict[str, str]:
-    return b.env(url, api=api, vus=b.plan.ramp_vus, ramp=b.plan.ramp, hold=b.plan.hold)
+def _ramp_env(b: Bench, url: str, api: str = "translate", *, stack: bool = False) -> dict[str, str]:
+    return b.env(url, api=api, stack=stack, vus=b.plan.ramp_vus, ramp=b.plan.ramp, hold=b.plan.hold)
 
 
-def start_stack(b: Bench, replicas: int) -> Started:
-    run_dir = b.work / "stack-run"
+def start_stack(b: Bench, replicas: int, name: str = "stack-run") -> Started:
+    run_dir = b.work / name
     base_port = free_port()
     server, url = targets.start_stack(b.model, run_dir, replicas=replicas, base_port=base_port)
     return Started(
         server, url, "/health", lambda _: targets.ready_replicas(run_dir) > 0, run_dir, base_port, replicas
     )
+
+
+def bench_one_replica(b: Bench, s: Started) -> None:
+    """The stack with a single replica over the same ramp: our serving layer against the vLLM server's
+    with one engine each, apart from what a second replica changes."""
+    meter = [f"http://127.0.0.1:{s.base_port}/metrics"]
+    warm_up(f"{s.url}/translate", translate_body())
+    b.add("ramp", "stack, 1 replica", b.k6("ramp.js", "ramp-stack1", _ramp_env(b, s.url), meter))
 
 
 def bench_stack(b: Bench, s: Started) -> None:
@@ -218,14 +245,16 @@ def bench_stack(b: Bench, s: Started) -> None:
         b.notes.append(f"The stack runs {replicas} replica(s) (one per GPU), not the {s.replicas} asked for.")
     meter = [f"http://127.0.0.1:{base_port + i}/metrics" for i in range(replicas)]
     warm_up(f"{url}/translate", translate_body())
-    b.add("ramp", "stack", b.k6("ramp.js", "ramp-stack", _ramp_env(b, url), meter))
+    b.add("ramp", "stack", b.k6("ramp.js", "ramp-stack", _ramp_env(b, url, stack=True), meter), cached=True)
     for rate in b.plan.rates:
-        env = b.env(url, rate=rate, duration=b.plan.rate_duration)
-        b.add("rate", "stack", b.k6("rate.js", f"rate{rate}-stack", env, meter), offered=rate)
+        env = b.env(url, stack=True, rate=rate, duration=b.plan.rate_duration)
+        result = b.k6("rate.js", f"rate{rate}-stack", env, meter)
+        b.add("rate", "stack", result, offered=rate, cached=True)
     # Both passes send the same strings (one env): the second one is what the cache saves.
-    env = b.env(url, iterations=b.plan.pass_iterations, vus=b.plan.pass_vus)
+    env = b.env(url, stack=True, iterations=b.plan.pass_iterations, vus=b.plan.pass_vus)
     for attempt in ("first", "second"):
-        b.add("repeat", f"stack, {attempt} pass", b.k6("pass.js", f"pass-{attempt}", env, meter))
+        result = b.k6("pass.js", f"pass-{attempt}", env, meter)
+        b.add("repeat", f"stack, {attempt} pass", result, cached=attempt == "second")
     if replicas < 2:
         b.notes.append("Unequal replicas and chaos need two replicas or more: skipped.")
         return
@@ -248,9 +277,10 @@ def bench_unequal(
     with running(rr_server), cpu_hog(core=_replica_core(run_dir, 1)):
         rr_server.wait_http(f"{rr_url}/health", timeout_s=30)
         for setup, target in (("least_conn", url), ("round robin", rr_url)):
-            env = b.env(target, rate=rate, duration=b.plan.unequal_duration)
+            env = b.env(target, stack=True, rate=rate, duration=b.plan.unequal_duration)
             name = "unequal-" + setup.replace(" ", "-")
-            b.add("unequal", f"stack, {setup}", b.k6("rate.js", name, env, meter), offered=rate)
+            result = b.k6("rate.js", name, env, meter)
+            b.add("unequal", f"stack, {setup}", result, offered=rate, cached=True)
     b.notes.append(f"Unequal replicas: a busy loop pinned to replica 1's core; open loop at {rate} req/s.")
 
 
@@ -264,7 +294,7 @@ def _replica_core(run_dir: Path, index: int) -> int:
 def bench_chaos(b: Bench, url: str, run_dir: Path, meter: Sequence[str]) -> None:
     """An open loop while one replica gets kill -9 part-way; the supervisor should keep it invisible."""
     rate = _chaos_rate(b)
-    env = b.env(url, rate=rate, duration=f"{b.plan.chaos_duration_s}s")
+    env = b.env(url, stack=True, rate=rate, duration=f"{b.plan.chaos_duration_s}s")
     replicas = targets.stack_status(run_dir).get("replicas", [])
     pid = int(replicas[0].get("pid") or 0) if replicas else 0
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -276,7 +306,7 @@ def bench_chaos(b: Bench, url: str, run_dir: Path, meter: Sequence[str]) -> None
             b.notes.append(f"Chaos: kill -9 of replica 0 (pid {pid}) {b.plan.chaos_kill_at_s:.0f} s in.")
         else:
             b.notes.append("Chaos: no replica pid found in `status --json`; nothing was killed.")
-        b.add("chaos", "stack, replica killed", future.result(), offered=rate)
+        b.add("chaos", "stack, replica killed", future.result(), offered=rate, cached=True)
 
 
 Step = tuple[str, Callable[[], Started], Callable[[Started], None]]
@@ -354,7 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=2, help="Replicas of the stack (default 2).")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="Report directory.")
     parser.add_argument("--work", type=Path, help="Raw outputs (default bench/.runs/<time>).")
-    parser.add_argument("--skip", action="append", default=[], help="serial, vllm, stack (repeatable).")
+    parser.add_argument(
+        "--skip", action="append", default=[], help="serial, vllm, stack1, stack (repeatable)."
+    )
     parser.add_argument(
         "--start-timeout-s", type=float, default=900.0, help="How long every setup may take to start."
     )
@@ -368,15 +400,15 @@ def main(argv: list[str] | None = None) -> int:
     build_items(model, items)
     b = Bench(plan, work, model, items, find_k6())
     steps: list[Step] = [
-        ("serial", lambda: start_serial(b), lambda s: bench_serial(b, s)),
-        ("vllm", lambda: start_vllm(b), lambda s: bench_vllm(b, s)),
+        # The stacks first: waiting their turn, they probe their replicas (a little CPU); the
+        # baselines wait idle. Any bias of the order goes against the stack, and the report says how much.
         ("stack", lambda: start_stack(b, args.replicas), lambda s: bench_stack(b, s)),
+        ("stack1", lambda: start_stack(b, 1, "stack1-run"), lambda s: bench_one_replica(b, s)),
+        ("vllm", lambda: start_vllm(b), lambda s: bench_vllm(b, s)),
+        ("serial", lambda: start_serial(b), lambda s: bench_serial(b, s)),
     ]
-    chosen = [
-        step
-        for step in steps
-        if step[0] not in args.skip and (step[0] == "stack" or step[0] in plan.baselines)
-    ]
+    wanted = {"stack", *plan.baselines} | ({"stack1"} if plan.one_replica and args.replicas > 1 else set())
+    chosen = [step for step in steps if step[0] in wanted and step[0] not in args.skip]
     timings = run_steps(b, chosen, args.start_timeout_s, together=not targets.on_gpu())
 
     from bench.write_report import write_report

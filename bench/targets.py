@@ -59,7 +59,8 @@ def start_stack(
         "--max-model-len",
         str(MAX_MODEL_LEN),
     ]
-    server = Server(f"stack-{balance}", argv, run_dir.parent / f"up-{balance}.log", server_env(on_gpu()))
+    name = f"{run_dir.name}-{balance}"
+    server = Server(name, argv, run_dir.parent / f"up-{name}.log", server_env(on_gpu()))
     return server, f"http://127.0.0.1:{port}"
 
 

@@ -6,7 +6,9 @@
 //   DATA        JSON list of {"text", "prompt"} (prompt used by API=openai); default: the WebUI file
 //   MAX_TOKENS, TEMPERATURE, TOP_P, TOP_K, REPETITION_PENALTY   sampling, same for every target
 //   MODEL       model name for API=openai
-//   OFFSET      index of the first string to send (default 0)
+//   OFFSET      position of the first request in the workload (default 0); see translateOne
+//   TARGET_LANGS comma-separated target languages of API=translate, one per pass over the strings
+//               (default zh; API=openai prompts are built for zh)
 //   P95_MS      p95 threshold in ms (default 5000); FAIL_RATE threshold (default 0.001)
 //   SUMMARY     where handleSummary writes k6's JSON summary
 import http from "k6/http";
@@ -19,6 +21,7 @@ export const env = __ENV;
 const API = env.API || "translate";
 export const BASE_URL = (env.BASE_URL || "http://127.0.0.1:8080").replace(/\/$/, "");
 const OFFSET = parseInt(env.OFFSET || "0", 10);
+const TARGET_LANGS = (env.TARGET_LANGS || "zh").split(",");
 const MAX_TOKENS = parseInt(env.MAX_TOKENS || "32", 10);
 const SAMPLING = {
   temperature: parseFloat(env.TEMPERATURE || "0.7"),
@@ -32,7 +35,9 @@ const SAMPLING = {
 // default the WebUI localization file itself (English key -> zh_CN), enough for API=translate.
 const items = new SharedArray("items", () => {
   const data = JSON.parse(open(env.DATA || "../data/sd-webui-zh_CN.json"));
-  return Array.isArray(data) ? data : Object.keys(data).map((text) => ({ text: text }));
+  const all = Array.isArray(data) ? data : Object.keys(data).map((text) => ({ text: text }));
+  // The WebUI file has an empty key: nothing to translate (the service answers it 422).
+  return all.filter((item) => item.text.trim() !== "");
 });
 
 const genTokens = new Counter("gen_tokens");
@@ -40,7 +45,7 @@ const cachedHits = new Rate("cached");
 const failed = new Rate("failed_requests");
 const translateLatency = new Trend("translate_latency", true);
 
-function request(item) {
+function request(item, targetLang) {
   if (API === "openai") {
     const body = Object.assign({ model: env.MODEL, prompt: item.prompt }, SAMPLING);
     if (item.stop) body.stop = item.stop;
@@ -50,7 +55,7 @@ function request(item) {
       timeout: env.TIMEOUT || "120s",
     });
   }
-  const body = Object.assign({ text: item.text, source_lang: "en", target_lang: "zh" }, SAMPLING);
+  const body = Object.assign({ text: item.text, source_lang: "en", target_lang: targetLang }, SAMPLING);
   return http.post(`${BASE_URL}/translate`, JSON.stringify(body), {
     headers: { "Content-Type": "application/json" },
     tags: { name: "translate" },
@@ -76,9 +81,11 @@ function generatedTokens(res) {
 
 export function translateOne() {
   // Every iteration takes the next string, so a pass covers the workload in order across all VUs;
-  // OFFSET lets consecutive runs against one server start on strings it has not seen (and cached).
-  const index = (OFFSET + exec.scenario.iterationInTest) % items.length;
-  const res = request(items[index]);
+  // OFFSET lets consecutive runs against one server start on strings it has not seen (and cached),
+  // and past the last string the next pass goes on in the next target language.
+  const position = OFFSET + exec.scenario.iterationInTest;
+  const lang = TARGET_LANGS[Math.floor(position / items.length) % TARGET_LANGS.length];
+  const res = request(items[position % items.length], lang);
   const ok = check(res, { "status 200": (r) => r.status === 200 });
   failed.add(!ok);
   if (ok) {

@@ -103,3 +103,15 @@ def test_the_open_loop_offers_the_rate_asked_for(
     result = run_k6(script, script, tmp_path / "k6", env)
     assert 36 <= result.requests <= 41 and result.failed == 0 and result.dropped == 0
     assert result.duration_s == pytest.approx(2.0, abs=1.0)
+
+
+def test_past_the_last_string_the_next_pass_goes_on_in_the_next_language(
+    translator: ScriptedTranslator, tmp_path: Path
+) -> None:
+    data = tmp_path / "items.json"
+    data.write_text(json.dumps({"a": "甲", "": "", "b": "乙", "  ": "", "c": "丙"}), encoding="utf-8")
+    env = {"BASE_URL": translator.url, "DATA": str(data), "ITERATIONS": "5", "VUS": "1"}
+    run_k6("pass.js", "laps", tmp_path / "k6", {**env, "OFFSET": "2", "TARGET_LANGS": "zh,ja"})
+    sent = [(b["text"], b["target_lang"]) for b in translator.bodies]
+    # Blank strings are never sent: positions 2..6 over the 3 left, each pass in the next language.
+    assert sent == [("c", "zh"), ("a", "ja"), ("b", "ja"), ("c", "ja"), ("a", "zh")]
