@@ -8,6 +8,7 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -81,6 +82,9 @@ class Engine(Protocol):
 
     def shutdown(self) -> None: ...
 
+
+# Prompts whose token ids are kept: the budget check and the generation of one request share them.
+ENCODED_MEMO_SIZE = 256
 
 CPU_ENV_DEFAULTS = {
     "VLLM_TARGET_DEVICE": "cpu",
@@ -160,6 +164,7 @@ class VllmEngine:
     _engine: Any = None
     _tokenizer: Any = None
     _stop_ids: list[int] = field(default_factory=list)
+    _encoded: OrderedDict[tuple[Any, str], list[int]] = field(default_factory=OrderedDict)
 
     async def start(self) -> None:
         if self._engine is not None:  # already started (the benchmark shares one engine with an app)
@@ -209,6 +214,19 @@ class VllmEngine:
         self.max_model_len = int(self._engine.model_config.max_model_len)
 
     def _token_ids(self, prompt: Prompt) -> list[int]:
+        # The budget check and the generation both need the ids: render the template and tokenize once.
+        key = (tuple(tuple(sorted(m.items())) for m in prompt.messages), prompt.text)
+        ids = self._encoded.get(key)
+        if ids is None:
+            ids = self._encode(prompt)
+            self._encoded[key] = ids
+            if len(self._encoded) > ENCODED_MEMO_SIZE:
+                self._encoded.popitem(last=False)
+        else:
+            self._encoded.move_to_end(key)
+        return ids
+
+    def _encode(self, prompt: Prompt) -> list[int]:
         if prompt.is_chat:
             text = self._tokenizer.apply_chat_template(
                 list(prompt.messages), tokenize=False, add_generation_prompt=True
@@ -232,6 +250,8 @@ class VllmEngine:
             stop_token_ids=[] if self.ignore_eos else self._stop_ids,
             stop=list(prompt.stop),
             ignore_eos=self.ignore_eos,
+            # Not output_kind=FINAL_ONLY (what vLLM's server asks for non-streamed answers): with it
+            # the engine core stops sending per-step scheduler stats, which the stall rule reads.
         )
         ids = self._token_ids(prompt)
         started = time.monotonic()
