@@ -172,9 +172,9 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool)
     md += [
         f"- k6 summaries of every run: `{summaries.name}/`. Failed = non-200 answers or transport errors;",
         "  dropped = iterations the open loop could not start because all VUs were busy.",
-        f"- load = the 1-minute load average around the run, on {os.cpu_count()} cores: above that,",
-        "  other work shared the cores and slowed whichever setup ran then; replicas pinned to a",
-        "  core suffer most, since they cannot move off it.",
+        f"- load = the highest 1-minute load average around the run, on {os.cpu_count()} cores. It counts",
+        "  runnable threads, the measured setup's own too: a stack runs an engine core and a worker",
+        "  process per replica, each spinning while it waits, so its load reads high by itself.",
         "- Setups: *one-at-a-time* = one engine behind a lock in one process, no Nginx, no batching",
         "  (bench/baselines/serial.py); *vLLM server* = `python -m vllm.entrypoints.openai.api_server`,",
         "  one instance, /v1/completions with the stack's prompt; *stack* = `hunyuan-serve up`",
