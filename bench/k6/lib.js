@@ -118,6 +118,18 @@ function textSummary(data) {
 
 export const summaryTrendStats = ["avg", "min", "med", "p(90)", "p(95)", "p(99)", "max", "count"];
 
+// What every script's options share. Connections are reused as a real client's are: the stack's
+// Nginx closes each after its answer (nginx.keepalive_timeout_s 0); a uvicorn server (the vLLM
+// server, the one-at-a-time baseline) closes idle ones after 5 s, and a POST sent just as it
+// closes fails with EOF, which counts as a failed request of that setup.
+export function commonOptions(scenarios) {
+  return {
+    scenarios: scenarios,
+    summaryTrendStats: summaryTrendStats,
+    thresholds: thresholds(),
+  };
+}
+
 export function thresholds() {
   return {
     http_req_duration: [`p(95)<${env.P95_MS || "5000"}`],
@@ -130,19 +142,15 @@ export function thresholds() {
 export function openLoopOptions(scenario) {
   const rate = parseInt(env.RATE || "10", 10);
   const maxVUs = parseInt(env.VUS || "100", 10);
-  return {
-    scenarios: {
-      [scenario]: {
-        executor: "constant-arrival-rate",
-        rate: rate,
-        timeUnit: "1s",
-        duration: env.DURATION || "30s",
-        preAllocatedVUs: Math.min(maxVUs, Math.max(10, rate * 2)),
-        maxVUs: maxVUs,
-        gracefulStop: "60s",
-      },
+  return commonOptions({
+    [scenario]: {
+      executor: "constant-arrival-rate",
+      rate: rate,
+      timeUnit: "1s",
+      duration: env.DURATION || "30s",
+      preAllocatedVUs: Math.min(maxVUs, Math.max(10, rate * 2)),
+      maxVUs: maxVUs,
+      gracefulStop: "60s",
     },
-    summaryTrendStats: summaryTrendStats,
-    thresholds: thresholds(),
-  };
+  });
 }
