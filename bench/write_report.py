@@ -170,8 +170,9 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool)
     steps = ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
     md += [f"- Step durations: {steps}; total {b.elapsed()}."]
     md += [
-        f"- k6 summaries of every run: `{summaries.name}/`. Failed = non-200 answers or transport errors;",
-        "  dropped = iterations the open loop could not start because all VUs were busy.",
+        f"- k6 summaries of every run: `{summaries.name}/`. Failed = non-200 answers or transport errors",
+        "  (k6 reuses connections; a uvicorn server closes idle ones after 5 s, and a request sent as",
+        "  it closes fails with EOF); dropped = iterations the open loop could not start, all VUs busy.",
         f"- load = the highest 1-minute load average around the run, on {os.cpu_count()} cores. It counts",
         "  runnable threads, the measured setup's own too: a stack runs an engine core and a worker",
         "  process per replica, each spinning while it waits, so its load reads high by itself.",
