@@ -54,7 +54,8 @@ class Plan:
     pass_vus: int = 32
     chaos_duration_s: int = 30
     chaos_kill_at_s: float = 10.0
-    unequal_duration: str = "20s"
+    unequal_duration: str = "30s"
+    hogs: int = 2  # busy loops on replica 1's core: it keeps a third of the core
     baselines: tuple[str, ...] = ("serial", "vllm")
     unequal: bool = True
     one_replica: bool = True  # also ramp a one-replica stack
@@ -271,17 +272,19 @@ def _chaos_rate(b: Bench) -> int:
 def bench_unequal(
     b: Bench, url: str, run_dir: Path, replicas: int, base_port: int, meter: Sequence[str]
 ) -> None:
-    """Replica 1 shares its core with a busy loop; the same open loop through least_conn and round robin."""
+    """Replica 1 shares its core with busy loops; the same open loop through least_conn and round robin."""
     rate = _chaos_rate(b)
     rr_server, rr_url = targets.start_round_robin_nginx(replicas, base_port, b.work / "round-robin")
-    with running(rr_server), cpu_hog(core=_replica_core(run_dir, 1)):
+    with running(rr_server), cpu_hog(core=_replica_core(run_dir, 1), count=b.plan.hogs):
         rr_server.wait_http(f"{rr_url}/health", timeout_s=30)
         for setup, target in (("least_conn", url), ("round robin", rr_url)):
             env = b.env(target, stack=True, rate=rate, duration=b.plan.unequal_duration)
             name = "unequal-" + setup.replace(" ", "-")
             result = b.k6("rate.js", name, env, meter)
             b.add("unequal", f"stack, {setup}", result, offered=rate, cached=True)
-    b.notes.append(f"Unequal replicas: a busy loop pinned to replica 1's core; open loop at {rate} req/s.")
+    b.notes.append(
+        f"Unequal replicas: {b.plan.hogs} busy loop(s) pinned to replica 1's core; open loop at {rate} req/s."
+    )
 
 
 def _replica_core(run_dir: Path, index: int) -> int:
