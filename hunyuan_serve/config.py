@@ -48,11 +48,6 @@ class EngineConfig(Section):
     cpu_kvcache_space_gib: int = Field(
         2, ge=1, description="KV-cache GiB per replica on CPU (unless kv_cache_memory_bytes is set)."
     )
-    # vLLM's own 'auto' binding leaves one core to the front end too; its decode threads spin and
-    # would otherwise take the core the HTTP server and the engine core need to feed them.
-    cpu_reserved_cores: int = Field(
-        1, ge=0, description="On CPU, cores of a replica kept from its compute threads when it has more."
-    )
     seed: int = Field(0, description="Engine sampling seed.")
     prompt_family: Literal["auto", "hunyuan", "few_shot"] = Field(
         "auto", description="Prompt style: hunyuan (official templates), few_shot (base models), auto."

@@ -14,10 +14,3 @@ def core_ranges(cores: Sequence[int]) -> str:
         else:
             runs.append([core])
     return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
-
-
-def compute_cores(cores: Sequence[int], reserved: int) -> list[int]:
-    """The cores an engine's OpenMP threads get: all but the first `reserved`, which stay free for its
-    HTTP server and engine-core process, unless that would leave none (then all of them)."""
-    ordered = sorted(cores)
-    return ordered[reserved:] if len(ordered) > reserved else ordered

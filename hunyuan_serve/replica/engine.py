@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hunyuan_serve.config import EngineConfig
-from hunyuan_serve.cores import compute_cores, core_ranges
+from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.prompts import Prompt
 
 
@@ -105,7 +105,7 @@ def apply_cpu_env(environ: MutableMapping[str, str], cfg: EngineConfig, cores: S
         environ.setdefault(key, value)
     # vLLM's own 'auto' binding left the replica's HTTP loop without CPU while the engine decoded
     # (/metrics and /health stalled for seconds); bind to the cores this process may use instead.
-    environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", core_ranges(compute_cores(cores, cfg.cpu_reserved_cores)))
+    environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", core_ranges(cores))
     # vLLM lets this variable override kv_cache_memory_bytes, so it is set only without one.
     if cfg.kv_cache_memory_bytes is None:
         environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cfg.cpu_kvcache_space_gib))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hunyuan_serve.config import ConfigError, ServeConfig
-from hunyuan_serve.cores import compute_cores, core_ranges
+from hunyuan_serve.cores import core_ranges
 
 
 @dataclass(frozen=True)
@@ -85,10 +85,8 @@ def plan_replicas(
             device = f"cuda:{ids}"
             env: tuple[tuple[str, str], ...] = (("CUDA_VISIBLE_DEVICES", ids),)
         else:
-            device = "cpu:" + "|".join(core_ranges(rank) for rank in cpu[i])
-            # One rank: its first core(s) stay with the front end; tensor-parallel ranks keep theirs.
-            reserved = cfg.engine.cpu_reserved_cores if len(cpu[i]) == 1 else 0
-            bind = "|".join(core_ranges(compute_cores(rank, reserved)) for rank in cpu[i])
+            bind = "|".join(core_ranges(rank) for rank in cpu[i])
+            device = f"cpu:{bind}"
             env = (("VLLM_CPU_OMP_THREADS_BIND", bind),)
         name = f"replica-{i}"
         config_path = run_dir / f"{name}.yaml"

@@ -51,7 +51,7 @@ def test_cpu_env_keeps_what_the_caller_set() -> None:
         "VLLM_HOST_IP": "10.0.0.1",
         "VLLM_TARGET_DEVICE": "cpu",
         "VLLM_CPU_KVCACHE_SPACE": "3",
-        "VLLM_CPU_OMP_THREADS_BIND": "1-2,5",  # core 0 left to the HTTP server and engine core
+        "VLLM_CPU_OMP_THREADS_BIND": "0-2,5",
     }
 
 
