@@ -301,8 +301,10 @@ def _fail_and_recover(
         t_signal = time.time()
         os.kill(victim["pid"], sig)
         evicted = stack.wait_event(lambda e: e["event"] == "evicted" and e["replica"] == name, 60, mark)
+        # Room for one start that hangs (seen once: a new replica stuck in the kernel's
+        # sched_setaffinity), which the supervisor kills at startup_timeout_s and starts again.
         admitted = stack.wait_event(
-            lambda e: e["event"] == "admitted" and e["replica"] == name, START_TIMEOUT_S, mark
+            lambda e: e["event"] == "admitted" and e["replica"] == name, 2 * START_TIMEOUT_S, mark
         )
         served_before = len(stack.access_log())
         load.wait_ok(10, since=admitted["ts"])
@@ -317,7 +319,7 @@ def _fail_and_recover(
     assert len(truncated) <= truncated_ok, truncated
     after = stack.replica(name)
     assert after["pid"] != victim["pid"] and after["state"] == "ready"
-    assert after["restarts"] == victim["restarts"] + 1
+    assert after["restarts"] in (victim["restarts"] + 1, victim["restarts"] + 2)
     label = sig.name
     decided = next(
         e
@@ -335,12 +337,14 @@ def _fail_and_recover(
     return evicted, admitted
 
 
+@pytest.mark.timeout(3 * START_TIMEOUT_S)
 def test_kill_9_of_one_replica_loses_no_request(stack: Stack) -> None:
     evicted, _ = _fail_and_recover(stack, "replica-0", signal.SIGKILL)
     # Evicted on the exit event itself, not after failed probes.
     assert evicted["reason"] == "exited with code -9"
 
 
+@pytest.mark.timeout(3 * START_TIMEOUT_S)
 def test_sigstop_replica_is_evicted_killed_and_restarted(stack: Stack) -> None:
     evicted, _ = _fail_and_recover(stack, "replica-1", signal.SIGSTOP, truncated_ok=1)
     assert "3 failed probe(s)" in evicted["reason"]
