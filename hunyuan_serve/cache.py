@@ -12,9 +12,11 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 Layer = Literal["memory", "sqlite"]
+K = TypeVar("K")
+V = TypeVar("V")
 logger = logging.getLogger(__name__)
 
 
@@ -28,23 +30,23 @@ def cache_key(model: str, source: str, target: str, text: str, sampling: Mapping
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-class LruCache:
+class LruCache(Generic[K, V]):
     """At most `capacity` entries; the least recently used goes first. Capacity 0 stores nothing."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._items: OrderedDict[str, str] = OrderedDict()
+        self._items: OrderedDict[K, V] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._items)
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: K) -> V | None:
         value = self._items.get(key)
         if value is not None:
             self._items.move_to_end(key)
         return value
 
-    def put(self, key: str, value: str) -> None:
+    def put(self, key: K, value: V) -> None:
         if self.capacity <= 0:
             return
         self._items[key] = value
@@ -95,7 +97,7 @@ class TranslationCache:
     """
 
     def __init__(self, capacity: int, path: str | Path | None = None, busy_timeout_s: float = 5.0) -> None:
-        self.memory = LruCache(capacity)
+        self.memory: LruCache[str, str] = LruCache(capacity)
         self.file = SqliteCache(path, busy_timeout_s) if path else None
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cache-io") if path else None
 

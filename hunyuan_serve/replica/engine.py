@@ -8,12 +8,12 @@ import json
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from hunyuan_serve.cache import LruCache
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.prompts import Prompt
@@ -164,7 +164,9 @@ class VllmEngine:
     _engine: Any = None
     _tokenizer: Any = None
     _stop_ids: list[int] = field(default_factory=list)
-    _encoded: OrderedDict[tuple[Any, str], list[int]] = field(default_factory=OrderedDict)
+    _encoded: LruCache[tuple[Any, str], list[int]] = field(
+        default_factory=lambda: LruCache(ENCODED_MEMO_SIZE)
+    )
 
     async def start(self) -> None:
         if self._engine is not None:  # already started (the benchmark shares one engine with an app)
@@ -219,11 +221,7 @@ class VllmEngine:
         ids = self._encoded.get(key)
         if ids is None:
             ids = self._encode(prompt)
-            self._encoded[key] = ids
-            if len(self._encoded) > ENCODED_MEMO_SIZE:
-                self._encoded.popitem(last=False)
-        else:
-            self._encoded.move_to_end(key)
+            self._encoded.put(key, ids)
         return ids
 
     def _encode(self, prompt: Prompt) -> list[int]:
