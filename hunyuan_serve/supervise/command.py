@@ -156,9 +156,10 @@ def cmd_up(args: argparse.Namespace) -> int:
         print("hunyuan-serve: cannot start: " + "; ".join(problems), file=sys.stderr)
         return 1
     model = resolve_model(cfg, gpus, sys.stderr)
+    # Resolved once, so the replicas' configs and the stack's own /health name the same model.
+    cfg = cfg.model_copy(update={"engine": cfg.engine.model_copy(update={"model": model})})
     for plan in plans:
         data = cfg.model_dump(mode="json")
-        data["engine"]["model"] = model
         data["replica"]["port"] = plan.port
         write_text_atomic(plan.config_path, config_to_yaml(ServeConfig.model_validate(data)))
     write_text_atomic(run_dir / "config.yaml", config_to_yaml(cfg))

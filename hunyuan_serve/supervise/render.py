@@ -36,6 +36,8 @@ def nginx_rate(rps: float) -> str:
 def nginx_json(value: Any) -> str:
     """A JSON body as one single-quoted Nginx string."""
     text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    # Nginx would read a "$" as a variable and has no escape for it; JSON's \u0024 is the same text.
+    text = text.replace("$", "\\u0024")
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
@@ -88,6 +90,8 @@ def render_nginx(
         worker_user=worker_user,
         proxied=proxied,
         generation=generation,
+        # What the replicas report as their model (the client keys its cache by it).
+        model=cfg.engine.served_model_name or cfg.engine.model or "",
     )
 
 

@@ -20,7 +20,8 @@ GOLDEN_SYSTEMD = REPO / "deploy" / "systemd" / "hunyuan-serve.service"
 
 
 def sample_config() -> ServeConfig:
-    return build_config({"gpus": "0,1,2", "run_dir": str(SAMPLE_RUN_DIR), "nginx": {"listen": "0.0.0.0"}}, {})
+    data = {"gpus": "0,1,2", "run_dir": str(SAMPLE_RUN_DIR), "nginx": {"listen": "0.0.0.0"}}
+    return build_config({**data, "engine": {"model": "tencent/Hunyuan-MT-7B"}}, {})
 
 
 def sample_nginx() -> str:

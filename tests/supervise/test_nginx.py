@@ -32,7 +32,11 @@ def _free_port() -> int:
 
 async def test_start_reload_reject_stop(tmp_path: Path) -> None:
     port, dead = _free_port(), _free_port()
-    cfg = build_config({"nginx": {"port": port, "worker_processes": 1, "retry_after_s": 3}}, {})
+    # A model path Nginx must not read as a variable or a string's end; /health names it as it is.
+    model = "/models/it's $HOME\\mt"
+    cfg = build_config(
+        {"engine": {"model": model}, "nginx": {"port": port, "worker_processes": 1, "retry_after_s": 3}}, {}
+    )
     nginx = NginxController("nginx", tmp_path / "nginx", "127.0.0.1", port, 10.0)
     web = tmp_path / "web"
     web.mkdir()
@@ -53,7 +57,13 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
         ) as client:
             health = await client.get("/health")
             assert health.status_code == 503 and health.headers["retry-after"] == "3"
-            assert health.json() == {"status": "unavailable", "ready": 0, "replicas": 1, "config": 1}
+            assert health.json() == {
+                "status": "unavailable",
+                "model": model,
+                "ready": 0,
+                "replicas": 1,
+                "config": 1,
+            }
             none_ready = await client.post("/translate", json={"text": "x"})
             assert none_ready.status_code == 503 and none_ready.headers["retry-after"] == "3"
             assert none_ready.json()["error"]["code"] == "unavailable"
@@ -61,7 +71,13 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
 
             # Routable but the port is closed: Nginx's own 502 becomes the same JSON 503.
             await nginx.reload(conf(State.READY, 2), 2)
-            assert (await client.get("/health")).json()["config"] == 2
+            assert (await client.get("/health")).json() == {
+                "status": "ready",
+                "model": model,
+                "ready": 1,
+                "replicas": 1,
+                "config": 2,
+            }
             refused = await client.post("/translate", json={"text": "x"}, headers={"X-Request-ID": "abc-1"})
             assert refused.status_code == 503 and refused.headers["x-request-id"] == "abc-1"
 

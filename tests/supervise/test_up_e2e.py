@@ -216,6 +216,8 @@ def test_requests_flow_through_the_public_port(stack: Stack) -> None:
         assert response.status_code == 200, response.text
         assert response.headers["x-request-id"] == "e2e-given-id"
         assert isinstance(response.json()["result"], str)
+        # The stack's own /health names the model its replicas answer with (clients key caches by it).
+        assert health.json()["model"] == response.json()["model"] != ""
         made = client.post(
             "/translate", json={"text": "Good night", "source_lang": "en", "target_lang": "zh"}
         )
