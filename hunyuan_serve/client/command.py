@@ -43,7 +43,9 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--keep", type=Path, help="Do-not-translate list: one term a line.")
     parser.add_argument(
-        "--cache", type=Path, help="SQLite cache file (default under ~/.cache/hunyuan-serve)."
+        "--cache",
+        type=Path,
+        help="SQLite cache file (default under ~/.cache/hunyuan-serve), kept per model and sampling options.",
     )
     parser.add_argument("--no-cache", action="store_true", help="Neither read nor write the cache.")
     parser.add_argument("--no-progress", action="store_true", help="No progress bar.")

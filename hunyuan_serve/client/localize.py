@@ -7,10 +7,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 from hunyuan_serve.client.api import AsyncTranslateClient, TranslateError
 from hunyuan_serve.client.glossary import Glossary
 from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment
-from hunyuan_serve.client.store import TranslationStore
+from hunyuan_serve.client.store import TranslationStore, cache_profile
 
 # Statuses that blame one text of a batch, not the service: those texts are retried one by one.
 _PER_TEXT_STATUSES = (400, 413, 422)
@@ -86,7 +88,9 @@ async def localize(
     for plan in plans:
         if plan.action is Action.SEND:
             first_plan.setdefault(plan.request, plan)
-    cached = store.get_many(source, target, first_plan) if store else {}
+    # "is not None": an empty store is falsy (it has a length).
+    profile = cache_profile(await _service_model(client), options) if store is not None else ""
+    cached = store.get_many(profile, source, target, first_plan) if store is not None else {}
     to_send = [text for text in first_plan if text not in cached]
     if on_total is not None:
         on_total(len(to_send))
@@ -106,12 +110,22 @@ async def localize(
         good = {text: out for text, out in got.items() if not check_translation(first_plan[text], out)}
         run.results.update(got)
         if store is not None and good:
-            store.put_many(source, target, good)
+            store.put_many(profile, source, target, good)
         if on_done is not None:
             on_done(len(chunk))
 
     await asyncio.gather(*(send(chunk) for chunk in chunks))
     return _outcomes(plans, labels, cached, run)
+
+
+async def _service_model(client: AsyncTranslateClient) -> str | None:
+    """The model the service says it serves (its /health names it), or None when it does not say."""
+    try:
+        _, body = await client.health()
+    except (httpx.HTTPError, ValueError):
+        return None
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) and model else None
 
 
 async def _translate_chunk(

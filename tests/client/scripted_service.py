@@ -42,6 +42,7 @@ class ServiceState:
     script: list[Reply] = field(default_factory=list)
     translate: Callable[[str, str], str] = mock_translate
     delay_s: float = 0.0
+    model: str | None = None  # what /health names, when set
     requests: list[dict[str, Any]] = field(default_factory=list)
     times: list[float] = field(default_factory=list)
     in_flight: int = 0
@@ -53,6 +54,7 @@ class ServiceState:
             self.script.clear()
             self.translate = mock_translate
             self.delay_s = 0.0
+            self.model = None
             self.requests.clear()
             self.times.clear()
             self.in_flight = self.max_in_flight = 0
@@ -75,7 +77,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/languages":
             self._send(Reply(200, {"languages": LANGUAGES}))
         elif self.path.startswith("/health"):
-            self._send(Reply(200, {"status": "ready"}))
+            model = self.server.state.model
+            self._send(Reply(200, {"status": "ready", **({"model": model} if model else {})}))
         else:
             self._send_static()
 

@@ -6,6 +6,7 @@ import io
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -89,6 +90,50 @@ def test_json_file_localized_then_rerun_only_sends_changes(
         json.loads(dst.read_text(encoding="utf-8"))["Save the token {prompt} here"]
         == "[zh] Save the token {prompt} here"
     )
+
+
+def test_cached_translations_are_reused_only_for_the_same_model_and_sampling(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in.txt").write_text("Hello\nWorld\n", encoding="utf-8")
+    args = ["--url", service.url, "--to", "fr", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt")]
+
+    def sent(extra: list[str]) -> int:
+        service.state.requests.clear()
+        code, _, _, _ = run([*args, *extra], tmp_path, capsys)
+        assert code == 0
+        return len(service.state.sent_texts())
+
+    service.state.model = "demo-270m"
+    assert sent([]) == 2
+    assert sent([]) == 0
+    assert sent(["--temperature", "0"]) == 2  # other sampling: other translations
+    assert sent(["--temperature", "0"]) == 0
+    service.state.model = "tencent/Hunyuan-MT-7B"  # the service now serves another model
+    assert sent([]) == 2
+    assert sent([]) == 0
+    service.state.model = "demo-270m"
+    assert sent([]) == 0  # the first model's entries are still there
+
+
+def test_a_cache_file_from_before_profiles_is_started_afresh(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        db.execute(
+            "CREATE TABLE translations (source_lang TEXT NOT NULL, target_lang TEXT NOT NULL,"
+            " text TEXT NOT NULL, result TEXT NOT NULL, created REAL NOT NULL,"
+            " PRIMARY KEY (source_lang, target_lang, text))"
+        )
+        db.execute("INSERT INTO translations VALUES ('en', 'fr', 'Hello', 'stale', 0)")
+    (tmp_path / "in.txt").write_text("Hello\n", encoding="utf-8")
+    code, _, _, report = run(
+        ["--url", service.url, "--to", "fr", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt")],
+        tmp_path,
+        capsys,
+    )
+    assert code == 0 and report["translated"] == 1
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "[fr] Hello\n"
 
 
 def test_text_via_stdin_and_stdout_keeps_blank_lines(
