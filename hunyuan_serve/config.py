@@ -113,6 +113,9 @@ class SupervisorConfig(Section):
     crash_loop_window_s: float = Field(600.0, gt=0, description="Window the crash-loop budget counts in.")
     drain_timeout_s: float = Field(30.0, ge=0, description="Time in-flight requests get on shutdown.")
     kill_timeout_s: float = Field(10.0, ge=0, description="Time between SIGTERM and SIGKILL.")
+    abandon_after_s: float = Field(
+        60.0, gt=0, description="Time a killed replica gets to exit before a new one starts beside it."
+    )
     tick_s: float = Field(0.25, gt=0, description="Longest the supervisor loop waits between clock checks.")
     status_timeout_s: float = Field(1.0, gt=0, description="Deadline of each request `status` makes.")
 

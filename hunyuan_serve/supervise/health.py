@@ -14,7 +14,7 @@ class State(str, enum.Enum):
     STARTING = "starting"  # process launched, waiting for its first 200 /health (startup deadline)
     READY = "ready"  # in the upstream
     UNHEALTHY = "unhealthy"  # in the upstream, but failing probes (fewer than the threshold)
-    EVICTED = "evicted"  # out of the upstream, process being killed
+    EVICTED = "evicted"  # out of the upstream, process being killed (abandoned if it never exits)
     RESTARTING = "restarting"  # out of the upstream, process gone, waiting out the backoff
     FAILED = "failed"  # crash-loop budget spent: stays out until `up` restarts
 
@@ -77,11 +77,18 @@ class Kill:
 
 
 @dataclass(frozen=True)
+class Abandon:
+    """Stop waiting for the killed process to exit; a new one will be started beside it."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class Reroute:
     """Upstream membership changed: re-render and reload Nginx."""
 
 
-Action = Start | Kill | Reroute
+Action = Start | Kill | Abandon | Reroute
 
 
 # -- the state ---------------------------------------------------------------------------------
@@ -199,6 +206,11 @@ def step(
         if nxt.state is not State.FAILED:
             nxt = replace(nxt, state=State.EVICTED)
         return nxt, [Kill(reason)]
+    if h.state is State.EVICTED and now - h.since >= cfg.abandon_after_s:
+        # SIGKILL cannot end a process stuck in the kernel (a hung GPU driver call, a task the
+        # scheduler lost): start a new one beside it rather than wait for an exit that never comes.
+        reason = f"{h.reason}; still not gone {cfg.abandon_after_s:g}s after SIGKILL, abandoned"
+        return _move(h, State.RESTARTING, now, reason, restart_at=h.restart_at or now), [Abandon(reason)]
     if h.state is State.RESTARTING and h.restart_at is not None and now >= h.restart_at:
         return _move(
             h, State.STARTING, now, "launched", launches=h.launches + 1, restart_at=None, probe_failures=0

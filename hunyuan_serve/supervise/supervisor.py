@@ -15,7 +15,7 @@ from typing import Any
 
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.supervise import health, procs
-from hunyuan_serve.supervise.health import Health, Kill, Reroute, Start, State
+from hunyuan_serve.supervise.health import Abandon, Health, Kill, Reroute, Start, State
 from hunyuan_serve.supervise.nginx import NginxController, NginxError
 from hunyuan_serve.supervise.plan import ReplicaPlan
 from hunyuan_serve.supervise.probe import HttpProber
@@ -89,6 +89,8 @@ class Supervisor:
         self.routed: Routing | None = None  # what Nginx has loaded
         self.stopping = False
         self.started_at = time.time()
+        # Killed processes that never exited, with the tasks still waiting for them.
+        self.abandoned: list[tuple[asyncio.subprocess.Process, list[asyncio.Task[None]]]] = []
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -179,6 +181,10 @@ class Supervisor:
                     "replica_killed", replica=replica.plan.name, pid=replica.proc.pid, reason=action.reason
                 )
                 procs.kill_now(replica.proc)
+            elif isinstance(action, Abandon) and replica.proc is not None:
+                self.emit("replica_abandoned", replica=replica.plan.name, pid=replica.proc.pid)
+                self.abandoned.append((replica.proc, replica.tasks))
+                replica.proc, replica.tasks = None, []
             elif isinstance(action, Reroute):
                 pass  # _sync_nginx compares the routing derived from states with what Nginx has
 
@@ -296,6 +302,10 @@ class Supervisor:
                 task.cancel()
         live = [r.proc for r in self.replicas if r.proc is not None]
         await asyncio.gather(*(procs.stop(p, signal.SIGTERM, self.sup.kill_timeout_s) for p in live))
+        for proc, tasks in self.abandoned:
+            procs.kill_now(proc)  # once more; waiting for them is what could not be done
+            for task in tasks:
+                task.cancel()
         for replica in self.replicas:
             replica.proc = None
         with contextlib.suppress(Exception):

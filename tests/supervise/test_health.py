@@ -6,7 +6,7 @@ import pytest
 
 from hunyuan_serve.config import SupervisorConfig
 from hunyuan_serve.supervise import health
-from hunyuan_serve.supervise.health import Exited, Kill, Probe, Reroute, Start, State, Tick
+from hunyuan_serve.supervise.health import Abandon, Exited, Kill, Probe, Reroute, Start, State, Tick
 
 CFG = SupervisorConfig(
     unhealthy_threshold=3,
@@ -16,6 +16,7 @@ CFG = SupervisorConfig(
     restart_backoff_jitter=0.5,
     crash_loop_budget=3,
     crash_loop_window_s=60.0,
+    abandon_after_s=30.0,
 )
 
 OK, BAD = True, False
@@ -60,6 +61,14 @@ HISTORIES: dict[str, list[tuple[health.Observation, State, list[type]]]] = {
         (Tick(99), State.STARTING, []),
         (Tick(100), State.EVICTED, [Kill]),
         (Exited(100.1, -9), State.RESTARTING, []),
+    ],
+    "a killed replica that never exits is abandoned and a new one started": [
+        (Tick(0), State.STARTING, [Start]),
+        (Tick(100), State.EVICTED, [Kill]),  # restart_at 101 (backoff 1 s) is already set
+        (Tick(129.9), State.EVICTED, []),
+        (Tick(130), State.RESTARTING, [Abandon]),
+        (Tick(130.1), State.STARTING, [Start]),
+        (Exited(131, 1), State.RESTARTING, []),  # the new process exits: a failure like any other
     ],
     "exit before ready is a failure without a reroute": [
         (Tick(0), State.STARTING, [Start]),
