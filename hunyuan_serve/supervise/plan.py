@@ -22,6 +22,10 @@ class ReplicaPlan:
     argv: tuple[str, ...]
     config_path: Path  # the effective config this replica reads
     log_path: Path
+    # CPU replicas run on their own cores only. Not just the decode threads: MKL counts cores at
+    # `import torch` by pinning the process to each allowed CPU in turn, and a replica starting on
+    # a core where another replica's worker spins was left without CPU for minutes.
+    cpus: tuple[int, ...] = ()  # empty: no restriction (GPU replicas)
 
     @property
     def addr(self) -> str:
@@ -84,14 +88,16 @@ def plan_replicas(
             ids = ",".join(str(g) for g in groups[i])
             device = f"cuda:{ids}"
             env: tuple[tuple[str, str], ...] = (("CUDA_VISIBLE_DEVICES", ids),)
+            cpus: tuple[int, ...] = ()
         else:
             bind = "|".join(core_ranges(rank) for rank in cpu[i])
             device = f"cpu:{bind}"
             env = (("VLLM_CPU_OMP_THREADS_BIND", bind),)
+            cpus = tuple(sorted({core for rank in cpu[i] for core in rank}))
         name = f"replica-{i}"
         config_path = run_dir / f"{name}.yaml"
         argv = (python, "-m", "hunyuan_serve", "replica", "--config", str(config_path), "--port", str(port))
         plans.append(
-            ReplicaPlan(i, name, device, port, env, argv, config_path, run_dir / "logs" / f"{name}.log")
+            ReplicaPlan(i, name, device, port, env, argv, config_path, run_dir / "logs" / f"{name}.log", cpus)
         )
     return plans

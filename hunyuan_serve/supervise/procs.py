@@ -10,12 +10,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
-async def spawn(argv: Sequence[str], env: Mapping[str, str], log_path: Path) -> asyncio.subprocess.Process:
+async def spawn(
+    argv: Sequence[str], env: Mapping[str, str], log_path: Path, cpus: Sequence[int] = ()
+) -> asyncio.subprocess.Process:
     """Start argv with its output appended to log_path, as leader of a new process group.
 
     A new session keeps the terminal's Ctrl-C away from children: `up` decides how they stop.
+    With cpus, the process (and all it starts) may run on those CPUs only, from its first instruction.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    if cpus:
+        argv = ("taskset", "--cpu-list", ",".join(str(c) for c in cpus), *argv)
     with open(log_path, "ab") as log:
         return await asyncio.create_subprocess_exec(
             *argv,

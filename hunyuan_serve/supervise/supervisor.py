@@ -199,7 +199,7 @@ class Supervisor:
         plan = replica.plan
         env = {**self.base_env, **dict(plan.env)}
         try:
-            proc = await procs.spawn(plan.argv, env, plan.log_path)
+            proc = await procs.spawn(plan.argv, env, plan.log_path, plan.cpus)
         except OSError as err:
             self.emit("replica_spawn_failed", replica=plan.name, error=str(err))
             self.queue.put_nowait(_Seen(plan.index, generation, health.Exited(self.clock(), None)))

@@ -52,6 +52,17 @@ def test_cpu_replicas_get_their_own_cores() -> None:
     assert [d for d, _, _ in _plans({"replicas": 2}, [], list(range(8)))] == ["cpu:0-3", "cpu:4-7"]
 
 
+def test_cpu_replicas_are_confined_to_their_cores_and_gpu_replicas_are_not() -> None:
+    def cpus(data: dict[str, object], gpus: list[int], cores: list[int]) -> list[tuple[int, ...]]:
+        cfg = build_config(data, {})
+        return [p.cpus for p in plan_replicas(cfg, visible_gpus=gpus, cores=cores, run_dir=RUN, python="py")]
+
+    assert cpus({"replicas": 2}, [], [0, 1]) == [(0,), (1,)]
+    assert cpus({"replicas": 2}, [], [2, 3, 6, 7]) == [(2, 3), (6, 7)]
+    assert cpus({"replicas": 1, "engine": {"tensor_parallel_size": 2}}, [], [0, 1, 2, 3]) == [(0, 1, 2, 3)]
+    assert cpus({}, [0, 1], [0, 1]) == [(), ()]
+
+
 @pytest.mark.parametrize(
     ("replicas", "tp", "cores", "expected"),
     [

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 import yaml
 
@@ -246,6 +247,12 @@ def test_status_reports_both_replicas_ready(stack: Stack) -> None:
         ("replica-1", "ready", "cpu:1"),
     ]
     assert all(pid_alive(r["pid"]) for r in status["replicas"])
+    # Each replica and every process it started run on its own core only.
+    for replica, core in zip(status["replicas"], (0, 1), strict=True):
+        leader = psutil.Process(replica["pid"])
+        tree = [leader, *leader.children(recursive=True)]
+        assert len(tree) >= 3  # the replica, its engine core and its worker
+        assert {p.pid: p.cpu_affinity() for p in tree} == {p.pid: [core] for p in tree}
     assert status["nginx"]["port"] == stack.port and pid_alive(status["nginx"]["pid"])
     table = subprocess.run(
         [sys.executable, "-m", "hunyuan_serve", "status", "--run-dir", str(stack.run_dir)],
