@@ -99,13 +99,14 @@ class TranslationCache:
     def __init__(self, capacity: int, path: str | Path | None = None, busy_timeout_s: float = 5.0) -> None:
         self.memory: LruCache[str, str] = LruCache(capacity)
         self.file = SqliteCache(path, busy_timeout_s) if path else None
-        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cache-io") if path else None
+        # Its thread starts with the first file access, so a cache without a file never has one.
+        self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cache-io")
 
     async def get(self, key: str) -> tuple[str, Layer] | None:
         value = self.memory.get(key)
         if value is not None:
             return value, "memory"
-        if self.file is not None and self._io is not None:
+        if self.file is not None:
             loop = asyncio.get_running_loop()
             try:
                 value = await loop.run_in_executor(self._io, self.file.get, key)
@@ -119,7 +120,7 @@ class TranslationCache:
 
     def put(self, key: str, value: str) -> None:
         self.memory.put(key, value)
-        if self.file is not None and self._io is not None:
+        if self.file is not None:
             self._io.submit(self._write, self.file, key, value)
 
     @staticmethod
@@ -131,7 +132,6 @@ class TranslationCache:
 
     def close(self) -> None:
         """Finish the writes already queued, then close the file."""
-        if self._io is not None:
-            self._io.shutdown(wait=True)
+        self._io.shutdown(wait=True)
         if self.file is not None:
             self.file.close()

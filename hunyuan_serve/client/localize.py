@@ -88,9 +88,10 @@ async def localize(
     for plan in plans:
         if plan.action is Action.SEND:
             first_plan.setdefault(plan.request, plan)
-    # "is not None": an empty store is falsy (it has a length).
-    profile = cache_profile(await _service_model(client), options) if store is not None else ""
-    cached = store.get_many(profile, source, target, first_plan) if store is not None else {}
+    profile, cached = "", {}
+    if store is not None:  # not `if store`: an empty store is falsy (it has a length)
+        profile = cache_profile(await _service_model(client), options)
+        cached = store.get_many(profile, source, target, first_plan)
     to_send = [text for text in first_plan if text not in cached]
     if on_total is not None:
         on_total(len(to_send))
