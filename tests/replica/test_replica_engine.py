@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import os
 import re
@@ -220,23 +221,30 @@ def _engine_core(replica: Replica) -> Any:
     raise AssertionError("the replica has no EngineCore process")
 
 
+@contextlib.contextmanager
+def _engine_stopped(replica: Replica) -> Iterator[None]:
+    """The engine-core process SIGSTOPped for the block: requests it holds stay in flight."""
+    core = _engine_core(replica)
+    core.suspend()
+    try:
+        yield
+    finally:
+        core.resume()
+
+
 def test_client_disconnect_aborts_the_engine_request(replica: Replica) -> None:
     aborts = replica.metric("hunyuan_engine_aborts_total")
     # 900 tokens: seconds of decoding here, and within the budget of max_model_len 1024.
     body = json.dumps({"text": "long", "source_lang": "en", "target_lang": "fr", "max_tokens": 900}).encode()
     head = f"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}"
-    core = _engine_core(replica)
     sock = socket.create_connection(("127.0.0.1", replica.port))
     sock.sendall(head.encode() + b"\r\n\r\n" + body)
     assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
     assert _wait_for(lambda: replica.metric("hunyuan_engine_running") == 1, 30)
     # Stopped now, the core cannot finish the request on its own before the client goes away.
-    core.suspend()
-    try:
+    with _engine_stopped(replica):
         sock.close()
         assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 0, 10)
-    finally:
-        core.resume()
     assert _wait_for(lambda: replica.metric("hunyuan_engine_running") == 0, 10)
     assert replica.metric("hunyuan_engine_aborts_total") == aborts + 1
     assert _wait_for(lambda: any(line["status"] == 499 for line in replica.log_lines()), 5)
@@ -251,15 +259,11 @@ def test_past_the_in_flight_limit_a_fast_503_with_retry_after(replica: Replica) 
     extra = {"text": "one more", "source_lang": "zh", "target_lang": "en", "max_tokens": 5}
     # With the engine core stopped, all of them stay in flight until the test has seen the limit,
     # however fast this machine decodes.
-    core = _engine_core(replica)
-    core.suspend()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        try:
+        with _engine_stopped(replica):
             admitted = pool.submit(post_many, replica, bodies)
             assert _wait_for(lambda: replica.metric("hunyuan_requests_in_flight") == MAX_IN_FLIGHT, 60)
             refused = [post(replica, extra, timeout=10) for _ in range(3)]
-        finally:
-            core.resume()
         answered = admitted.result(timeout=600)
     assert [r.status_code for r in refused] == [503] * 3
     assert all(r.json()["error"]["code"] == "overloaded" and r.headers["retry-after"] == "1" for r in refused)
@@ -270,20 +274,16 @@ def test_past_the_in_flight_limit_a_fast_503_with_retry_after(replica: Replica) 
 
 def test_health_says_hung_while_the_engine_holds_work_without_stepping(replica: Replica) -> None:
     # SIGSTOP on the engine core: HTTP still answers and the engine still looks alive; only its steps stop.
-    core = _engine_core(replica)
     health = f"{replica.url}/health"
     body = {"text": "frozen", "source_lang": "en", "target_lang": "de", "max_tokens": 900}
-    # Stopped before the request is sent, the core cannot finish it before the test looks.
-    core.suspend()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        try:
+        # Stopped before the request is sent, the core cannot finish it before the test looks.
+        with _engine_stopped(replica):
             pending = pool.submit(post, replica, body)
             assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
             assert httpx.get(health, timeout=10).status_code == 200  # not yet: a pause is not a hang
             assert _wait_for(lambda: httpx.get(health, timeout=10).status_code == 503, STALL_TIMEOUT_S + 10)
             hung = httpx.get(health, timeout=10).json()
-        finally:
-            core.resume()
         response = pending.result(timeout=120)
     assert hung["status"] == "hung" and "took no step" in hung["reason"] and "1 request(s)" in hung["reason"]
     assert response.status_code == 200, response.text
@@ -299,18 +299,14 @@ def test_no_malformed_body_gets_a_5xx_from_the_real_engine(replica: Replica, bod
 def test_sigterm_finishes_in_flight_then_exits_0(replica: Replica) -> None:
     # The engine core is stopped while the request goes in and the SIGTERM arrives: on a fast machine
     # even 900 tokens finished before a poll could see them in flight, and the test proved nothing.
-    core = _engine_core(replica)
     body = {"text": "last words", "source_lang": "en", "target_lang": "fr", "max_tokens": 300}
-    core.suspend()
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        try:
+        with _engine_stopped(replica):
             pending = pool.submit(post, replica, body)
             assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
             replica.proc.send_signal(signal.SIGTERM)
             time.sleep(1)  # the replica is draining before the engine moves again
             assert replica.proc.poll() is None and not pending.done()
-        finally:
-            core.resume()
         response = pending.result(timeout=120)
     assert response.status_code == 200, response.text
     assert len(response.json()["result"]) > 0
