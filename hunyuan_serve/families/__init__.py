@@ -1,0 +1,43 @@
+"""Model families: each generation's prompt templates, features and recommended sampling, in one place."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# The families a checkpoint can belong to (engine.prompt_family picks one, "auto" detects it).
+HUNYUAN_MT = "hunyuan-mt"
+HY_MT15 = "hy-mt1.5"
+HY_MT2 = "hy-mt2"
+FEW_SHOT = "few-shot"
+FAMILIES = (HUNYUAN_MT, HY_MT15, HY_MT2, FEW_SHOT)
+
+# The model `up` serves on a GPU host when none is given.
+DEFAULT_HUB_MODEL = "tencent/Hunyuan-MT-7B"
+
+
+@dataclass(frozen=True)
+class SamplingDefaults:
+    """A model's recommended sampling (what a request gets for every field it does not send)."""
+
+    temperature: float
+    top_p: float
+    top_k: int
+    repetition_penalty: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Hunyuan-MT-7B's README ("Inference" section): top_k 20, top_p 0.6, repetition_penalty 1.05,
+# temperature 0.7. HY-MT1.5 and Hy-MT2's dense models recommend the same.
+HUNYUAN_SAMPLING = SamplingDefaults(temperature=0.7, top_p=0.6, top_k=20, repetition_penalty=1.05)
+# Hy-MT2-30B-A3B (the MoE) recommends plain sampling at temperature 0.7.
+HY_MT2_MOE_SAMPLING = SamplingDefaults(temperature=0.7, top_p=1.0, top_k=-1, repetition_penalty=1.0)
+
+
+def sampling_defaults(family: str, model: str = "") -> SamplingDefaults:
+    """The recommended sampling of a family, per model size where its README differs."""
+    if family == HY_MT2 and "30b" in model.lower():
+        return HY_MT2_MOE_SAMPLING
+    return HUNYUAN_SAMPLING
