@@ -1,22 +1,22 @@
-"""Sync and async HTTP clients of the translation service: pooled, bounded, retrying, batching."""
+"""The service's HTTP clients: one async implementation (pooled, retrying, batching) and a sync facade."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from hunyuan_serve.client.settings import ClientSettings, parse_retry_after, retry_delay
 
+T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (texts done, texts total)
 RetryHook = Callable[[int, float, "TranslateError"], None]  # (attempt, delay, error)
+Sleep = Callable[[float], Awaitable[None]]  # how a retry waits; tests record the delays instead
 
 
 class TranslateError(Exception):
@@ -149,108 +149,8 @@ class _RetryPolicy:
         return seconds
 
 
-class TranslateClient:
-    """Blocking client; safe to share between threads."""
-
-    def __init__(
-        self,
-        settings: ClientSettings | None = None,
-        *,
-        on_retry: RetryHook | None = None,
-        rand: Callable[[], float] = random.random,
-    ) -> None:
-        self.settings = settings or ClientSettings()
-        self._policy = _RetryPolicy(self.settings, on_retry, rand)
-        self._slots = threading.BoundedSemaphore(self.settings.concurrency)
-        self._http = httpx.Client(**_http_options(self.settings))
-
-    def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
-        attempt = 0
-        while True:
-            response, error = None, None
-            try:
-                with self._slots:
-                    response = self._http.request(method, path, json=body)
-                if response.status_code < 400:
-                    return response
-            except httpx.TransportError as err:
-                error = err
-            failure = self._policy.failure(response, error)
-            wait_s = self._policy.delay(attempt, failure)
-            if wait_s is None:
-                raise failure
-            time.sleep(wait_s)
-            attempt += 1
-
-    def translate(
-        self, text: str, target: str, source: str | None = "en", options: Mapping[str, Any] | None = None
-    ) -> Translation:
-        return _parse_one(self._request("POST", "/translate", _payload(text, target, source, options)), text)
-
-    def translate_texts(
-        self,
-        texts: Sequence[str],
-        target: str,
-        source: str | None = "en",
-        options: Mapping[str, Any] | None = None,
-    ) -> list[Translation]:
-        """One batch request; the service bounds how many texts it takes at once."""
-        if not texts:
-            return []
-        response = self._request("POST", "/translate", _payload(texts, target, source, options))
-        return _parse_batch(response, texts)
-
-    def translate_batch(
-        self,
-        texts: Sequence[str],
-        target: str,
-        source: str | None = "en",
-        options: Mapping[str, Any] | None = None,
-        progress: Progress | None = None,
-    ) -> list[Translation]:
-        """Any number of texts, in batches of settings.batch_size sent concurrently; results in order."""
-        chunks = _chunks(texts, self.settings.batch_size)
-        results: list[list[Translation]] = [[] for _ in chunks]
-        done = 0
-        with ThreadPoolExecutor(max_workers=self.settings.concurrency) as pool:
-            futures = {
-                pool.submit(self.translate_texts, c, target, source, options): i for i, c in enumerate(chunks)
-            }
-            pending = set(futures)
-            while pending:
-                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for future in finished:
-                    err = future.exception()
-                    if err is not None:
-                        for other in pending:
-                            other.cancel()
-                        raise err
-                    results[futures[future]] = future.result()
-                    done += len(chunks[futures[future]])
-                    if progress is not None:
-                        progress(done, len(texts))
-        return [t for chunk in results for t in chunk]
-
-    def languages(self) -> list[Language]:
-        return _parse_languages(self._request("GET", "/languages"))
-
-    def health(self) -> tuple[int, dict[str, Any]]:
-        """Status code and body of GET /health, without retries (a 503 is an answer here)."""
-        response = self._http.get("/health")
-        return response.status_code, response.json()
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> TranslateClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
 class AsyncTranslateClient:
-    """asyncio client; one instance per event loop."""
+    """asyncio client; one instance per event loop. The one implementation: TranslateClient drives it."""
 
     def __init__(
         self,
@@ -258,9 +158,12 @@ class AsyncTranslateClient:
         *,
         on_retry: RetryHook | None = None,
         rand: Callable[[], float] = random.random,
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self.settings = settings or ClientSettings()
         self._policy = _RetryPolicy(self.settings, on_retry, rand)
+        self._sleep = sleep
+        # One request holds a slot per try, not while it backs off: a waiting retry blocks no one.
         self._slots = asyncio.Semaphore(self.settings.concurrency)
         self._http = httpx.AsyncClient(**_http_options(self.settings))
 
@@ -279,7 +182,7 @@ class AsyncTranslateClient:
             wait_s = self._policy.delay(attempt, failure)
             if wait_s is None:
                 raise failure
-            await asyncio.sleep(wait_s)
+            await self._sleep(wait_s)
             attempt += 1
 
     async def translate(
@@ -295,10 +198,47 @@ class AsyncTranslateClient:
         source: str | None = "en",
         options: Mapping[str, Any] | None = None,
     ) -> list[Translation]:
+        """One batch request; the service bounds how many texts it takes at once."""
         if not texts:
             return []
         response = await self._request("POST", "/translate", _payload(texts, target, source, options))
         return _parse_batch(response, texts)
+
+    async def map_batches(
+        self,
+        texts: Sequence[str],
+        work: Callable[[list[str]], Awaitable[T]],
+        progress: Progress | None = None,
+    ) -> list[T]:
+        """work(batch) for each batch of settings.batch_size texts, settings.concurrency at once, in order.
+
+        Workers take the next batch only when they are free, so a work function that decides to stop
+        sending (the service is gone) is asked about each remaining batch before anything is sent.
+        The first exception cancels the batches in flight and is raised.
+        """
+        batches = _chunks(texts, self.settings.batch_size)
+        results: dict[int, T] = {}
+        queue = iter(enumerate(batches))  # shared by the workers: next() never yields the loop
+        done = 0
+
+        async def worker() -> None:
+            nonlocal done
+            for index, batch in queue:
+                results[index] = await work(batch)
+                done += len(batch)
+                if progress is not None:
+                    progress(done, len(texts))
+
+        workers = [
+            asyncio.ensure_future(worker()) for _ in range(min(self.settings.concurrency, len(batches)))
+        ]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+        return [results[index] for index in range(len(batches))]
 
     async def translate_batch(
         self,
@@ -308,30 +248,18 @@ class AsyncTranslateClient:
         options: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
     ) -> list[Translation]:
-        chunks = _chunks(texts, self.settings.batch_size)
-        done = 0
+        """Any number of texts, in batches of settings.batch_size sent concurrently; results in order."""
 
-        async def one(chunk: list[str]) -> list[Translation]:
-            nonlocal done
-            result = await self.translate_texts(chunk, target, source, options)
-            done += len(chunk)
-            if progress is not None:
-                progress(done, len(texts))
-            return result
+        async def one(batch: list[str]) -> list[Translation]:
+            return await self.translate_texts(batch, target, source, options)
 
-        # TaskGroup semantics by hand (3.10): the first failure cancels the other batches.
-        tasks = [asyncio.ensure_future(one(chunk)) for chunk in chunks]
-        try:
-            results = await asyncio.gather(*tasks)
-        finally:
-            for task in tasks:
-                task.cancel()
-        return [t for chunk in results for t in chunk]
+        return [t for batch in await self.map_batches(texts, one, progress) for t in batch]
 
     async def languages(self) -> list[Language]:
         return _parse_languages(await self._request("GET", "/languages"))
 
     async def health(self) -> tuple[int, dict[str, Any]]:
+        """Status code and body of GET /health, without retries (a 503 is an answer here)."""
         response = await self._http.get("/health")
         return response.status_code, response.json()
 
@@ -343,3 +271,84 @@ class AsyncTranslateClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class TranslateClient:
+    """Blocking client; safe to share between threads.
+
+    It drives an AsyncTranslateClient on a private event loop in a daemon thread, so both clients
+    retry, bound and batch alike. Callbacks (on_retry, progress) and an injected sleep run on that thread.
+    """
+
+    def __init__(
+        self,
+        settings: ClientSettings | None = None,
+        *,
+        on_retry: RetryHook | None = None,
+        rand: Callable[[], float] = random.random,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="hunyuan-serve-client", daemon=True
+        )
+        self._thread.start()
+        self._async = AsyncTranslateClient(settings, on_retry=on_retry, rand=rand, sleep=sleep)
+        self.settings = self._async.settings
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # interrupted (Ctrl-C): stop the request too, not only the wait
+            raise
+
+    def translate(
+        self, text: str, target: str, source: str | None = "en", options: Mapping[str, Any] | None = None
+    ) -> Translation:
+        return self._call(self._async.translate(text, target, source, options))
+
+    def translate_texts(
+        self,
+        texts: Sequence[str],
+        target: str,
+        source: str | None = "en",
+        options: Mapping[str, Any] | None = None,
+    ) -> list[Translation]:
+        """One batch request; the service bounds how many texts it takes at once."""
+        return self._call(self._async.translate_texts(texts, target, source, options))
+
+    def translate_batch(
+        self,
+        texts: Sequence[str],
+        target: str,
+        source: str | None = "en",
+        options: Mapping[str, Any] | None = None,
+        progress: Progress | None = None,
+    ) -> list[Translation]:
+        """Any number of texts, in batches of settings.batch_size sent concurrently; results in order."""
+        return self._call(self._async.translate_batch(texts, target, source, options, progress))
+
+    def languages(self) -> list[Language]:
+        return self._call(self._async.languages())
+
+    def health(self) -> tuple[int, dict[str, Any]]:
+        """Status code and body of GET /health, without retries (a 503 is an answer here)."""
+        return self._call(self._async.health())
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        try:
+            self._call(self._async.aclose())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+
+    def __enter__(self) -> TranslateClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -153,7 +153,7 @@ async def _translate(
                 store=store,
                 options=options,
                 on_total=bar.start,
-                on_done=bar.advance,
+                progress=bar.update,
             )
     except TranslateError as err:
         print(f"hunyuan-serve translate: {settings.base_url}: {err}", file=sys.stderr)
@@ -209,9 +209,9 @@ class _ProgressBar:
                 total=total, unit="text", desc="translating", file=sys.stderr, dynamic_ncols=True
             )
 
-    def advance(self, n: int) -> None:
+    def update(self, done: int, total: int) -> None:
         if self._bar is not None:
-            self._bar.update(n)
+            self._bar.update(done - self._bar.n)
 
     def close(self) -> None:
         if self._bar is not None:

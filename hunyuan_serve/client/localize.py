@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from hunyuan_serve.client.api import AsyncTranslateClient, TranslateError
+from hunyuan_serve.client.api import AsyncTranslateClient, Progress, TranslateError
 from hunyuan_serve.client.glossary import Glossary
 from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment
 from hunyuan_serve.client.store import TranslationStore, cache_profile
@@ -76,7 +75,7 @@ async def localize(
     store: TranslationStore | None = None,
     options: Mapping[str, Any] | None = None,
     on_total: Callable[[int], None] | None = None,
-    on_done: Callable[[int], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[str], Summary]:
     """Translated segments (failed ones left as they were) and the summary of the run.
 
@@ -95,27 +94,20 @@ async def localize(
     to_send = [text for text in first_plan if text not in cached]
     if on_total is not None:
         on_total(len(to_send))
-
     run = _Run()
-    size = client.settings.batch_size
-    chunks = [to_send[i : i + size] for i in range(0, len(to_send), size)]
 
-    # Batches queue here, not inside the client, so once the service is given up on none is sent.
-    slots = asyncio.Semaphore(client.settings.concurrency)
-
-    async def send(chunk: list[str]) -> None:
-        async with slots:
-            if run.aborted:
-                return
-            got = await _translate_chunk(client, chunk, target, source, options, run)
+    async def send(batch: list[str]) -> None:
+        # The client hands out a batch only when a worker is free: once the service is given up on,
+        # every batch still waiting ends here, unsent.
+        if run.aborted:
+            return
+        got = await _translate_chunk(client, batch, target, source, options, run)
         good = {text: out for text, out in got.items() if not check_translation(first_plan[text], out)}
         run.results.update(got)
         if store is not None and good:
             store.put_many(profile, source, target, good)
-        if on_done is not None:
-            on_done(len(chunk))
 
-    await asyncio.gather(*(send(chunk) for chunk in chunks))
+    await client.map_batches(to_send, send, progress)
     return _outcomes(plans, labels, cached, run)
 
 
