@@ -122,6 +122,8 @@ def render_systemd(
         user=user,
         replicas=replicas,
         nginx=cfg.nginx,
+        supervisor=cfg.supervisor,
+        start_limit_interval_s=math.ceil(cfg.supervisor.crash_loop_window_s),
         stop_timeout_s=stop_timeout_s(cfg),
         config_path=config_path,
     )
