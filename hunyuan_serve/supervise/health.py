@@ -36,7 +36,7 @@ class State(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Exited:
-    """The replica's process ended."""
+    """The replica's process ended (returncode None: it could not be started at all)."""
 
     now: float
     returncode: int | None
@@ -166,7 +166,7 @@ def step(
     if isinstance(obs, Exited):
         if not h.state.has_process:
             return h, []
-        how = f"exited with code {obs.returncode}"
+        how = "could not be started" if obs.returncode is None else f"exited with code {obs.returncode}"
         if h.state is State.EVICTED:
             # The kill we asked for: the failure was counted when it was evicted.
             nxt = _move(h, State.RESTARTING, now, f"{h.reason}; {how}", probe_failures=0)

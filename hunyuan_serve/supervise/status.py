@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from hunyuan_serve.supervise.health import State
 from hunyuan_serve.supervise.procs import pid_alive
 from hunyuan_serve.supervise.state import read_state
 
@@ -20,12 +21,20 @@ def parse_in_flight(metrics_text: str) -> float | None:
     return sum(values) if values else None
 
 
-def _in_flight(port: int, timeout_s: float) -> float | None:
+def _in_flight(addr: str, timeout_s: float) -> float | None:
     try:
-        response = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=timeout_s, trust_env=False)
+        response = httpx.get(f"http://{addr}/metrics", timeout=timeout_s, trust_env=False)
     except httpx.HTTPError:
         return None
     return parse_in_flight(response.text) if response.status_code == 200 else None
+
+
+def _routable(state: object) -> bool:
+    """Whether the state file's state is one Nginx routes to (health.State decides, not a copy here)."""
+    try:
+        return State(state).routable
+    except ValueError:
+        return False
 
 
 def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | None:
@@ -36,8 +45,9 @@ def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | No
     running = bool(state.get("running")) and pid_alive(int(state.get("pid", 0)))
     state["running"] = running
     for replica in state.get("replicas", []):
-        live = running and replica.get("pid") is not None and replica.get("state") in ("ready", "unhealthy")
-        replica["in_flight"] = _in_flight(int(replica["port"]), timeout_s) if live else None
+        live = running and replica.get("pid") is not None and _routable(replica.get("state"))
+        addr = replica.get("addr")  # where `up` reaches it (plan.addr)
+        replica["in_flight"] = _in_flight(str(addr), timeout_s) if live and addr else None
         if not running:
             replica["state"] = "stopped"
             replica["pid"] = None
