@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from hunyuan_serve.replica.engine import Engine
@@ -12,7 +14,8 @@ LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 class Metrics:
     """Requests by status, latency, in-flight, rejections, cache, tokens, and the engine's batch size."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, in_flight: Callable[[], int]) -> None:
+        """`in_flight` reads the admission's count, which stays the one place that counts."""
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter(
@@ -27,7 +30,8 @@ class Metrics:
         self.engine_latency = Histogram(
             "hunyuan_engine_latency_seconds", "Engine time per text.", buckets=LATENCY_BUCKETS, registry=r
         )
-        self.in_flight = Gauge("hunyuan_requests_in_flight", "Translate requests admitted now.", registry=r)
+        admitted = Gauge("hunyuan_requests_in_flight", "Translate requests admitted now.", registry=r)
+        admitted.set_function(in_flight)
         self.rejections = Counter(
             "hunyuan_rejections", "Requests refused before the engine, by reason.", ["reason"], registry=r
         )

@@ -8,22 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from hunyuan_serve.config import ReplicaConfig
+from hunyuan_serve.families import SamplingDefaults
 from hunyuan_serve.languages import Language, UnknownLanguage, find_language
 from hunyuan_serve.replica.engine import Sampling
-
-
-class ApiError(Exception):
-    """An HTTP error with the JSON body {"error": {"code", "message"}} and optional headers."""
-
-    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.headers = headers or {}
-
-    def body(self) -> dict[str, Any]:
-        return {"error": {"code": self.code, "message": self.message}}
+from hunyuan_serve.replica.errors import ApiError
 
 
 @dataclass(frozen=True)
@@ -81,19 +69,21 @@ def _integer(data: dict[str, Any], key: str, default: int, low: int, high: int) 
     return value
 
 
-def parse_sampling(data: dict[str, Any], cfg: ReplicaConfig, max_model_len: int) -> Sampling:
-    """Sampling parameters of a request, range-checked, with the config's defaults."""
-    top_k = _integer(data, "top_k", cfg.top_k, -1, 1000)
+def parse_sampling(
+    data: dict[str, Any], defaults: SamplingDefaults, max_tokens: int, max_model_len: int
+) -> Sampling:
+    """Sampling parameters of a request, range-checked; each one it leaves out comes from `defaults`."""
+    top_k = _integer(data, "top_k", defaults.top_k, -1, 1000)
     if top_k == 0:
         raise ApiError(422, "invalid_parameter", "top_k must be -1 (disabled) or at least 1, got 0")
     return Sampling(
-        temperature=_number(data, "temperature", cfg.temperature, 0.0, 2.0, low_open=False),
-        top_p=_number(data, "top_p", cfg.top_p, 0.0, 1.0, low_open=True),
+        temperature=_number(data, "temperature", defaults.temperature, 0.0, 2.0, low_open=False),
+        top_p=_number(data, "top_p", defaults.top_p, 0.0, 1.0, low_open=True),
         top_k=top_k,
         repetition_penalty=_number(
-            data, "repetition_penalty", cfg.repetition_penalty, 0.0, 2.0, low_open=True
+            data, "repetition_penalty", defaults.repetition_penalty, 0.0, 2.0, low_open=True
         ),
-        max_tokens=_integer(data, "max_tokens", min(cfg.max_tokens, max_model_len - 1), 1, max_model_len - 1),
+        max_tokens=_integer(data, "max_tokens", min(max_tokens, max_model_len - 1), 1, max_model_len - 1),
     )
 
 
@@ -164,7 +154,9 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     return data
 
 
-def parse_translate(raw: bytes, cfg: ReplicaConfig, max_model_len: int) -> TranslateRequest:
+def parse_translate(
+    raw: bytes, cfg: ReplicaConfig, defaults: SamplingDefaults, max_model_len: int
+) -> TranslateRequest:
     """Everything checkable without the tokenizer; the token budget is checked once prompts exist."""
     if len(raw) > cfg.max_body_bytes:
         raise ApiError(413, "body_too_large", f"body is {len(raw)} bytes; the limit is {cfg.max_body_bytes}")
@@ -175,5 +167,5 @@ def parse_translate(raw: bytes, cfg: ReplicaConfig, max_model_len: int) -> Trans
     texts, batch = _texts(data, cfg)
     source = _language(data, "source_lang", "src_lang")
     target = _language(data, "target_lang", "tgt_lang")
-    sampling = parse_sampling(data, cfg, max_model_len)
+    sampling = parse_sampling(data, defaults, cfg.max_tokens, max_model_len)
     return TranslateRequest(texts=texts, batch=batch, source=source, target=target, sampling=sampling)

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from hunyuan_serve.cache import TranslationCache, cache_key
 from hunyuan_serve.prompts import Family, Prompt, build_prompt
 from hunyuan_serve.replica.engine import Engine, Generation, Sampling
+from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.schema import ApiError, TranslateRequest
+from hunyuan_serve.replica.schema import TranslateRequest
 
 
 @dataclass

@@ -1,0 +1,64 @@
+"""Our own API: POST /translate (one text or a batch) and GET /languages."""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
+
+from hunyuan_serve.languages import LANGUAGES
+from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.http import Call
+from hunyuan_serve.replica.schema import TranslateRequest, parse_translate
+from hunyuan_serve.replica.service import Outcome
+
+router = APIRouter()
+ReplicaDep = Annotated[Replica, Depends(current)]
+
+
+def render_error(err: ApiError) -> JSONResponse:
+    """Our error shape: {"error": {"code", "message"}}."""
+    body = {"error": {"code": err.code, "message": err.message}}
+    return JSONResponse(body, status_code=err.status, headers=err.headers)
+
+
+def _answer(replica: Replica, req: TranslateRequest, outcome: Outcome, call: Call) -> dict[str, Any]:
+    body: dict[str, Any] = {"source_lang": req.source.code, "target_lang": req.target.code}
+    if req.batch:
+        body.update(results=outcome.results, cached=outcome.cached)
+    else:
+        body.update(result=outcome.results[0], cached=outcome.cached[0])
+    body.update(latency_ms=round(call.elapsed_ms(), 1), request_id=call.id, model=replica.engine.model_name)
+    return body
+
+
+async def _translate(replica: Replica, call: Call) -> Response:
+    raw = await call.body()
+    req = parse_translate(raw, replica.cfg, replica.sampling, replica.engine.max_model_len)
+    call.log.update(source_lang=req.source.code, target_lang=req.target.code, texts=len(req.texts))
+    outcome = await call.run(replica.translator.translate(req, call.id))
+    call.note(outcome)
+    return JSONResponse(_answer(replica, req, outcome, call), headers={"X-Request-ID": call.id})
+
+
+@router.post("/translate")
+async def translate(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, functools.partial(_translate, replica), render_error)
+
+
+@router.get("/languages")
+async def languages() -> dict[str, Any]:
+    return {
+        "languages": [
+            {
+                "code": lang.code,
+                "name": lang.name,
+                "native_name": lang.native_name,
+                "chinese_name": lang.chinese_name,
+            }
+            for lang in LANGUAGES
+        ]
+    }

@@ -1,0 +1,43 @@
+"""The replica's parts that routes share, built once by create_app and found through the request's app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import Request
+
+from hunyuan_serve.cache import TranslationCache
+from hunyuan_serve.config import ReplicaConfig
+from hunyuan_serve.families import SamplingDefaults
+from hunyuan_serve.prompts import Family
+from hunyuan_serve.replica.engine import Engine
+from hunyuan_serve.replica.http import Admission, Gate
+from hunyuan_serve.replica.lifecycle import Lifecycle
+from hunyuan_serve.replica.liveness import ProgressWatch
+from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.service import Translator
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One engine and everything around it: lifecycle, admission, the translation core, metrics."""
+
+    engine: Engine
+    cfg: ReplicaConfig
+    family: Family
+    sampling: SamplingDefaults  # the defaults every request and the warm-up get (replica_sampling)
+    lifecycle: Lifecycle
+    admission: Admission
+    gate: Gate
+    translator: Translator
+    metrics: Metrics
+    cache: TranslationCache
+    progress: ProgressWatch
+
+
+def current(request: Request) -> Replica:
+    """The replica serving this request (a FastAPI dependency of every route)."""
+    replica = request.app.state.replica
+    if not isinstance(replica, Replica):
+        raise TypeError("app.state.replica is not a Replica: the app was not built by create_app")
+    return replica

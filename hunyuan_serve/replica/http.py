@@ -1,0 +1,191 @@
+"""What every API's translation route shares: admission, deadline, client disconnect, log line, metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from fastapi import Request, Response
+from starlette.requests import ClientDisconnect
+
+from hunyuan_serve.config import ReplicaConfig
+from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.lifecycle import Lifecycle
+from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.service import Outcome
+
+ACCESS_LOG = "hunyuan_serve.replica.access"
+# Nginx's code for "client closed request"; nobody reads the response, but the log and metrics do.
+CLIENT_CLOSED = 499
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+# Refusals counted by reason in hunyuan_rejections, by the ApiError code that says so.
+_REJECTION_REASONS = {"overloaded": "overload", "deadline_exceeded": "deadline"}
+T = TypeVar("T")
+
+# Each API answers errors in its own shape (ours, OpenAI's, DeepL's...): the adapter passes its renderer.
+ErrorRenderer = Callable[[ApiError], Response]
+
+
+class ClientDisconnected(Exception):
+    """The client closed the connection before the answer was ready."""
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The whole body, or a 413 as soon as it is over `limit` bytes (declared or streamed)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, "body_too_large", f"body is {declared} bytes; the limit is {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise ApiError(413, "body_too_large", f"body is over the limit of {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientDisconnected() from None
+    return b"".join(chunks)
+
+
+async def _wait_disconnect(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def guarded(request: Request, work: Awaitable[T], timeout_s: float) -> T:
+    """Run `work` until done, the client leaves (ClientDisconnected) or the deadline passes (504).
+
+    Call it once the body is read: the disconnect watch takes the request's remaining messages.
+    """
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(_wait_disconnect(request))
+    try:
+        done, _ = await asyncio.wait({task, watch}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    if watch in done:
+        raise ClientDisconnected()
+    raise ApiError(504, "deadline_exceeded", f"no answer within request_timeout_s={timeout_s:g} seconds")
+
+
+def request_id(request: Request) -> str:
+    """The caller's X-Request-ID when it is a sane token, else a fresh one."""
+    given = request.headers.get("x-request-id", "")
+    return given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+
+
+class Admission:
+    """The one count of requests in flight, and the rule that admits one more: ready and under the limit."""
+
+    def __init__(self, lifecycle: Lifecycle, max_in_flight: int, retry_after_s: int) -> None:
+        self.lifecycle = lifecycle
+        self.max_in_flight = max_in_flight
+        self.retry_after = {"Retry-After": str(retry_after_s)}
+        self.in_flight = 0
+
+    @contextmanager
+    def admit(self) -> Iterator[None]:
+        """Hold a place for the block, or raise a 503 (not ready, or max_in_flight reached)."""
+        lifecycle = self.lifecycle
+        if not lifecycle.ready:
+            message = f"replica is {lifecycle.phase.value}: {lifecycle.reason}"
+            raise ApiError(503, "not_ready", message, self.retry_after)
+        if self.in_flight >= self.max_in_flight:
+            message = f"{self.in_flight} requests in flight (max_in_flight)"
+            raise ApiError(503, "overloaded", message, self.retry_after)
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+
+
+class Call:
+    """One admitted request as its adapter sees it: its id, its body, its deadline, its log fields."""
+
+    def __init__(self, request: Request, cfg: ReplicaConfig) -> None:
+        self.request = request
+        self.id = request_id(request)
+        self.started = time.monotonic()
+        self.log: dict[str, Any] = {"request_id": self.id, "cached": False}
+        self._cfg = cfg
+
+    async def body(self) -> bytes:
+        return await read_body(self.request, self._cfg.max_body_bytes)
+
+    async def run(self, work: Awaitable[T]) -> T:
+        """`work` under the request's deadline, cancelled if the client leaves."""
+        return await guarded(self.request, work, self._cfg.request_timeout_s)
+
+    def note(self, outcome: Outcome) -> None:
+        """Put what the translation core reports into the request's log line."""
+        self.log.update(
+            input_tokens=outcome.prompt_tokens,
+            output_tokens=outcome.output_tokens,
+            queue_ms=round(outcome.queue_s * 1000, 1),
+            engine_ms=round(outcome.engine_s * 1000, 1),
+            cached=all(outcome.cached),
+        )
+
+    def elapsed_ms(self) -> float:
+        return (time.monotonic() - self.started) * 1000
+
+
+Handler = Callable[[Call], Awaitable[Response]]
+
+
+class Gate:
+    """Runs an adapter's handler admitted, and answers, counts and logs every outcome the same way."""
+
+    def __init__(self, admission: Admission, cfg: ReplicaConfig, metrics: Metrics) -> None:
+        self.admission = admission
+        self.cfg = cfg
+        self.metrics = metrics
+        self.access = logging.getLogger(ACCESS_LOG)
+
+    async def serve(self, request: Request, handler: Handler, render_error: ErrorRenderer) -> Response:
+        call = Call(request, self.cfg)
+        status = 500
+        try:
+            with self.admission.admit():
+                response = await handler(call)
+            status = response.status_code
+            return response
+        except ApiError as err:
+            status = err.status
+            call.log["error"] = err.code
+            if err.code in _REJECTION_REASONS:
+                self.metrics.rejections.labels(reason=_REJECTION_REASONS[err.code]).inc()
+            return render_error(err)
+        except ClientDisconnected:
+            status = CLIENT_CLOSED
+            return Response(status_code=CLIENT_CLOSED)
+        except Exception as err:  # the engine failed, not the input: tell the balancer to go elsewhere
+            logging.getLogger(__name__).exception("engine error on %s", call.id)
+            status = 503
+            call.log["error"] = "engine_error"
+            failed = f"engine failed: {type(err).__name__}"
+            return render_error(ApiError(503, "engine_error", failed, self.admission.retry_after))
+        finally:
+            self._record(call, status)
+
+    def _record(self, call: Call, status: int) -> None:
+        latency = time.monotonic() - call.started
+        self.metrics.requests.labels(status=str(status)).inc()
+        self.metrics.latency.observe(latency)
+        call.log.update(status=status, latency_ms=round(latency * 1000, 1))
+        self.access.info(json.dumps(call.log, ensure_ascii=False))

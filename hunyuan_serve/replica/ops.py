@@ -1,0 +1,75 @@
+"""The routes the supervisor and Prometheus read: GET /health (shallow or deep) and GET /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from hunyuan_serve.languages import find_language
+from hunyuan_serve.prompts import build_prompt
+from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.engine import Sampling
+from hunyuan_serve.replica.lifecycle import Health, Reading, read_health
+
+router = APIRouter()
+ReplicaDep = Annotated[Replica, Depends(current)]
+# One greedy token: the cheapest generation that proves the engine still schedules and decodes.
+PROBE_SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=1)
+
+
+def reading(replica: Replica, now: float) -> Reading:
+    """The replica's health now, from its phase and its engine's facts; the lifecycle is only read."""
+    engine, lifecycle = replica.engine, replica.lifecycle
+    unfinished = engine.unfinished()
+    # The stall watch only remembers the step count it last saw: the stall clock needs two sightings.
+    stalled = replica.progress.stalled_s(engine.stats.steps, unfinished, now)
+    stall_timeout_s = replica.cfg.stall_timeout_s
+    return read_health(
+        lifecycle.phase, lifecycle.reason, engine.is_alive(), stalled, unfinished, stall_timeout_s
+    )
+
+
+async def deep_probe(replica: Replica) -> Reading:
+    """Ready if the engine generates one token within health_deep_timeout_s; hung, saying why, if not."""
+    prompt = build_prompt(replica.family, find_language("en"), find_language("zh"), "ok")
+    timeout_s = replica.cfg.health_deep_timeout_s
+    try:
+        await asyncio.wait_for(
+            replica.engine.generate(prompt, PROBE_SAMPLING, f"probe-{uuid.uuid4().hex[:12]}"), timeout_s
+        )
+    except TimeoutError:
+        return Reading(Health.HUNG, f"one-token generation took over health_deep_timeout_s={timeout_s:g}s")
+    except Exception as err:  # a failing engine is exactly what the probe is for
+        return Reading(Health.HUNG, f"probe generation failed: {type(err).__name__}: {err}"[:300])
+    return Reading(Health.READY)
+
+
+@router.get("/health")
+async def health(replica: ReplicaDep, deep: str = "") -> JSONResponse:
+    now = reading(replica, time.monotonic())
+    wants_deep = deep.lower() in ("1", "true", "yes")
+    if now.ok and wants_deep:
+        now = await deep_probe(replica)
+    if not now.ok:
+        body = {"status": now.health.value, "reason": now.reason}
+        return JSONResponse(body, status_code=503, headers=replica.admission.retry_after)
+    ready: dict[str, Any] = {
+        "status": now.health.value,
+        "model": replica.engine.model_name,
+        "family": replica.family,
+        "in_flight": replica.admission.in_flight,
+        "max_in_flight": replica.admission.max_in_flight,
+        "deep": wants_deep,
+    }
+    return JSONResponse(ready)
+
+
+@router.get("/metrics")
+async def metrics(replica: ReplicaDep) -> Response:
+    return Response(replica.metrics.render(), media_type=CONTENT_TYPE_LATEST)
