@@ -24,6 +24,7 @@ from hunyuan_serve.languages import find_language
 from hunyuan_serve.prompts import build_prompt, family_from_config, read_model_config
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.engine import Sampling, VllmEngine
+from hunyuan_serve.replica.sampling import replica_sampling
 
 
 def texts_for(round_no: int, path: str, n: int) -> list[str]:
@@ -33,8 +34,8 @@ def texts_for(round_no: int, path: str, n: int) -> list[str]:
 
 async def direct(engine: VllmEngine, cfg: ServeConfig, texts: list[str], max_tokens: int) -> list[float]:
     family = family_from_config(cfg.engine.prompt_family, read_model_config(engine.model))
-    r = cfg.replica
-    sampling = Sampling(r.temperature, r.top_p, r.top_k, r.repetition_penalty, max_tokens)
+    d = replica_sampling(cfg.replica, family, engine.model_name)
+    sampling = Sampling(d.temperature, d.top_p, d.top_k, d.repetition_penalty, max_tokens)
     en, zh = find_language("en"), find_language("zh")
 
     async def one(i: int, text: str) -> float:

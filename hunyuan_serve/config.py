@@ -28,6 +28,15 @@ class EngineConfig(Section):
     model: str | None = Field(
         None, description="Path or hub id of the model; empty means the embedded default for this machine."
     )
+    # Chosen by `up` for each replica (cuda when it has GPUs), so a replica never asks torch, which
+    # would initialise CUDA before vLLM forks its engine core (hunyuan_serve/gpu.py, CUDA_ENV).
+    device: Literal["auto", "cuda", "cpu"] = Field(
+        "auto", description="Where the engine runs; auto: cuda when nvidia-smi lists a GPU, else cpu."
+    )
+    revision: str | None = Field(None, description="Hub revision (branch, tag or commit) of a hub model.")
+    download_dir: str | None = Field(
+        None, description="Where `up` downloads a hub model (default: the Hugging Face cache, HF_HOME)."
+    )
     tokenizer: str | None = Field(None, description="Tokenizer path or id, if not the model's.")
     served_model_name: str | None = Field(None, description="Name reported in responses and cache keys.")
     dtype: str = Field("auto", description="Weights/compute dtype: auto, float16, bfloat16, float32.")
@@ -86,10 +95,19 @@ class ReplicaConfig(Section):
         description="/health says hung after the engine holds work this long without a step (0: off).",
     )
     warmup_timeout_s: float = Field(600.0, gt=0, description="Deadline of the warm-up translation.")
-    temperature: float = Field(0.7, ge=0, le=2, description="Default sampling temperature.")
-    top_p: float = Field(0.6, gt=0, le=1, description="Default nucleus sampling.")
-    top_k: int = Field(20, ge=-1, description="Default top-k (-1 disables).")
-    repetition_penalty: float = Field(1.05, gt=0, le=2, description="Default repetition penalty.")
+    # None: the model family's recommendation (hunyuan_serve.families), so one table holds those values.
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="Default sampling temperature (default: the model family's)."
+    )
+    top_p: float | None = Field(
+        None, gt=0, le=1, description="Default nucleus sampling (default: the model family's)."
+    )
+    top_k: int | None = Field(
+        None, ge=-1, description="Default top-k, -1 disables (default: the model family's)."
+    )
+    repetition_penalty: float | None = Field(
+        None, gt=0, le=2, description="Default repetition penalty (default: the model family's)."
+    )
     max_tokens: int = Field(512, ge=1, description="Default most generated tokens.")
     graceful_shutdown_s: float = Field(
         30.0, ge=0, description="On SIGTERM, time in-flight requests get to finish before the replica exits."
@@ -118,6 +136,12 @@ class SupervisorConfig(Section):
     )
     tick_s: float = Field(0.25, gt=0, description="Longest the supervisor loop waits between clock checks.")
     status_timeout_s: float = Field(1.0, gt=0, description="Deadline of each request `status` makes.")
+    # A killed engine's GPU memory is released some seconds after its process exits; a replica
+    # started before that fails vLLM's free-memory check and counts against the crash-loop budget.
+    gpu_release_timeout_s: float = Field(
+        120.0, ge=0, description="Longest a GPU replica's (re)start waits for its devices' memory to be free."
+    )
+    gpu_release_poll_s: float = Field(1.0, gt=0, description="Time between GPU memory checks while waiting.")
 
 
 class NginxConfig(Section):
@@ -152,15 +176,22 @@ class NginxConfig(Section):
     )
     expose_metrics: bool = Field(False, description="Proxy /metrics (one replica's, per request) publicly.")
     reload_timeout_s: float = Field(10.0, gt=0, description="Deadline of `nginx -t` and of starting Nginx.")
-    confirm_poll_s: float = Field(
-        0.2, gt=0, description="Deadline of one request checking that Nginx serves a new config."
+    check_request_timeout_s: float = Field(
+        0.2, gt=0, description="Deadline of one request checking that Nginx answers or serves a new config."
+    )
+    start_poll_s: float = Field(0.02, gt=0, description="Pause between checks that a starting Nginx answers.")
+    reload_poll_s: float = Field(0.01, gt=0, description="Pause between checks that a reload has taken.")
+    reload_retry_s: float = Field(
+        1.0, gt=0, description="Wait before a failed reload is tried again (a newer routing goes at once)."
     )
 
 
 class ServeConfig(Section):
     """Everything `up` needs: devices, replicas and every section above."""
 
-    gpus: tuple[int, ...] | None = Field(None, description="CUDA devices; empty means all visible ones.")
+    gpus: tuple[int | str, ...] | None = Field(
+        None, description="CUDA devices (indexes or GPU-/MIG- UUIDs); empty means all visible ones."
+    )
     replicas: int = Field(1, ge=1, description="Replicas on a machine without GPUs.")
     base_port: int = Field(8101, ge=1, le=65535, description="Loopback port of the first replica.")
     run_dir: str = Field("", description="Where configs, logs and state go (default: per-user run dir).")
@@ -177,27 +208,45 @@ class ServeConfig(Section):
             return parse_gpus(value)
         if isinstance(value, int):
             return (value,)
+        if isinstance(value, (list, tuple)):  # a YAML list: "0" and 0 are the same device
+            return parse_gpus(",".join(str(v) for v in value)) or ()
         return value
 
     @model_validator(mode="after")
     def _gpus_fit_tensor_parallel(self) -> ServeConfig:
-        tp = self.engine.tensor_parallel_size
-        if self.gpus is not None and len(self.gpus) % tp:
-            raise ValueError(f"gpus: {len(self.gpus)} devices do not split into groups of {tp}")
+        if self.gpus is not None:
+            split_devices(self.gpus, self.engine.tensor_parallel_size)
         return self
 
 
-def parse_gpus(text: str) -> tuple[int, ...] | None:
-    """Parse '0,1,2' into (0, 1, 2); 'all' or '' means every visible device (None)."""
+def split_devices(ids: Sequence[int | str], tp: int) -> list[tuple[int | str, ...]]:
+    """Devices in groups of tensor_parallel_size; the one check that they divide (config and plan)."""
+    if len(ids) % tp:
+        raise ConfigError(f"gpus: {len(ids)} devices do not split into groups of {tp} (tensor_parallel_size)")
+    return [tuple(ids[i : i + tp]) for i in range(0, len(ids), tp)]
+
+
+def _device_id(part: str) -> int | str:
+    part = part.strip()
+    if part.isdigit():
+        return int(part)
+    if part.startswith(("GPU-", "MIG-")) and len(part) > 4:
+        return part
+    raise ValueError(f"gpus must be device numbers or GPU-/MIG- UUIDs, got {part!r}")
+
+
+def parse_gpus(text: str) -> tuple[int | str, ...] | None:
+    """Parse '0,1,2' into (0, 1, 2) and UUIDs (GPU-..., MIG-...) as given; 'all' or '' means every
+    visible device (None)."""
     text = text.strip()
     if text in ("", "all"):
         return None
     try:
-        ids = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise ValueError(f"gpus must be comma-separated device numbers, got {text!r}") from None
-    if len(set(ids)) != len(ids) or any(i < 0 for i in ids):
-        raise ValueError(f"gpus must be distinct non-negative numbers, got {text!r}")
+        ids = tuple(_device_id(part) for part in text.split(",") if part.strip())
+    except ValueError as err:
+        raise ValueError(f"{err} (in {text!r})") from None
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"gpus must be distinct, got {text!r}")
     return ids
 
 

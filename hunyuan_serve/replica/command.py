@@ -106,7 +106,7 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
     )
     server.run()
     code = 1 if failures else 0
-    if app.state.replica.status == "loading":
+    if app.state.replica.lifecycle.loading:
         # Stopped while the engine was still being built in a thread: its half-started engine
         # processes would outlive us (they wait for a handshake), so end them, then leave at once.
         _terminate_children()
