@@ -1,0 +1,197 @@
+"""Free loopback ports, and real processes (`up`, a replica) started with a bound and always stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+STOP_TIMEOUT_S = 60.0  # `up` drains Nginx, then gives each replica its own kill timeout
+REAP_TIMEOUT_S = 10.0  # after the leader exits, how long its processes may take to be gone
+POLL_S = 0.1
+LOWEST_PORT = 20000
+
+
+def free_ports(count: int) -> list[int]:
+    """count consecutive loopback ports that nothing holds now (replicas listen on base_port + i).
+
+    Picked below the kernel's ephemeral range: a replica restarted mid-test binds its port again,
+    and a client connection must not have taken it meanwhile. A random start keeps test runs that
+    happen at the same time apart.
+    """
+    ceiling = _ephemeral_low() - count
+    for _ in range(500):
+        base = random.randrange(LOWEST_PORT, ceiling)
+        if all(_bindable(base + i) for i in range(count)):
+            return [base + i for i in range(count)]
+    raise RuntimeError(f"no {count} consecutive free loopback ports below {ceiling + count}")
+
+
+def free_port() -> int:
+    """One loopback port that nothing holds now."""
+    return free_ports(1)[0]
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def cli(*args: str) -> list[str]:
+    """The argv of `hunyuan-serve ARGS` run by this interpreter."""
+    return [sys.executable, "-m", "hunyuan_serve", *args]
+
+
+def http_ok(url: str) -> Callable[[], bool]:
+    """A readiness condition: GET url answers 200 (not listening yet counts as not ready)."""
+
+    def ready() -> bool:
+        try:
+            return httpx.get(url, timeout=5, trust_env=False).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    return ready
+
+
+def tail(log: Path, chars: int = 3000) -> str:
+    try:
+        return log.read_text(encoding="utf-8", errors="replace")[-chars:]
+    except OSError:
+        return "(no log)"
+
+
+def wait_until(
+    proc: subprocess.Popen[bytes], log: Path, condition: Callable[[], bool], timeout_s: float, what: str
+) -> None:
+    """Poll condition until true; fails the test, with the log's tail, if proc exits or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if proc.poll() is not None:
+            pytest.fail(f"{proc.args!r} exited with {proc.returncode} before {what}:\n{tail(log)}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"not {what} within {timeout_s:.0f}s:\n{tail(log)}")
+        time.sleep(POLL_S)
+
+
+@contextlib.contextmanager
+def started(
+    argv: Sequence[str],
+    *,
+    log: Path,
+    ready: Callable[[], bool] | None = None,
+    timeout_s: float = 0.0,
+    env: Mapping[str, str] | None = None,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """argv in a session of its own, output to log; yields once ready() holds (within timeout_s).
+
+    On exit it is stopped with `stop`, which fails if it ignores SIGTERM or leaves a process behind.
+    """
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            list(argv), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    try:
+        if ready is not None:
+            wait_until(proc, log, ready, timeout_s, "ready")
+        yield proc
+    finally:
+        stop(proc)
+
+
+def stop(
+    proc: subprocess.Popen[bytes], timeout_s: float = STOP_TIMEOUT_S, reap_timeout_s: float = REAP_TIMEOUT_S
+) -> int:
+    """SIGTERM, wait up to timeout_s, else SIGKILL; returns the exit code once nothing of it is left.
+
+    Its processes are noted before the SIGTERM: its descendants (`up` starts each replica in a session
+    of its own, so outside its group) and its group. Any still alive after it exited are killed, and
+    the stop fails naming them; so does a process that had to be killed.
+    """
+    family = _family(proc.pid)
+    escalated = False
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            escalated = True
+            _kill(family)
+            proc.wait(reap_timeout_s)
+    left = _survivors([*family, *_family(proc.pid)], reap_timeout_s)
+    _kill(left)
+    assert not escalated, f"{proc.args!r} did not exit within {timeout_s:.0f}s of SIGTERM; killed"
+    assert not left, f"{proc.args!r} exited {proc.returncode} leaving {[_describe(p) for p in left]}"
+    return proc.returncode
+
+
+def _family(pid: int) -> list[psutil.Process]:
+    """pid, its descendants and the members of its process group (pid is its group's leader)."""
+    found: dict[int, psutil.Process] = {}
+    with contextlib.suppress(psutil.Error):
+        leader = psutil.Process(pid)
+        found = {p.pid: p for p in [leader, *leader.children(recursive=True)]}
+    for process in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if os.getpgid(process.pid) == pid:
+                found.setdefault(process.pid, process)
+    return list(found.values())
+
+
+def alive(pid: int) -> bool:
+    """Whether pid names a live process (a zombie counts as gone)."""
+    try:
+        return _alive(psutil.Process(pid))
+    except psutil.Error:
+        return False
+
+
+def _alive(process: psutil.Process) -> bool:
+    """Running and not a zombie (an orphan's zombie waits for a reaper this container may lack)."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _survivors(processes: list[psutil.Process], within_s: float) -> list[psutil.Process]:
+    unique = list({p.pid: p for p in processes}.values())
+    deadline = time.monotonic() + within_s
+    while (alive := [p for p in unique if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+    return alive
+
+
+def _kill(processes: list[psutil.Process]) -> None:
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            process.kill()  # psutil checks the pid still names the process it noted
+
+
+def _describe(process: psutil.Process) -> str:
+    try:
+        return f"{process.pid} {' '.join(process.cmdline())[:120]}"
+    except psutil.Error:
+        return str(process.pid)
