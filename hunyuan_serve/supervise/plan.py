@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hunyuan_serve.config import ConfigError, ServeConfig
+from hunyuan_serve.config import ConfigError, ServeConfig, split_devices
 from hunyuan_serve.cores import core_ranges
+from hunyuan_serve.gpu import CUDA_ENV, DeviceId
 
 
 @dataclass(frozen=True)
@@ -26,23 +27,40 @@ class ReplicaPlan:
     # `import torch` by pinning the process to each allowed CPU in turn, and a replica starting on
     # a core where another replica's worker spins was left without CPU for minutes.
     cpus: tuple[int, ...] = ()  # empty: no restriction (GPU replicas)
+    gpus: tuple[DeviceId, ...] = ()  # the devices of a GPU replica, as its CUDA_VISIBLE_DEVICES names them
+    host: str = "127.0.0.1"  # the address the replica binds (replica.host)
 
     @property
     def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
+
+    @property
+    def kind(self) -> str:
+        """The engine.device this replica's config gets: up decides, the replica never asks torch."""
+        return "cuda" if self.gpus else "cpu"
 
 
-def device_groups(cfg: ServeConfig, visible_gpus: Sequence[int]) -> list[tuple[int, ...]]:
+def _visible(wanted: DeviceId, visible: Sequence[DeviceId], uuids: Mapping[DeviceId, str]) -> bool:
+    """A requested id names a visible device: the same index or UUID, or the (prefix of the) UUID of
+    a device listed by index."""
+    for v in visible:
+        if str(wanted) == str(v):
+            return True
+        if isinstance(wanted, str) and uuids.get(v, "").startswith(wanted):
+            return True
+    return False
+
+
+def device_groups(
+    cfg: ServeConfig, visible_gpus: Sequence[DeviceId], uuids: Mapping[DeviceId, str] | None = None
+) -> list[tuple[DeviceId, ...]]:
     """GPU groups of tensor_parallel_size, one per replica; empty on a machine without GPUs."""
     gpus = list(cfg.gpus) if cfg.gpus is not None else list(visible_gpus)
     if cfg.gpus is not None and visible_gpus:
-        missing = [g for g in gpus if g not in visible_gpus]
+        missing = [g for g in gpus if not _visible(g, visible_gpus, uuids or {})]
         if missing:
             raise ConfigError(f"gpus: device(s) {missing} not visible (visible: {list(visible_gpus)})")
-    tp = cfg.engine.tensor_parallel_size
-    if len(gpus) % tp:
-        raise ConfigError(f"gpus: {len(gpus)} devices do not split into groups of tensor_parallel_size={tp}")
-    return [tuple(gpus[i : i + tp]) for i in range(0, len(gpus), tp)]
+    return split_devices(gpus, cfg.engine.tensor_parallel_size)
 
 
 def cpu_groups(replicas: int, tp: int, cores: Sequence[int]) -> list[list[list[int]]]:
@@ -68,13 +86,14 @@ def cpu_groups(replicas: int, tp: int, cores: Sequence[int]) -> list[list[list[i
 def plan_replicas(
     cfg: ServeConfig,
     *,
-    visible_gpus: Sequence[int],
+    visible_gpus: Sequence[DeviceId],
     cores: Sequence[int],
     run_dir: Path,
     python: str,
+    gpu_uuids: Mapping[DeviceId, str] | None = None,
 ) -> list[ReplicaPlan]:
     """One plan per replica: GPU groups when there are GPUs, else cfg.replicas CPU replicas."""
-    groups = device_groups(cfg, visible_gpus)
+    groups = device_groups(cfg, visible_gpus, gpu_uuids)
     plans: list[ReplicaPlan] = []
     count = len(groups) if groups else cfg.replicas
     cpu = cpu_groups(count, cfg.engine.tensor_parallel_size, cores) if not groups else []
@@ -87,7 +106,7 @@ def plan_replicas(
         if groups:
             ids = ",".join(str(g) for g in groups[i])
             device = f"cuda:{ids}"
-            env: tuple[tuple[str, str], ...] = (("CUDA_VISIBLE_DEVICES", ids),)
+            env: tuple[tuple[str, str], ...] = (("CUDA_VISIBLE_DEVICES", ids), *CUDA_ENV)
             cpus: tuple[int, ...] = ()
         else:
             bind = "|".join(core_ranges(rank) for rank in cpu[i])
@@ -97,7 +116,9 @@ def plan_replicas(
         name = f"replica-{i}"
         config_path = run_dir / f"{name}.yaml"
         argv = (python, "-m", "hunyuan_serve", "replica", "--config", str(config_path), "--port", str(port))
+        log_path = run_dir / "logs" / f"{name}.log"
+        gpus = groups[i] if groups else ()
         plans.append(
-            ReplicaPlan(i, name, device, port, env, argv, config_path, run_dir / "logs" / f"{name}.log", cpus)
+            ReplicaPlan(i, name, device, port, env, argv, config_path, log_path, cpus, gpus, cfg.replica.host)
         )
     return plans

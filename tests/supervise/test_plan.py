@@ -21,11 +21,21 @@ def _plans(
     return [(p.device, p.port, dict(p.env)) for p in plans]
 
 
+# What every GPU replica needs before anything imports torch: spawn (vLLM forks its engine core unless
+# CUDA is already initialised, and a fork after CUDA dies), torch's NVML-based availability check (so
+# is_available() does not initialise CUDA), and nvidia-smi's PCI numbering for CUDA's device indexes.
+CUDA = {
+    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+    "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+    "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
+}
+
+
 def test_one_replica_per_visible_gpu() -> None:
     assert _plans({}, [0, 1, 2], [0, 1]) == [
-        ("cuda:0", 8101, {"CUDA_VISIBLE_DEVICES": "0"}),
-        ("cuda:1", 8102, {"CUDA_VISIBLE_DEVICES": "1"}),
-        ("cuda:2", 8103, {"CUDA_VISIBLE_DEVICES": "2"}),
+        ("cuda:0", 8101, {"CUDA_VISIBLE_DEVICES": "0", **CUDA}),
+        ("cuda:1", 8102, {"CUDA_VISIBLE_DEVICES": "1", **CUDA}),
+        ("cuda:2", 8103, {"CUDA_VISIBLE_DEVICES": "2", **CUDA}),
     ]
 
 
@@ -34,9 +44,54 @@ def test_tensor_parallel_groups_devices() -> None:
         {"gpus": "0,1,2,3", "engine": {"tensor_parallel_size": 2}, "base_port": 9000}, [0, 1, 2, 3], [0]
     )
     assert plans == [
-        ("cuda:0,1", 9000, {"CUDA_VISIBLE_DEVICES": "0,1"}),
-        ("cuda:2,3", 9001, {"CUDA_VISIBLE_DEVICES": "2,3"}),
+        ("cuda:0,1", 9000, {"CUDA_VISIBLE_DEVICES": "0,1", **CUDA}),
+        ("cuda:2,3", 9001, {"CUDA_VISIBLE_DEVICES": "2,3", **CUDA}),
     ]
+
+
+def test_device_kind_comes_from_the_plan() -> None:
+    gpu = plan_replicas(build_config({}, {}), visible_gpus=[0], cores=[0], run_dir=RUN, python="py")
+    cpu = plan_replicas(build_config({}, {}), visible_gpus=[], cores=[0], run_dir=RUN, python="py")
+    assert [(p.kind, p.gpus, p.cpus) for p in gpu] == [("cuda", (0,), ())]
+    assert [(p.kind, p.gpus) for p in cpu] == [("cpu", ())]
+    assert not {"CUDA_DEVICE_ORDER", "VLLM_WORKER_MULTIPROC_METHOD"} & dict(cpu[0].env).keys()
+
+
+def test_uuids_and_mig_devices_name_gpus() -> None:
+    uuids: dict[int | str, str] = {0: "GPU-aaaa-1111", 1: "GPU-bbbb-2222", "MIG-cccc": "MIG-cccc"}
+    cfg = build_config({"gpus": "GPU-bbbb,MIG-cccc"}, {})
+    plans = plan_replicas(
+        cfg, visible_gpus=[0, 1, "MIG-cccc"], cores=[0], run_dir=RUN, python="py", gpu_uuids=uuids
+    )
+    # The replica gets the spelling the user gave: CUDA takes UUIDs (and their prefixes) as well.
+    assert [dict(p.env)["CUDA_VISIBLE_DEVICES"] for p in plans] == ["GPU-bbbb", "MIG-cccc"]
+    with pytest.raises(ConfigError, match="not visible"):
+        plan_replicas(
+            build_config({"gpus": "GPU-ffff"}, {}),
+            visible_gpus=[0, 1],
+            cores=[0],
+            run_dir=RUN,
+            python="py",
+            gpu_uuids=uuids,
+        )
+
+
+def test_an_inherited_device_list_is_kept() -> None:
+    # Slurm gave this job GPUs 2 and 3: up plans on those, with their own numbers.
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, _, env in _plans({}, [2, 3], [0])] == ["2", "3"]
+    with pytest.raises(ConfigError, match=r"\[0\] not visible"):
+        _plans({"gpus": "0"}, [2, 3], [0])
+
+
+def test_visible_devices_that_do_not_divide_by_tensor_parallel_size_are_refused() -> None:
+    with pytest.raises(ConfigError, match="3 devices do not split into groups of 2"):
+        _plans({"engine": {"tensor_parallel_size": 2}}, [0, 1, 2], [0])
+
+
+def test_addr_is_the_replica_host() -> None:
+    cfg = build_config({"replica": {"host": "10.1.2.3"}}, {})
+    (plan,) = plan_replicas(cfg, visible_gpus=[], cores=[0], run_dir=RUN, python="py")
+    assert plan.addr == "10.1.2.3:8101"
 
 
 def test_listed_gpus_must_be_visible() -> None:
