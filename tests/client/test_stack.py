@@ -6,13 +6,8 @@ reported, and summary counts, not translation quality. One stack serves the whol
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import socket
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -25,11 +20,11 @@ import pytest
 
 from hunyuan_serve.client.placeholders import find_placeholders
 from hunyuan_serve.client.segments import Action, plan_segment
+from tests.support.stacks import cli, free_ports, http_ok, started, tail
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
 READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
-STOP_TIMEOUT_S = 60.0
 
 # Real WebUI strings (MIT), nested the way extension localizations group them.
 UI: dict[str, Any] = {
@@ -61,58 +56,21 @@ class Stack:
     log: Path
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _tail(path: Path, lines: int = 60) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
 @pytest.fixture(scope="module")
 def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """`hunyuan-serve up` with one replica on the tiny model; stopped (SIGTERM, then SIGKILL) after."""
-    run_dir = tmp_path_factory.mktemp("stack")
-    port = _free_port()
-    cmd = [sys.executable, "-m", "hunyuan_serve", "up", "--model", str(tiny_model_dir), "--replicas", "1"]
-    cmd += ["--port", str(port), "--base-port", str(_free_port()), "--run-dir", str(run_dir / "run")]
+    """`hunyuan-serve up` with one replica on the tiny model; stopped after, with nothing left behind."""
+    work = tmp_path_factory.mktemp("stack")
+    port, base = free_ports(2)
+    cmd = cli("up", "--model", str(tiny_model_dir), "--replicas", "1", "--port", str(port))
+    cmd += ["--base-port", str(base), "--run-dir", str(work / "run")]
     cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
     cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16"]
     # Short outputs; sampling stays on (temperature 0.7): greedy random weights stop at once, empty.
     cmd += ["--max-tokens", "12"]
-    log = run_dir / "up.log"
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"`up` exited {proc.returncode} before ready:\n{_tail(log)}")
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"`up` not ready after {READY_TIMEOUT_S:.0f}s:\n{_tail(log)}")
-            time.sleep(1)
+    log = work / "up.log"
+    with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S):
         yield Stack(url, log)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # anything `up` left behind in its group
 
 
 def _strings(node: Any) -> list[str]:
@@ -137,22 +95,11 @@ def _shape(node: Any) -> Any:
 
 
 def _translate(stack: Stack, tmp_path: Path, src: Path, dst: Path, report: Path) -> tuple[int, str, dict]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "hunyuan_serve",
-        "translate",
-        "--url",
-        stack.url,
-        "--from",
-        "en",
-        "--to",
-        "zh",
-    ]
+    cmd = cli("translate", "--url", stack.url, "--from", "en", "--to", "zh")
     cmd += [str(src), "-o", str(dst), "--cache", str(tmp_path / "cache.sqlite"), "--report", str(report)]
     cmd += ["--batch-size", "4", "--concurrency", "4", "--no-progress"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    assert done.returncode in (0, 1), f"rc {done.returncode}: {done.stderr}\n{_tail(stack.log)}"
+    assert done.returncode in (0, 1), f"rc {done.returncode}: {done.stderr}\n{tail(stack.log)}"
     return done.returncode, done.stderr, json.loads(report.read_text(encoding="utf-8"))
 
 

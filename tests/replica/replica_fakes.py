@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from fastapi import FastAPI
 
 from hunyuan_serve.prompts import Prompt
 from hunyuan_serve.replica.engine import EngineStats, Generation, Sampling
+from tests.support.stacks import free_port
 
 
 class FakeEngine:
@@ -62,12 +62,6 @@ class FakeEngine:
 
     def shutdown(self) -> None:
         self.alive = False
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import socket
 from pathlib import Path
 
 import httpx
@@ -17,6 +16,7 @@ from hunyuan_serve.supervise.nginx import NginxController, NginxError
 from hunyuan_serve.supervise.procs import pid_alive
 from hunyuan_serve.supervise.render import render_nginx
 from hunyuan_serve.supervise.routing import routing_from_states
+from tests.support.stacks import free_port
 
 pytestmark = [
     pytest.mark.nginx,
@@ -24,14 +24,8 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_start_reload_reject_stop(tmp_path: Path) -> None:
-    port, dead = _free_port(), _free_port()
+    port, dead = free_port(), free_port()
     # A model path Nginx must not read as a variable or a string's end; /health names it as it is.
     model = "/models/it's $HOME\\mt"
     cfg = build_config(
@@ -95,7 +89,7 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
 
 
 async def test_rate_limit_answers_429_json(tmp_path: Path) -> None:
-    port, dead = _free_port(), _free_port()
+    port, dead = free_port(), free_port()
     cfg = build_config(
         {"nginx": {"port": port, "worker_processes": 1, "rate_limit_rps": 1, "rate_limit_burst": 0}}, {}
     )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -11,20 +10,15 @@ from pathlib import Path
 from hunyuan_serve.supervise.ports import port_holders, port_problem
 from hunyuan_serve.supervise.state import read_state, write_json_atomic
 from hunyuan_serve.supervise.status import collect_status, format_table, parse_in_flight
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.stacks import free_port
 
 
 def test_free_port_has_no_problem() -> None:
-    assert port_problem("127.0.0.1", _free_port()) is None
+    assert port_problem("127.0.0.1", free_port()) is None
 
 
 def test_busy_port_names_the_holder() -> None:
-    port = _free_port()
+    port = free_port()
     code = (
         f"import socket,time;s=socket.socket();s.bind(('127.0.0.1',{port}));s.listen();"
         "print('ok',flush=True);time.sleep(60)"
