@@ -11,7 +11,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -21,8 +20,9 @@ from typing import Any
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
-from replica_fakes import free_port
-from test_replica_fuzz import check, raw_bytes
+
+from tests.support.bodies import check, raw_bytes
+from tests.support.stacks import cli, free_port, started, stop, wait_until
 
 pytestmark = pytest.mark.engine
 
@@ -53,57 +53,35 @@ class Replica:
         return lines
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
-
-
 @pytest.fixture(scope="module")
 def replica(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Replica]:
     work = tmp_path_factory.mktemp("replica")
     port = free_port()
     log = work / "replica.log"
     cache = work / "cache.sqlite"
-    argv = [
-        sys.executable, "-m", "hunyuan_serve", "replica",
+    argv = cli(
+        "replica",
         "--model", str(tiny_model_dir), "--port", str(port),
         "--max-model-len", "1024", "--kv-cache-memory-bytes", str(128 * 2**20), "--enforce-eager", "true",
         "--max-num-seqs", "64", "--max-in-flight", str(MAX_IN_FLIGHT), "--cache-path", str(cache),
         "--graceful-shutdown-s", "60", "--stall-timeout-s", str(STALL_TIMEOUT_S),
-    ]  # fmt: skip
+    )  # fmt: skip
     # Test-only: random weights emit EOS at once; ignoring it lets requests run as long as max_tokens says.
     env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    first: tuple[int, dict[str, Any]] | None = None
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    try:
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"replica exited {proc.returncode}:\n{log.read_text(errors='replace')[-3000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"replica not ready in {STARTUP_TIMEOUT_S}s:\n{log.read_text(errors='replace')[-3000:]}"
-                )
-            try:
-                response = httpx.get(f"{url}/health", timeout=5)
-            except httpx.TransportError:
-                time.sleep(0.2)
-                continue
-            if first is None:
-                first = (response.status_code, response.json())
-            if response.status_code == 200:
-                break
-            time.sleep(0.2)
-        yield Replica(proc, url, port, log, cache, first)
-    finally:
-        _stop(proc)
+    first: list[tuple[int, dict[str, Any]]] = []  # the first /health answer, given while loading
+
+    def ready() -> bool:
+        try:
+            response = httpx.get(f"{url}/health", timeout=5)
+        except httpx.TransportError:
+            return False
+        if not first:
+            first.append((response.status_code, response.json()))
+        return response.status_code == 200
+
+    with started(argv, log=log, ready=ready, timeout_s=STARTUP_TIMEOUT_S, env=env) as proc:
+        yield Replica(proc, url, port, log, cache, first[0])
 
 
 def post(replica: Replica, body: dict[str, Any], **kwargs: Any) -> httpx.Response:
@@ -329,23 +307,15 @@ def test_sigterm_while_loading_exits_without_orphans(tiny_model_dir: Path, tmp_p
     import psutil
 
     port = free_port()
-    argv = [
-        sys.executable, "-m", "hunyuan_serve", "replica", "--model", str(tiny_model_dir), "--port", str(port),
+    argv = cli(
+        "replica", "--model", str(tiny_model_dir), "--port", str(port),
         "--max-model-len", "1024", "--kv-cache-memory-bytes", str(128 * 2**20), "--enforce-eager", "true",
-    ]  # fmt: skip
-    with (tmp_path / "replica.log").open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
+    )  # fmt: skip
+    log = tmp_path / "replica.log"
+    with started(argv, log=log) as proc:
         parent = psutil.Process(proc.pid)
         # Wait until the engine's own processes exist: the case that used to leave orphans behind.
-        assert _wait_for(lambda: _has_engine_child(parent), 300)
+        wait_until(proc, log, lambda: _has_engine_child(parent), 300, "the engine's processes started")
         assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json()["status"] == "loading"
-        descendants = parent.children(recursive=True)
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(60) == 0
-        _, alive = psutil.wait_procs(descendants, timeout=10)
-        assert not alive, f"left behind: {alive}"
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        # SIGTERM; fails if it takes more than a minute or any of the replica's processes outlives it.
+        assert stop(proc) == 0
