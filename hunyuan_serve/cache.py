@@ -10,7 +10,7 @@ import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
@@ -118,10 +118,12 @@ class TranslationCache:
                 return value, "sqlite"
         return None
 
-    def put(self, key: str, value: str) -> None:
+    def put(self, key: str, value: str) -> Future[None] | None:
+        """Store in memory now; the file write is queued, and its future returned for whoever cares."""
         self.memory.put(key, value)
-        if self.file is not None:
-            self._io.submit(self._write, self.file, key, value)
+        if self.file is None:
+            return None
+        return self._io.submit(self._write, self.file, key, value)
 
     @staticmethod
     def _write(file: SqliteCache, key: str, value: str) -> None:
