@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import uvicorn
@@ -17,21 +17,48 @@ from tests.support.stacks import free_port
 
 
 class FakeEngine:
-    """Answers '<n chars>' after `delay` seconds; counts calls, running requests and aborts."""
+    """Answers '<n chars>' after `delay` seconds; counts calls, running requests and aborts.
 
-    def __init__(self, delay: float = 0.0, start_delay: float = 0.0, max_model_len: int = 1000) -> None:
+    A test can hold it: start() and generate() then wait, in the server's loop, until let go, so
+    tests order events (in flight, refused, released) instead of racing a sleep.
+    """
+
+    def __init__(
+        self, delay: float = 0.0, max_model_len: int = 1000, start_error: Exception | None = None
+    ) -> None:
         self.model_name = "fake"
         self.max_model_len = max_model_len
         self.stats = EngineStats()
         self.delay = delay
-        self.start_delay = start_delay
+        self.start_error = start_error
         self.calls = 0
+        self.samplings: list[Sampling] = []
         self.running: set[str] = set()
         self.aborted: list[str] = []
+        self.finished: list[str] = []
         self.alive = True
+        self._may_start = threading.Event()
+        self._may_finish = threading.Event()
+        self._may_start.set()
+        self._may_finish.set()
+
+    def hold_start(self) -> None:
+        self._may_start.clear()
+
+    def let_start(self) -> None:
+        self._may_start.set()
+
+    def hold(self) -> None:
+        """Generations started from now on wait until let_go()."""
+        self._may_finish.clear()
+
+    def let_go(self) -> None:
+        self._may_finish.set()
 
     async def start(self) -> None:
-        await asyncio.sleep(self.start_delay)
+        await _wait_set(self._may_start)
+        if self.start_error is not None:
+            raise self.start_error
 
     def count_prompt_tokens(self, prompt: Prompt) -> int:
         # One "token" per character keeps budgets easy to reason about in tests.
@@ -39,15 +66,18 @@ class FakeEngine:
 
     async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
         self.calls += 1
+        self.samplings.append(sampling)
         self.running.add(request_id)
         self.stats.record(len(self.running), 0)
         try:
             await asyncio.sleep(self.delay)
+            await _wait_set(self._may_finish)
         except asyncio.CancelledError:
             self.aborted.append(request_id)
             raise
         finally:
             self.running.discard(request_id)
+        self.finished.append(request_id)
         content = prompt.messages[0]["content"] if prompt.is_chat else prompt.text
         return Generation(f"<{len(content)}>", self.count_prompt_tokens(prompt), 1, "stop")
 
@@ -62,6 +92,21 @@ class FakeEngine:
 
     def shutdown(self) -> None:
         self.alive = False
+
+
+async def _wait_set(event: threading.Event) -> None:
+    # Set from the test's thread, so polled rather than awaited as an asyncio.Event.
+    while not event.is_set():
+        await asyncio.sleep(0.005)
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 10, what: str = "condition") -> None:
+    """Poll until `condition()` holds; a failure names what never happened."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never happened: {what}")
+        time.sleep(0.01)
 
 
 @contextmanager

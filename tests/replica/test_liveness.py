@@ -1,9 +1,10 @@
-"""Table tests of the stall rule: scripted histories of (steps, unfinished, time) checks."""
+"""Table tests of the replica's liveness: the stall rule, the lifecycle moves and the health reading."""
 
 from __future__ import annotations
 
 import pytest
 
+from hunyuan_serve.replica.lifecycle import Health, InvalidTransition, Lifecycle, Phase, read_health
 from hunyuan_serve.replica.liveness import ProgressWatch
 
 # Each history: the (engine steps, unfinished requests, seconds) of successive checks -> stall seen.
@@ -36,3 +37,81 @@ def test_stall_rule(name: str) -> None:
     checks, expected = HISTORIES[name]
     watch = ProgressWatch()
     assert [watch.stalled_s(steps, unfinished, now) for steps, unfinished, now in checks] == expected
+
+
+# -- the lifecycle: its transition table and the health reading derived from it ---------------
+
+ALL_MOVES = [(start, to) for start in Phase for to in Phase]
+ALLOWED = {
+    (Phase.LOADING, Phase.WARMING),
+    (Phase.LOADING, Phase.FAILED),
+    (Phase.WARMING, Phase.READY),
+    (Phase.WARMING, Phase.FAILED),
+}
+
+
+def _at(phase: Phase) -> Lifecycle:
+    lifecycle = Lifecycle()
+    path = {
+        Phase.LOADING: [],
+        Phase.WARMING: [Phase.WARMING],
+        Phase.READY: [Phase.WARMING, Phase.READY],
+        Phase.FAILED: [Phase.FAILED],
+    }
+    for step in path[phase]:
+        lifecycle.move(step)
+    return lifecycle
+
+
+@pytest.mark.parametrize(("start", "to"), ALL_MOVES, ids=[f"{a.value}->{b.value}" for a, b in ALL_MOVES])
+def test_lifecycle_moves_only_forward(start: Phase, to: Phase) -> None:
+    lifecycle = _at(start)
+    if (start, to) in ALLOWED:
+        lifecycle.move(to, "why")
+        assert (lifecycle.phase, lifecycle.reason) == (to, "why")
+    else:
+        with pytest.raises(InvalidTransition, match=f"from {start.value} to {to.value}"):
+            lifecycle.move(to)
+        assert lifecycle.phase is start
+
+
+def test_a_new_lifecycle_is_loading_with_a_reason() -> None:
+    lifecycle = Lifecycle()
+    assert (lifecycle.phase, lifecycle.loading, lifecycle.ready) == (Phase.LOADING, True, False)
+    assert lifecycle.reason == "model loading"
+    lifecycle.move(Phase.WARMING)
+    assert (lifecycle.loading, lifecycle.reason) == (False, "first translation running")
+    lifecycle.move(Phase.READY)
+    assert (lifecycle.ready, lifecycle.reason) == (True, "")
+
+
+# (phase, engine alive, seconds stalled, unfinished, stall_timeout_s) -> health, words in the reason
+READINGS = {
+    "loading says so, whatever the engine shows": ((Phase.LOADING, False, 99.0, 1, 5.0), Health.LOADING, "x"),
+    "warming says so": ((Phase.WARMING, True, 0.0, 1, 5.0), Health.WARMING, "x"),
+    "failed keeps its reason, even with a live engine": (
+        (Phase.FAILED, True, 0.0, 0, 5.0),
+        Health.FAILED,
+        "x",
+    ),
+    "ready and moving": ((Phase.READY, True, 4.9, 1, 5.0), Health.READY, ""),
+    "ready, engine loop gone: dead": ((Phase.READY, False, 0.0, 0, 5.0), Health.DEAD, "engine loop stopped"),
+    "dead wins over hung": ((Phase.READY, False, 60.0, 2, 5.0), Health.DEAD, "engine loop stopped"),
+    "stalled to the limit: hung": ((Phase.READY, True, 5.0, 2, 5.0), Health.HUNG, "no step for 5s with 2"),
+    "stall rule off (0)": ((Phase.READY, True, 600.0, 2, 0.0), Health.READY, ""),
+}
+
+
+@pytest.mark.parametrize("name", list(READINGS))
+def test_health_reading(name: str) -> None:
+    (phase, alive, stalled, unfinished, timeout), health, words = READINGS[name]
+    reading = read_health(phase, "x", alive, stalled, unfinished, timeout)
+    assert reading.health is health and reading.ok == (health is Health.READY)
+    if words:
+        assert words in reading.reason
+    else:
+        assert reading.reason == ""
+
+
+def test_every_phase_reads_as_the_health_of_the_same_name() -> None:
+    assert {phase.value for phase in Phase} < {health.value for health in Health}

@@ -11,10 +11,14 @@ from typing import Any
 
 import httpx
 import pytest
-from replica_fakes import FakeEngine, serve_in_thread
+from replica_fakes import FakeEngine, serve_in_thread, wait_until
 
-from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.config import ReplicaConfig, ServeConfig
+from hunyuan_serve.families import FEW_SHOT, HUNYUAN_MT, HY_MT2, sampling_defaults
 from hunyuan_serve.replica.app import create_app
+from hunyuan_serve.replica.engine import Sampling
+from hunyuan_serve.replica.sampling import family_key, replica_sampling
+from hunyuan_serve.replica.schema import parse_sampling
 
 
 def make_config(**replica: Any) -> ServeConfig:
@@ -153,57 +157,71 @@ def test_languages_lists_38(fake: tuple[FakeEngine, httpx.Client]) -> None:
     assert languages[0] == {"code": "zh", "name": "Chinese", "native_name": "中文", "chinese_name": "中文"}
 
 
-def _post_many(url: str, bodies: list[dict[str, Any]]) -> list[httpx.Response]:
-    def post(body: dict[str, Any]) -> httpx.Response:
-        with httpx.Client(base_url=url, timeout=20) as client:
-            return client.post("/translate", json=body)
+def _post(url: str, body: dict[str, Any]) -> httpx.Response:
+    with httpx.Client(base_url=url, timeout=20) as client:
+        return client.post("/translate", json=body)
 
-    with concurrent.futures.ThreadPoolExecutor(len(bodies)) as pool:
-        return list(pool.map(post, bodies))
+
+def _metric(client: httpx.Client, line: str) -> bool:
+    return line in client.get("/metrics").text.splitlines()
 
 
 def test_admission_past_max_in_flight_is_fast_503_with_retry_after() -> None:
-    engine = FakeEngine(delay=1.0)
+    engine = FakeEngine()
     app = create_app(engine, make_config(max_in_flight=3, retry_after_s=2), "hunyuan")
     with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
-        wait_ready(client, timeout_s=15)
-        responses = _post_many(url, [{**GOOD, "text": f"t{i}"} for i in range(6)])
-        codes = sorted(r.status_code for r in responses)
-        assert codes == [200, 200, 200, 503, 503, 503]
-        refused = [r for r in responses if r.status_code == 503]
+        wait_ready(client)
+        engine.hold()
+        with concurrent.futures.ThreadPoolExecutor(3) as pool:
+            admitted = [pool.submit(_post, url, {**GOOD, "text": f"t{i}"}) for i in range(3)]
+            wait_until(lambda: len(engine.running) == 3, what="three requests in the engine")
+            # The one count of requests in flight, as /health and the gauge both report it.
+            assert client.get("/health").json()["in_flight"] == 3
+            assert _metric(client, "hunyuan_requests_in_flight 3.0")
+            refused = [client.post("/translate", json={**GOOD, "text": f"late{i}"}) for i in range(3)]
+            engine.let_go()
+            answered = [future.result() for future in admitted]
+        assert [r.status_code for r in answered] == [200, 200, 200]
+        assert [r.status_code for r in refused] == [503, 503, 503]
         assert all(
             r.headers["retry-after"] == "2" and r.json()["error"]["code"] == "overloaded" for r in refused
         )
-        assert 'hunyuan_rejections_total{reason="overload"} 3.0' in client.get("/metrics").text
+        assert _metric(client, 'hunyuan_rejections_total{reason="overload"} 3.0')
+        assert _metric(client, "hunyuan_requests_in_flight 0.0")
 
 
 def test_identical_concurrent_requests_share_one_engine_call() -> None:
-    engine = FakeEngine(delay=2.0)
+    engine = FakeEngine()
     app = create_app(engine, make_config(), "hunyuan")
     with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
-        wait_ready(client, timeout_s=15)
+        wait_ready(client)
         calls = engine.calls
-        responses = _post_many(url, [{**GOOD, "text": "same"}] * 5)
+        engine.hold()
+        with concurrent.futures.ThreadPoolExecutor(5) as pool:
+            pending = [pool.submit(_post, url, {**GOOD, "text": "same"}) for _ in range(5)]
+            wait_until(lambda: _metric(client, "hunyuan_coalesced_total 4.0"), what="four requests joining")
+            engine.let_go()
+            responses = [future.result() for future in pending]
         assert [r.status_code for r in responses] == [200] * 5
         assert len({r.json()["result"] for r in responses}) == 1
         assert not any(r.json()["cached"] for r in responses)
         assert engine.calls == calls + 1
-        assert "hunyuan_coalesced_total 4.0" in client.get("/metrics").text
 
 
 def test_deadline_is_504_json_and_aborts_the_engine_request() -> None:
-    engine = FakeEngine(delay=5.0)
-    app = create_app(engine, make_config(request_timeout_s=0.3, warmup_timeout_s=10), "hunyuan")
-    engine.delay = 0.0
+    engine = FakeEngine()
+    app = create_app(engine, make_config(request_timeout_s=0.3), "hunyuan")
     with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
         wait_ready(client)
-        engine.delay = 5.0
-        started = time.monotonic()
+        finished = list(engine.finished)
+        engine.hold()  # the engine never answers: only the deadline can end the request
         response = client.post("/translate", json=GOOD)
+        engine.let_go()
         assert response.status_code == 504
-        assert response.json()["error"]["code"] == "deadline_exceeded"
-        assert time.monotonic() - started < 3
-        assert engine.aborted and not engine.running
+        error = response.json()["error"]
+        assert error["code"] == "deadline_exceeded" and "request_timeout_s=0.3" in error["message"]
+        assert len(engine.aborted) == 1 and not engine.running and engine.finished == finished
+        assert _metric(client, 'hunyuan_rejections_total{reason="deadline"} 1.0')
 
 
 def test_client_disconnect_aborts_the_engine_request() -> None:
@@ -211,29 +229,65 @@ def test_client_disconnect_aborts_the_engine_request() -> None:
     app = create_app(engine, make_config(), "hunyuan")
     with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
         wait_ready(client)
-        engine.delay = 30.0
+        engine.hold()
         with pytest.raises(httpx.ReadTimeout):
             httpx.post(f"{url}/translate", json={**GOOD, "text": "leave"}, timeout=0.5)
-        deadline = time.monotonic() + 5
-        while engine.running and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not engine.running and len(engine.aborted) == 1
+        wait_until(lambda: not engine.running, what="the engine request ending")
+        engine.let_go()
+        assert len(engine.aborted) == 1
+        wait_until(lambda: _metric(client, 'hunyuan_requests_total{status="499"} 1.0'), what="a 499 counted")
 
 
-def test_health_is_503_while_loading_then_200() -> None:
-    engine = FakeEngine(start_delay=1.0)
+def test_health_follows_the_lifecycle_loading_warming_ready_dead() -> None:
+    engine = FakeEngine()
+    engine.hold_start()
+    engine.hold()  # the warm-up generation waits too: the warming phase lasts until let go
     app = create_app(engine, make_config(), "hunyuan")
     with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
         loading = client.get("/health")
         assert loading.status_code == 503
-        assert loading.json()["status"] == "loading" and "retry-after" in loading.headers
+        assert loading.json() == {"status": "loading", "reason": "model loading"}
+        assert "retry-after" in loading.headers
         refused = client.post("/translate", json=GOOD)
         assert refused.status_code == 503 and refused.json()["error"]["code"] == "not_ready"
+        assert "replica is loading" in refused.json()["error"]["message"]
+        engine.let_start()
+        wait_until(lambda: client.get("/health").json()["status"] == "warming", what="warming")
+        assert client.post("/translate", json=GOOD).json()["error"]["code"] == "not_ready"
+        engine.let_go()
         wait_ready(client)
+        ready = client.get("/health").json()
+        assert ready == {
+            "status": "ready",
+            "model": "fake",
+            "family": "hunyuan",
+            "in_flight": 0,
+            "max_in_flight": ReplicaConfig().max_in_flight,
+            "deep": False,
+        }
         assert client.get("/health", params={"deep": "1"}).json()["deep"] is True
         engine.alive = False
-        dead = client.get("/health")
-        assert dead.status_code == 503 and dead.json()["status"] == "dead"
+        for _ in range(2):  # reading it twice changes nothing: /health only reads
+            dead = client.get("/health")
+            assert dead.status_code == 503 and dead.json() == {
+                "status": "dead",
+                "reason": "engine loop stopped",
+            }
+        engine.alive = True  # a reading, not a stored state: the phase is still ready
+        assert client.get("/health").status_code == 200
+
+
+def test_a_load_failure_is_final_and_reported() -> None:
+    engine = FakeEngine(start_error=RuntimeError("no weights"))
+    reasons: list[str] = []
+    app = create_app(engine, make_config(), "hunyuan", on_fatal=reasons.append)
+    with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
+        wait_until(lambda: bool(reasons), what="on_fatal called")
+        failed = client.get("/health")
+        assert failed.status_code == 503
+        assert failed.json() == {"status": "failed", "reason": "RuntimeError: no weights"}
+        assert reasons == ["RuntimeError: no weights"]
+        assert client.post("/translate", json=GOOD).json()["error"]["code"] == "not_ready"
 
 
 def test_client_leaving_mid_body_is_499_not_an_error(fake: tuple[FakeEngine, httpx.Client]) -> None:
@@ -247,3 +301,71 @@ def test_client_leaving_mid_body_is_499_not_an_error(fake: tuple[FakeEngine, htt
         assert time.monotonic() < deadline, "the server never noticed the client leaving"
         time.sleep(0.05)
     assert 'status="503"' not in client.get("/metrics").text
+
+
+# -- which sampling a request gets: its own value, else the config's, else the family's table ----
+
+HUNYUAN = sampling_defaults(HUNYUAN_MT).as_dict()
+MOE = sampling_defaults(HY_MT2, "tencent/Hy-MT2-30B-A3B").as_dict()
+
+# (request fields, config fields, family, model) -> the sampling the engine gets (max_tokens aside)
+SAMPLING_CASES: dict[str, tuple[dict[str, Any], dict[str, Any], str, str, dict[str, Any]]] = {
+    "nothing set: the family's table": ({}, {}, "hunyuan", "m", HUNYUAN),
+    "the families package's spelling finds the same row": ({}, {}, HUNYUAN_MT, "m", HUNYUAN),
+    "few_shot, today's spelling": ({}, {}, "few_shot", "m", sampling_defaults(FEW_SHOT).as_dict()),
+    "a model size with its own row": ({}, {}, HY_MT2, "tencent/Hy-MT2-30B-A3B", MOE),
+    "config beats the table, field by field": (
+        {},
+        {"temperature": 0.2},
+        "hunyuan",
+        "m",
+        {**HUNYUAN, "temperature": 0.2},
+    ),
+    "config over another row": ({}, {"top_p": 0.9}, HY_MT2, "Hy-MT2-30B", {**MOE, "top_p": 0.9}),
+    "request beats config": ({"top_k": 5}, {"top_k": -1}, "hunyuan", "m", {**HUNYUAN, "top_k": 5}),
+    "a falsy request value is still the request's": (
+        {"temperature": 0},
+        {"temperature": 0.2},
+        "hunyuan",
+        "m",
+        {**HUNYUAN, "temperature": 0.0},
+    ),
+    "null in the request means not sent": ({"repetition_penalty": None}, {}, "hunyuan", "m", HUNYUAN),
+    "every field from the request": (
+        {"temperature": 1.5, "top_p": 0.5, "top_k": 7, "repetition_penalty": 1.3},
+        {"temperature": 0.1, "top_p": 0.2, "top_k": 3, "repetition_penalty": 1.9},
+        "hunyuan",
+        "m",
+        {"temperature": 1.5, "top_p": 0.5, "top_k": 7, "repetition_penalty": 1.3},
+    ),
+}
+
+
+def test_both_spellings_of_a_family_name_the_same_table_row() -> None:
+    # The table falls back to Hunyuan's row for names it does not know, so the rows above cannot tell.
+    assert [family_key(name) for name in ("hunyuan", "few_shot")] == [HUNYUAN_MT, FEW_SHOT]
+    assert [family_key(name) for name in (HUNYUAN_MT, FEW_SHOT, HY_MT2)] == [HUNYUAN_MT, FEW_SHOT, HY_MT2]
+
+
+@pytest.mark.parametrize("name", list(SAMPLING_CASES))
+def test_sampling_resolution(name: str) -> None:
+    request, config, family, model, expected = SAMPLING_CASES[name]
+    cfg = ReplicaConfig.model_validate({**config, "max_tokens": 50})
+    sampling = parse_sampling(
+        request, replica_sampling(cfg, family, model), cfg.max_tokens, max_model_len=1000
+    )
+    assert sampling == Sampling(**expected, max_tokens=50)
+
+
+def test_configured_defaults_reach_the_warm_up_and_every_request() -> None:
+    engine = FakeEngine()
+    app = create_app(engine, make_config(temperature=0.3, max_tokens=40), "hunyuan")
+    with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
+        wait_ready(client)
+        client.post("/translate", json={**GOOD, "text": "defaults"})
+        client.post("/translate", json={**GOOD, "text": "own", "top_k": 3, "max_tokens": 9})
+    expected = {**HUNYUAN, "temperature": 0.3}
+    warm_up, plain, own = engine.samplings
+    assert warm_up == Sampling(**expected, max_tokens=4)
+    assert plain == Sampling(**expected, max_tokens=40)
+    assert own == Sampling(**{**expected, "top_k": 3}, max_tokens=9)
