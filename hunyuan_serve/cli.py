@@ -18,6 +18,8 @@ COMMAND_MODULES = (
     "hunyuan_serve.tiny_model",  # tiny-model
     "hunyuan_serve.demo_model",  # demo-model
     "hunyuan_serve.client.command",  # translate
+    "hunyuan_serve.families.command",  # prompt
+    "hunyuan_serve.doctor",  # doctor
 )
 
 

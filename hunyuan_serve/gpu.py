@@ -8,6 +8,7 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 # A device as CUDA_VISIBLE_DEVICES names it: nvidia-smi's index, or a GPU-/MIG- UUID (or its prefix).
 DeviceId = int | str
@@ -223,3 +224,35 @@ def resolve_device(setting: str) -> str:
     if setting in ("cuda", "cpu"):
         return setting
     return "cuda" if visible_gpus() else "cpu"
+
+
+class HasDevices(Protocol):
+    """What the release wait needs of a replica plan (supervise.plan.ReplicaPlan is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def gpus(self) -> tuple[DeviceId, ...]: ...
+
+
+def release_waiter(
+    utilization: float, timeout_s: float, poll_s: float, emit: Callable[..., None]
+) -> Callable[[HasDevices], Awaitable[None]]:
+    """The supervisor's before_spawn: a GPU replica's (re)start waits until its devices have the memory
+    vLLM will ask for, at most timeout_s; past that it starts anyway, and the event says why."""
+
+    async def before_spawn(plan: HasDevices) -> None:
+        if not plan.gpus:
+            return
+        started = time.monotonic()
+        short = await wait_devices_free(
+            plan.gpus, utilization=utilization, timeout_s=timeout_s, poll_s=poll_s
+        )
+        waited = round(time.monotonic() - started, 2)
+        if short:
+            emit("gpu_memory_not_free", replica=plan.name, waited_s=waited, devices=short)
+        elif waited >= poll_s:
+            emit("gpu_memory_released", replica=plan.name, waited_s=waited)
+
+    return before_spawn
