@@ -1,4 +1,8 @@
-"""Model families: each generation's prompt templates, features and recommended sampling, in one place."""
+"""Model families: each generation's prompt templates, features and recommended sampling, in one place.
+
+Modules: base (Prompt, errors), hunyuan_mt / hy_mt15 / hy_mt2 / few_shot (each family's templates),
+build (build_prompt), glossary, format_tags (<sn> tags), detect (the family of a checkpoint), command.
+"""
 
 from __future__ import annotations
 
@@ -30,9 +34,11 @@ class SamplingDefaults:
 
 
 # Hunyuan-MT-7B's README ("Inference" section): top_k 20, top_p 0.6, repetition_penalty 1.05,
-# temperature 0.7. HY-MT1.5 and Hy-MT2's dense models recommend the same.
+# temperature 0.7. HY-MT1.5 recommends the same (Tencent-Hunyuan/HY-MT, README.md, after "Use with
+# transformers"), and so does Hy-MT2 for 1.8B and 7B (Tencent-Hunyuan/Hy-MT2, README.md, "Inference and
+# Deployment"; it adds max_tokens 4096, which the service's own token budget governs).
 HUNYUAN_SAMPLING = SamplingDefaults(temperature=0.7, top_p=0.6, top_k=20, repetition_penalty=1.05)
-# Hy-MT2-30B-A3B (the MoE) recommends plain sampling at temperature 0.7.
+# Hy-MT2-30B-A3B (the MoE) recommends plain sampling at temperature 0.7 (same README, "For 30B-A3B").
 HY_MT2_MOE_SAMPLING = SamplingDefaults(temperature=0.7, top_p=1.0, top_k=-1, repetition_penalty=1.0)
 
 

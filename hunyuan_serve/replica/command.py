@@ -14,24 +14,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from hunyuan_serve.config import EngineConfig, ServeConfig, add_config_flags, config_from_args
+from hunyuan_serve.config import ServeConfig, add_config_flags, config_from_args
 
 # Test-only knob: random-weight checkpoints emit EOS at once, so tests that need long generations
 # (abort on disconnect, concurrent batching) make the engine ignore EOS. Never set in production.
 TEST_IGNORE_EOS_ENV = "HUNYUAN_SERVE_TEST_IGNORE_EOS"
-
-HUNYUAN_MT_HUB_ID = "tencent/Hunyuan-MT-7B"
-
-
-def resolve_model(cfg: EngineConfig, on_gpu: bool) -> str:
-    """The configured model, else Hunyuan-MT-7B on GPUs and the converted demo model on CPUs."""
-    if cfg.model:
-        return cfg.model
-    if on_gpu:
-        return HUNYUAN_MT_HUB_ID
-    from hunyuan_serve.demo_model import ensure_demo_model
-
-    return str(ensure_demo_model())
 
 
 def _terminate_children(grace_s: float = 5.0) -> None:
@@ -74,13 +61,17 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
     """Build the engine and app and run Uvicorn until SIGTERM/SIGINT (graceful) or a fatal load error."""
     import uvicorn
 
-    from hunyuan_serve.prompts import family_from_config, read_model_config
+    from hunyuan_serve.gpu import resolve_device
+    from hunyuan_serve.models import model_config, model_family, resolve_model
     from hunyuan_serve.replica.app import create_app
-    from hunyuan_serve.replica.engine import VllmEngine, cuda_available
+    from hunyuan_serve.replica.engine import VllmEngine
 
-    model = resolve_model(cfg.engine, cuda_available())
-    family = family_from_config(cfg.engine.prompt_family, read_model_config(model))
-    engine = VllmEngine(cfg.engine, model, ignore_eos=ignore_eos)
+    # The device kind is the plan's (up sets engine.device), never torch's guess: asking torch here
+    # would initialise CUDA before vLLM forks its engine core.
+    device = resolve_device(cfg.engine.device)
+    model = resolve_model(cfg.engine, device == "cuda")
+    family = model_family(cfg.engine.prompt_family, model, model_config(model, cfg.engine.revision))
+    engine = VllmEngine(cfg.engine, model, ignore_eos=ignore_eos, device=device)
     failures: list[str] = []
     server: Any = None
 
@@ -102,7 +93,15 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
         )
     )
     logging.getLogger(__name__).info(
-        json.dumps({"event": "replica_starting", "model": model, "family": family, "port": cfg.replica.port})
+        json.dumps(
+            {
+                "event": "replica_starting",
+                "model": model,
+                "family": family,
+                "device": device,
+                "port": cfg.replica.port,
+            }
+        )
     )
     server.run()
     code = 1 if failures else 0

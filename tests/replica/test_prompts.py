@@ -1,4 +1,4 @@
-"""Table tests pinning the exact prompt strings: official Hunyuan-MT templates and the few-shot family."""
+"""Hunyuan-MT-7B's templates and the few-shot family through the old import path, and the language table."""
 
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ PROMPTS = [
 ]
 
 
+# Source: Tencent-Hunyuan/Hunyuan-MT, README.md, "Prompts" (ZH<=>XX and XX<=>XX templates).
 @pytest.mark.parametrize(("src", "tgt", "text", "expected"), PROMPTS)
-def test_hunyuan_prompt_is_the_model_cards(src: str, tgt: str, text: str, expected: str) -> None:
-    prompt = build_prompt("hunyuan", find_language(src), find_language(tgt), text)
+@pytest.mark.parametrize("family", ["hunyuan-mt", "hunyuan"])  # the old name still works
+def test_hunyuan_prompt_is_the_model_cards(family: str, src: str, tgt: str, text: str, expected: str) -> None:
+    prompt = build_prompt(family, find_language(src), find_language(tgt), text)
     assert prompt.messages == ({"role": "user", "content": expected},)
     assert prompt.is_chat
     assert prompt.stop == ()
@@ -36,7 +38,7 @@ def test_few_shot_prompt_for_the_base_model() -> None:
     text = few_shot_text(find_language("en"), find_language("zh"), "Save image")
     assert text.startswith("English: Open file\nChinese: 打开文件\nEnglish: Delete\nChinese: 删除\n")
     assert text.endswith("English: Enable\nChinese: 启用\nEnglish: Save image\nChinese:")
-    prompt = build_prompt("few_shot", find_language("en"), find_language("zh"), "Save image")
+    prompt = build_prompt("few-shot", find_language("en"), find_language("zh"), "Save image")
     assert prompt.stop == ("\n",)
     assert not prompt.is_chat
 
@@ -49,15 +51,14 @@ def test_few_shot_without_examples_is_zero_shot_and_one_line() -> None:
 @pytest.mark.parametrize(
     ("setting", "config", "expected"),
     [
-        ("auto", {"model_type": "hunyuan_v1_dense"}, "hunyuan"),
-        ("auto", {"model_type": "HunYuan"}, "hunyuan"),
-        ("auto", {"model_type": "gemma3_text"}, "few_shot"),
-        ("auto", {}, "few_shot"),
-        ("hunyuan", {"model_type": "gemma3_text"}, "hunyuan"),
-        ("few_shot", {"model_type": "hunyuan_v1_dense"}, "few_shot"),
+        ("auto", {"model_type": "hunyuan_v1_dense", "_name_or_path": "tencent/Hunyuan-MT-7B"}, "hunyuan-mt"),
+        ("auto", {"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"]}, "few-shot"),
+        ("hunyuan", {"model_type": "gemma3_text"}, "hunyuan-mt"),
+        ("few_shot", {"model_type": "hunyuan_v1_dense"}, "few-shot"),
+        ("hy-mt2", {}, "hy-mt2"),
     ],
 )
-def test_family_auto_pick(setting: str, config: dict[str, str], expected: str) -> None:
+def test_family_from_config_through_the_old_path(setting: str, config: dict[str, str], expected: str) -> None:
     assert family_from_config(setting, config) == expected
 
 

@@ -1,0 +1,94 @@
+"""One entry point from (family, languages, text, features) to the Prompt, whichever the family."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hunyuan_serve.families import FAMILIES, FEW_SHOT, HUNYUAN_MT, few_shot, hunyuan_mt, hy_mt2, hy_mt15
+from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
+from hunyuan_serve.families.glossary import (
+    MAX_GLOSSARY_TERMS,
+    MAX_TERM_CHARS,
+    parse_request_glossary,
+    terms_in_text,
+)
+from hunyuan_serve.languages import Language
+
+Builder = Callable[[Language, Language, str, Features], Prompt]
+_MODULES = {module.NAME: module for module in (hunyuan_mt, hy_mt15, hy_mt2, few_shot)}
+BUILDERS: dict[str, Builder] = {name: module.build for name, module in _MODULES.items()}
+FAMILY_FEATURES: dict[str, tuple[str, ...]] = {name: module.FEATURES for name, module in _MODULES.items()}
+# The names engine.prompt_family took before the families were split by generation.
+ALIASES = {"hunyuan": HUNYUAN_MT, "few_shot": FEW_SHOT}
+# Cap on the context text, in characters: the token budget check (413) is the real limit and needs the
+# tokenizer; this only keeps a request from sending megabytes into prompt building.
+MAX_CONTEXT_CHARS = 20_000
+MAX_STYLE_CHARS = 500
+
+
+class UnknownFamily(PromptInputError):
+    """A family name that is none of FAMILIES (nor an old alias)."""
+
+
+def canonical_family(name: str) -> str:
+    """The family's name as FAMILIES spells it; the old names 'hunyuan' and 'few_shot' are accepted."""
+    key = name.strip().lower()
+    key = ALIASES.get(key, key)
+    if key not in BUILDERS:
+        raise UnknownFamily(f"unknown prompt family {name!r}; known: {', '.join(FAMILIES)}")
+    return key
+
+
+def families_with(feature: str) -> tuple[str, ...]:
+    """The families that have an official prompt for a feature, in FAMILIES order."""
+    return tuple(name for name in FAMILIES if feature in FAMILY_FEATURES[name])
+
+
+def request_features(
+    text: str,
+    glossary: Any = None,
+    context: str | None = None,
+    style: str | None = None,
+    preserve_format: bool = False,
+    max_terms: int = MAX_GLOSSARY_TERMS,
+    max_term_chars: int = MAX_TERM_CHARS,
+) -> Features:
+    """Validate a request's optional fields; of the glossary only the terms found in the text remain."""
+    terms = terms_in_text(parse_request_glossary(glossary, max_terms, max_term_chars), text)
+    context, style = (context or "").strip(), (style or "").strip()
+    if len(context) > MAX_CONTEXT_CHARS:
+        raise PromptInputError(f"context is longer than {MAX_CONTEXT_CHARS} characters")
+    if len(style) > MAX_STYLE_CHARS:
+        raise PromptInputError(f"style is longer than {MAX_STYLE_CHARS} characters")
+    return Features(terms=terms, context=context, style=style, preserve_format=preserve_format)
+
+
+def check_features(family: str, features: Features) -> None:
+    """Raise FeatureUnsupported for a feature the family lacks, or for two at once (no template has two)."""
+    used = features.used()
+    for feature in used:
+        if feature not in FAMILY_FEATURES[family]:
+            raise FeatureUnsupported(family, feature, families_with(feature))
+    if len(used) > 1:
+        raise FeatureUnsupported(family, " together with ".join(used), ())
+
+
+def build_prompt(
+    family: str,
+    source: Language,
+    target: Language,
+    text: str,
+    glossary: Any = None,
+    context: str | None = None,
+    style: str | None = None,
+    preserve_format: bool = False,
+) -> Prompt:
+    """The prompt for one text in the family; a pure function of its arguments.
+
+    Raises PromptInputError (FeatureUnsupported, GlossaryInvalid, UnknownFamily) with a message for a 400.
+    """
+    name = canonical_family(family)
+    features = request_features(text, glossary, context, style, preserve_format)
+    check_features(name, features)
+    return BUILDERS[name](source, target, text, features)
