@@ -10,8 +10,9 @@ import pwd
 import shutil
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from hunyuan_serve.config import (
     ConfigError,
@@ -23,6 +24,11 @@ from hunyuan_serve.config import (
     default_run_dir,
     load_config_file,
 )
+
+if TYPE_CHECKING:
+    from hunyuan_serve.supervise.events import JsonEvents
+    from hunyuan_serve.supervise.plan import ReplicaPlan
+    from hunyuan_serve.supervise.supervisor import Supervisor
 
 ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx")
 HUNYUAN_MT = "tencent/Hunyuan-MT-7B"
@@ -125,19 +131,84 @@ def resolve_model(cfg: ServeConfig, gpus: list[int], out: IO[str]) -> str:
     return str(ensure_demo_model())
 
 
+def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
+    """Why the public port or a replica's port cannot be bound now (empty: all free)."""
+    from hunyuan_serve.supervise.ports import port_problem
+
+    busy = [port_problem(cfg.nginx.listen, cfg.nginx.port)]
+    busy += [port_problem(cfg.replica.host, p.port) for p in plans]
+    return [p for p in busy if p]
+
+
+def write_configs(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path) -> None:
+    """The effective config of `up` and of each replica (its own port), where they will read them."""
+    from hunyuan_serve.supervise.state import write_text_atomic
+
+    for plan in plans:
+        data = cfg.model_dump(mode="json")
+        data["replica"]["port"] = plan.port
+        write_text_atomic(plan.config_path, config_to_yaml(ServeConfig.model_validate(data)))
+    write_text_atomic(run_dir / "config.yaml", config_to_yaml(cfg))
+
+
+def open_events(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, model: str) -> JsonEvents:
+    """A new events file for this `up`, its first event naming what it runs."""
+    from hunyuan_serve.supervise.events import JsonEvents
+
+    path = run_dir / "events.jsonl"
+    path.write_text("", encoding="utf-8")
+    emit = JsonEvents(path)
+    devices = [p.device for p in plans]
+    emit(
+        "up",
+        pid=os.getpid(),
+        model=model,
+        run_dir=str(run_dir),
+        replicas=len(plans),
+        devices=devices,
+        port=cfg.nginx.port,
+    )
+    return emit
+
+
+def build_supervisor(
+    cfg: ServeConfig,
+    plans: list[ReplicaPlan],
+    run_dir: Path,
+    emit: Callable[..., None],
+    info: Mapping[str, Any],
+    before_spawn: Callable[[ReplicaPlan], Awaitable[None]] | None = None,
+) -> Supervisor:
+    """The supervisor on the real adapters: subprocesses, HTTP probes, Nginx, the monotonic clock."""
+    from hunyuan_serve.supervise.nginx import NginxController
+    from hunyuan_serve.supervise.probe import HttpProber
+    from hunyuan_serve.supervise.procs import SubprocessRunner
+    from hunyuan_serve.supervise.seams import RealClock
+    from hunyuan_serve.supervise.supervisor import Supervisor
+
+    return Supervisor(
+        cfg,
+        plans,
+        runner=SubprocessRunner(before_spawn),
+        prober=HttpProber(cfg.supervisor.probe_timeout_s),
+        nginx=NginxController(cfg.nginx, run_dir / "nginx"),
+        clock=RealClock(),
+        emit=emit,
+        run_dir=run_dir,
+        web_root=web_root(),
+        worker_user=worker_user(),
+        base_env=os.environ,
+        info=info,
+    )
+
+
 # -- commands -----------------------------------------------------------------------------------
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     import asyncio
 
-    from hunyuan_serve.supervise.events import JsonEvents
-    from hunyuan_serve.supervise.nginx import NginxController
     from hunyuan_serve.supervise.plan import plan_replicas
-    from hunyuan_serve.supervise.ports import port_problem
-    from hunyuan_serve.supervise.probe import HttpProber
-    from hunyuan_serve.supervise.state import write_text_atomic
-    from hunyuan_serve.supervise.supervisor import Supervisor
 
     cfg = config_from_args(args)
     run_dir = run_dir_of(cfg)
@@ -148,53 +219,16 @@ def cmd_up(args: argparse.Namespace) -> int:
     plans = plan_replicas(
         cfg, visible_gpus=gpus, cores=sorted(os.sched_getaffinity(0)), run_dir=run_dir, python=sys.executable
     )
-    busy = [port_problem(cfg.nginx.listen, cfg.nginx.port)] + [
-        port_problem("127.0.0.1", p.port) for p in plans
-    ]
-    problems = [p for p in busy if p]
+    problems = busy_ports(cfg, plans)
     if problems:
         print("hunyuan-serve: cannot start: " + "; ".join(problems), file=sys.stderr)
         return 1
     model = resolve_model(cfg, gpus, sys.stderr)
     # Resolved once, so the replicas' configs and the stack's own /health name the same model.
     cfg = cfg.model_copy(update={"engine": cfg.engine.model_copy(update={"model": model})})
-    for plan in plans:
-        data = cfg.model_dump(mode="json")
-        data["replica"]["port"] = plan.port
-        write_text_atomic(plan.config_path, config_to_yaml(ServeConfig.model_validate(data)))
-    write_text_atomic(run_dir / "config.yaml", config_to_yaml(cfg))
-    events_path = run_dir / "events.jsonl"
-    events_path.write_text("", encoding="utf-8")
-    emit = JsonEvents(events_path)
-    emit(
-        "up",
-        pid=os.getpid(),
-        model=model,
-        run_dir=str(run_dir),
-        replicas=len(plans),
-        devices=[p.device for p in plans],
-        port=cfg.nginx.port,
-    )
-    nginx = NginxController(
-        cfg.nginx.binary,
-        run_dir / "nginx",
-        cfg.nginx.listen,
-        cfg.nginx.port,
-        cfg.nginx.reload_timeout_s,
-        cfg.nginx.confirm_poll_s,
-    )
-    supervisor = Supervisor(
-        cfg,
-        plans,
-        nginx=nginx,
-        prober=HttpProber(cfg.supervisor.probe_timeout_s),
-        emit=emit,
-        run_dir=run_dir,
-        web_root=web_root(),
-        worker_user=worker_user(),
-        base_env=os.environ,
-        info={"model": model, "events": str(events_path)},
-    )
+    write_configs(cfg, plans, run_dir)
+    emit = open_events(cfg, plans, run_dir, model)
+    supervisor = build_supervisor(cfg, plans, run_dir, emit, info={"model": model, "events": str(emit.path)})
     try:
         return asyncio.run(supervisor.run())
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 
+from hunyuan_serve.config import NginxConfig
 from hunyuan_serve.supervise import procs
 from hunyuan_serve.supervise.state import write_text_atomic
 
@@ -30,17 +31,15 @@ def loopback_for(listen: str) -> str:
 class NginxController:
     """Owns one Nginx master process and the config file it reads."""
 
-    def __init__(
-        self, binary: str, prefix: Path, listen: str, port: int, timeout_s: float, poll_s: float = 0.2
-    ) -> None:
-        self.binary = binary
+    def __init__(self, cfg: NginxConfig, prefix: Path) -> None:
+        self.cfg = cfg
+        self.binary = cfg.binary
         self.prefix = prefix
         self.conf_path = prefix / "nginx.conf"
         self.error_log = prefix / "logs" / "error.log"
         self.access_log = prefix / "logs" / "access.log"
-        self.health_url = f"http://{loopback_for(listen)}:{port}/health"
-        self.timeout_s = timeout_s
-        self.poll_s = poll_s
+        self.health_url = f"http://{loopback_for(cfg.listen)}:{cfg.port}/health"
+        self.timeout_s = cfg.reload_timeout_s
         self.proc: asyncio.subprocess.Process | None = None
 
     def prepare(self) -> None:
@@ -83,7 +82,7 @@ class NginxController:
         env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
         self.proc = await procs.spawn(self._argv(self.conf_path), env, log_path)
         deadline = time.monotonic() + self.timeout_s
-        async with httpx.AsyncClient(timeout=self.poll_s, trust_env=False) as client:
+        async with httpx.AsyncClient(timeout=self.cfg.check_request_timeout_s, trust_env=False) as client:
             while time.monotonic() < deadline:
                 if self.proc.returncode is not None:
                     raise NginxError(f"nginx exited with code {self.proc.returncode}; see {self.error_log}")
@@ -91,7 +90,7 @@ class NginxController:
                     await client.get(self.health_url)
                     return self.proc.pid
                 except httpx.HTTPError:
-                    await asyncio.sleep(0.02)
+                    await asyncio.sleep(self.cfg.start_poll_s)
         raise NginxError(f"nginx did not answer {self.health_url} within {self.timeout_s:g}s")
 
     async def reload(self, text: str, generation: int) -> dict[str, float]:
@@ -108,7 +107,8 @@ class NginxController:
         procs.send(self.proc, signal.SIGHUP)
         deadline = time.monotonic() + self.timeout_s
         limits = httpx.Limits(max_keepalive_connections=0)
-        async with httpx.AsyncClient(timeout=self.poll_s, trust_env=False, limits=limits) as client:
+        timeout = self.cfg.check_request_timeout_s
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False, limits=limits) as client:
             while time.monotonic() < deadline:
                 # An old worker accepts new connections until it retitles itself "shutting down".
                 accepting_old = [
@@ -127,8 +127,12 @@ class NginxController:
                             }
                     except (httpx.HTTPError, ValueError, AttributeError):
                         pass
-                await asyncio.sleep(0.01)
+                await asyncio.sleep(self.cfg.reload_poll_s)
         raise NginxError(f"nginx did not load config generation {generation} within {self.timeout_s:g}s")
+
+    async def wait(self) -> int | None:
+        """Return when the master exits (at once if none was started)."""
+        return None if self.proc is None else await self.proc.wait()
 
     async def stop(self, drain_s: float) -> None:
         """Graceful quit (stop accepting, finish in-flight requests) within drain_s, then SIGKILL."""

@@ -6,8 +6,11 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+
+from hunyuan_serve.supervise.plan import ReplicaPlan
+from hunyuan_serve.supervise.seams import Proc
 
 
 async def spawn(
@@ -38,7 +41,7 @@ def signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-def send(proc: asyncio.subprocess.Process, sig: int) -> None:
+def send(proc: Proc, sig: int) -> None:
     """Signal the process unless it is known to have ended.
 
     Not proc.send_signal: Popen polls (waitpid) first and would reap the child behind asyncio's back.
@@ -48,12 +51,12 @@ def send(proc: asyncio.subprocess.Process, sig: int) -> None:
             os.kill(proc.pid, sig)
 
 
-def kill_now(proc: asyncio.subprocess.Process) -> None:
+def kill_now(proc: Proc) -> None:
     """SIGKILL the process and its group; works on a SIGSTOP-ped process as well."""
     signal_group(proc.pid, signal.SIGKILL)
 
 
-async def stop(proc: asyncio.subprocess.Process, sig: int, grace_s: float) -> int | None:
+async def stop(proc: Proc, sig: int, grace_s: float) -> int | None:
     """Send sig to the leader (waking it if stopped), wait up to grace_s, then SIGKILL the group."""
     if proc.returncode is None:
         send(proc, sig)
@@ -64,6 +67,30 @@ async def stop(proc: asyncio.subprocess.Process, sig: int, grace_s: float) -> in
     with contextlib.suppress(asyncio.TimeoutError):
         await asyncio.wait_for(proc.wait(), timeout=grace_s)
     return proc.returncode
+
+
+class SubprocessRunner:
+    """The supervisor's real process runner: procs.spawn with the plan's cores, log file and group."""
+
+    def __init__(self, before_spawn: Callable[[ReplicaPlan], Awaitable[None]] | None = None) -> None:
+        # Awaited before each spawn: a GPU replica's restart can wait there until its devices are free.
+        self.before_spawn = before_spawn
+
+    async def spawn(self, plan: ReplicaPlan, env: Mapping[str, str]) -> Proc:
+        if self.before_spawn is not None:
+            await self.before_spawn(plan)
+        return await spawn(plan.argv, env, plan.log_path, plan.cpus)
+
+    def kill(self, proc: Proc) -> None:
+        kill_now(proc)
+
+    async def wait(self, proc: Proc) -> int | None:
+        returncode = await proc.wait()
+        signal_group(proc.pid, signal.SIGKILL)  # children the leader left behind
+        return returncode
+
+    async def stop(self, proc: Proc, grace_s: float) -> None:
+        await stop(proc, signal.SIGTERM, grace_s)
 
 
 def pid_alive(pid: int) -> bool:

@@ -31,7 +31,7 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
     cfg = build_config(
         {"engine": {"model": model}, "nginx": {"port": port, "worker_processes": 1, "retry_after_s": 3}}, {}
     )
-    nginx = NginxController("nginx", tmp_path / "nginx", "127.0.0.1", port, 10.0)
+    nginx = NginxController(cfg.nginx, tmp_path / "nginx")
     web = tmp_path / "web"
     web.mkdir()
     (web / "index.html").write_text("<h1>page</h1>")
@@ -93,7 +93,7 @@ async def test_rate_limit_answers_429_json(tmp_path: Path) -> None:
     cfg = build_config(
         {"nginx": {"port": port, "worker_processes": 1, "rate_limit_rps": 1, "rate_limit_burst": 0}}, {}
     )
-    nginx = NginxController("nginx", tmp_path / "nginx", "127.0.0.1", port, 10.0)
+    nginx = NginxController(cfg.nginx, tmp_path / "nginx")
     routing = routing_from_states([(f"127.0.0.1:{dead}", State.READY)])
     text = render_nginx(cfg, routing, prefix=nginx.prefix, web_root=tmp_path, worker_user=worker_user())
     await nginx.start(text, tmp_path / "nginx.log")
