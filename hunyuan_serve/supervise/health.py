@@ -155,51 +155,60 @@ def _failure(h: Health, now: float, reason: str, cfg: SupervisorConfig, rand: fl
     )
 
 
-def step(
-    h: Health, obs: Observation, cfg: SupervisorConfig, rand: float = 0.0
-) -> tuple[Health, list[Action]]:
+Step = tuple[Health, list[Action]]
+
+
+def step(h: Health, obs: Observation, cfg: SupervisorConfig, rand: float = 0.0) -> Step:
     """Advance one replica's state by one observation; rand in [0, 1) feeds the backoff jitter."""
-    now = obs.now
     if h.state is State.FAILED:
         return h, []
-
     if isinstance(obs, Exited):
-        if not h.state.has_process:
-            return h, []
-        how = "could not be started" if obs.returncode is None else f"exited with code {obs.returncode}"
-        if h.state is State.EVICTED:
-            # The kill we asked for: the failure was counted when it was evicted.
-            nxt = _move(h, State.RESTARTING, now, f"{h.reason}; {how}", probe_failures=0)
-            if nxt.restart_at is None:
-                nxt = replace(nxt, restart_at=now)
-            return nxt, []
-        nxt = _failure(h, now, how, cfg, rand)
-        return nxt, [Reroute()] if h.state.routable else []
-
+        return _exited(h, obs, cfg, rand)
     if isinstance(obs, Probe):
-        if not h.state.probed:
-            return h, []
-        if obs.ok:
-            if h.state is State.READY and h.probe_failures == 0:
-                return h, []
-            if h.state is State.STARTING:
-                return _move(h, State.READY, now, "health 200", probe_failures=0, attempt=0), [Reroute()]
-            return _move(h, State.READY, now, "health 200 again", probe_failures=0), []
-        if h.state is State.STARTING:
-            return h, []  # a loading replica answers nothing; only the startup deadline counts
-        failures = h.probe_failures + 1
-        why = f"{failures} failed probe(s): {obs.detail}"
-        if failures >= cfg.unhealthy_threshold:
-            nxt = _failure(h, now, f"evicted after {why}", cfg, rand)
-            # Keep FAILED if the budget is spent; otherwise wait in EVICTED for the kill to land.
-            if nxt.state is not State.FAILED:
-                nxt = replace(nxt, state=State.EVICTED)
-            return nxt, [Reroute(), Kill(nxt.reason)]
-        return _move(
-            h, State.UNHEALTHY, now if h.state is State.READY else h.since, why, probe_failures=failures
-        ), []
+        return _probed(h, obs, cfg, rand)
+    return _ticked(h, obs.now, cfg, rand)
 
-    # Tick
+
+def _exited(h: Health, obs: Exited, cfg: SupervisorConfig, rand: float) -> Step:
+    now = obs.now
+    if not h.state.has_process:
+        return h, []
+    how = "could not be started" if obs.returncode is None else f"exited with code {obs.returncode}"
+    if h.state is State.EVICTED:
+        # The kill we asked for: the failure was counted when it was evicted.
+        nxt = _move(h, State.RESTARTING, now, f"{h.reason}; {how}", probe_failures=0)
+        if nxt.restart_at is None:
+            nxt = replace(nxt, restart_at=now)
+        return nxt, []
+    nxt = _failure(h, now, how, cfg, rand)
+    return nxt, [Reroute()] if h.state.routable else []
+
+
+def _probed(h: Health, obs: Probe, cfg: SupervisorConfig, rand: float) -> Step:
+    now = obs.now
+    if not h.state.probed:
+        return h, []
+    if obs.ok:
+        if h.state is State.READY and h.probe_failures == 0:
+            return h, []
+        if h.state is State.STARTING:
+            return _move(h, State.READY, now, "health 200", probe_failures=0, attempt=0), [Reroute()]
+        return _move(h, State.READY, now, "health 200 again", probe_failures=0), []
+    if h.state is State.STARTING:
+        return h, []  # a loading replica answers nothing; only the startup deadline counts
+    failures = h.probe_failures + 1
+    why = f"{failures} failed probe(s): {obs.detail}"
+    if failures >= cfg.unhealthy_threshold:
+        nxt = _failure(h, now, f"evicted after {why}", cfg, rand)
+        # Keep FAILED if the budget is spent; otherwise wait in EVICTED for the kill to land.
+        if nxt.state is not State.FAILED:
+            nxt = replace(nxt, state=State.EVICTED)
+        return nxt, [Reroute(), Kill(nxt.reason)]
+    since = now if h.state is State.READY else h.since
+    return _move(h, State.UNHEALTHY, since, why, probe_failures=failures), []
+
+
+def _ticked(h: Health, now: float, cfg: SupervisorConfig, rand: float) -> Step:
     if h.state is State.STARTING and now - h.since >= cfg.startup_timeout_s:
         reason = f"not ready within startup_timeout_s={cfg.startup_timeout_s:g}"
         nxt = _failure(h, now, reason, cfg, rand)
