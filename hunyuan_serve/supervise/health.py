@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from hunyuan_serve.config import SupervisorConfig
 
 
-class State(str, enum.Enum):
+class State(enum.StrEnum):
     """Where a replica stands; only READY and UNHEALTHY replicas are in the Nginx upstream."""
 
     STARTING = "starting"  # process launched, waiting for its first 200 /health (startup deadline)

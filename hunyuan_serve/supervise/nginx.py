@@ -63,7 +63,7 @@ class NginxController:
             raise NginxError(f"cannot run {self.binary}: {err.strerror}") from None
         try:
             out, _ = await asyncio.wait_for(proc.communicate(), timeout=self.timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
             raise NginxError(f"`nginx -t` took longer than {self.timeout_s:g}s") from None

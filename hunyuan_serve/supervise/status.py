@@ -32,7 +32,7 @@ def _in_flight(addr: str, timeout_s: float) -> float | None:
 def _routable(state: object) -> bool:
     """Whether the state file's state is one Nginx routes to (health.State decides, not a copy here)."""
     try:
-        return State(state).routable
+        return isinstance(state, str) and State(state).routable
     except ValueError:
         return False
 

@@ -302,14 +302,8 @@ class Supervisor:
             exit_task = self._nginx_exit = await self._start_nginx()
             failed = False
             while True:
-                woke = asyncio.create_task(self.reroute.wait())
-                waits: set[asyncio.Future[Any]] = {woke, exit_task}
-                if failed:  # a refused or timed-out reload is tried again after a pause
-                    waits.add(asyncio.ensure_future(self.clock.sleep(self.cfg.nginx.reload_retry_s)))
-                done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-                for waiting in waits - {exit_task}:
-                    waiting.cancel()
-                if exit_task in done:
+                await self._nginx_job(exit_task, retry=failed)
+                if exit_task.done():
                     self.emit("nginx_exited", returncode=exit_task.result())
                     exit_task = self._nginx_exit = await self._start_nginx()
                     continue
@@ -317,6 +311,17 @@ class Supervisor:
                 failed = not await self._reload_nginx()
         except NginxError as err:
             self.queue.put_nowait(_NginxFailed(str(err)))
+
+    async def _nginx_job(self, exit_task: asyncio.Task[int | None], retry: bool) -> None:
+        """Wait for a Reroute, Nginx's exit, or (retry: after a failed reload) reload_retry_s."""
+        waits: set[asyncio.Future[Any]] = {asyncio.ensure_future(self.reroute.wait())}
+        if retry:
+            waits.add(asyncio.ensure_future(self.clock.sleep(self.cfg.nginx.reload_retry_s)))
+        try:
+            await asyncio.wait({*waits, exit_task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
 
     async def _start_nginx(self) -> asyncio.Task[int | None]:
         """Start Nginx on the current routing; returns the task that ends when it exits."""
