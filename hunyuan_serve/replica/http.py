@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable
 from typing import Any, TypeVar
 
 from fastapi import Request, Response
+from fastapi.responses import StreamingResponse
 from starlette.requests import ClientDisconnect
+from starlette.types import Receive, Scope, Send
 
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.replica.errors import ApiError
@@ -97,9 +99,8 @@ class Admission:
         self.retry_after = {"Retry-After": str(retry_after_s)}
         self.in_flight = 0
 
-    @contextmanager
-    def admit(self) -> Iterator[None]:
-        """Hold a place for the block, or raise a 503 (not ready, or max_in_flight reached)."""
+    def enter(self) -> None:
+        """Take a place, or raise a 503 (not ready, or max_in_flight reached); leave() gives it back."""
         lifecycle = self.lifecycle
         if not lifecycle.ready:
             message = f"replica is {lifecycle.phase.value}: {lifecycle.reason}"
@@ -108,10 +109,9 @@ class Admission:
             message = f"{self.in_flight} requests in flight (max_in_flight)"
             raise ApiError(503, "overloaded", message, self.retry_after)
         self.in_flight += 1
-        try:
-            yield
-        finally:
-            self.in_flight -= 1
+
+    def leave(self) -> None:
+        self.in_flight -= 1
 
 
 class Call:
@@ -149,7 +149,11 @@ Handler = Callable[[Call], Awaitable[Response]]
 
 
 class Gate:
-    """Runs an adapter's handler admitted, and answers, counts and logs every outcome the same way."""
+    """Runs an adapter's handler admitted, and answers, counts and logs every outcome the same way.
+
+    A handler may return a StreamingResponse: the request then keeps its place, and its log line
+    waits, until the last chunk is sent or the client leaves (logged as 499).
+    """
 
     def __init__(self, admission: Admission, cfg: ReplicaConfig, metrics: Metrics) -> None:
         self.admission = admission
@@ -159,29 +163,44 @@ class Gate:
 
     async def serve(self, request: Request, handler: Handler, render_error: ErrorRenderer) -> Response:
         call = Call(request, self.cfg)
-        status = 500
         try:
-            with self.admission.admit():
-                response = await handler(call)
-            status = response.status_code
-            return response
+            self.admission.enter()
         except ApiError as err:
-            status = err.status
-            call.log["error"] = err.code
-            if err.code in _REJECTION_REASONS:
-                self.metrics.rejections.labels(reason=_REJECTION_REASONS[err.code]).inc()
-            return render_error(err)
+            refused = self._refused(call, err, render_error)
+            self._record(call, refused.status_code)
+            return refused
+        try:
+            response = await self._run(call, handler, render_error)
+        except BaseException:  # cancelled (the server stopping): the place is given back all the same
+            self._end(call, 500)
+            raise
+        if isinstance(response, StreamingResponse):
+            return _Streamed(response, functools.partial(self._end, call))
+        self._end(call, response.status_code)
+        return response
+
+    async def _run(self, call: Call, handler: Handler, render_error: ErrorRenderer) -> Response:
+        try:
+            return await handler(call)
+        except ApiError as err:
+            return self._refused(call, err, render_error)
         except ClientDisconnected:
-            status = CLIENT_CLOSED
             return Response(status_code=CLIENT_CLOSED)
         except Exception as err:  # the engine failed, not the input: tell the balancer to go elsewhere
             logging.getLogger(__name__).exception("engine error on %s", call.id)
-            status = 503
             call.log["error"] = "engine_error"
             failed = f"engine failed: {type(err).__name__}"
             return render_error(ApiError(503, "engine_error", failed, self.admission.retry_after))
-        finally:
-            self._record(call, status)
+
+    def _refused(self, call: Call, err: ApiError, render_error: ErrorRenderer) -> Response:
+        call.log["error"] = err.code
+        if err.code in _REJECTION_REASONS:
+            self.metrics.rejections.labels(reason=_REJECTION_REASONS[err.code]).inc()
+        return render_error(err)
+
+    def _end(self, call: Call, status: int) -> None:
+        self.admission.leave()
+        self._record(call, status)
 
     def _record(self, call: Call, status: int) -> None:
         latency = time.monotonic() - call.started
@@ -189,3 +208,41 @@ class Gate:
         self.metrics.latency.observe(latency)
         call.log.update(status=status, latency_ms=round(latency * 1000, 1))
         self.access.info(json.dumps(call.log, ensure_ascii=False))
+
+
+class _Streamed(Response):
+    """A StreamingResponse that reports, once, how it ended: its status when every chunk went out,
+    499 when the client left first (Starlette then cancels the stream), 500 when the stream raised."""
+
+    def __init__(self, inner: StreamingResponse, done: Callable[[int], None]) -> None:
+        # No Response.__init__: this only forwards to `inner`, which holds status, headers and body.
+        self.inner = inner
+        self.status_code = inner.status_code
+        self.background = None
+        self._done = done
+        self._ended = CLIENT_CLOSED
+
+    async def _chunks(self, chunks: AsyncIterable[Any]) -> AsyncGenerator[Any, None]:
+        try:
+            async for chunk in chunks:
+                yield chunk
+            self._ended = self.inner.status_code
+        except Exception:
+            self._ended = 500
+            raise
+        finally:
+            # The adapter's generator gets its GeneratorExit now (to abort its engine request).
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        stream = self._chunks(self.inner.body_iterator)
+        self.inner.body_iterator = stream
+        try:
+            await self.inner(scope, receive, send)
+        finally:
+            try:
+                await stream.aclose()  # cancelled between two chunks, it would otherwise wait for the GC
+            finally:
+                self._done(self._ended)

@@ -6,17 +6,22 @@ import concurrent.futures
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import StreamingResponse
 from replica_fakes import FakeEngine, serve_in_thread, wait_until
 
 from hunyuan_serve.config import ReplicaConfig, ServeConfig
 from hunyuan_serve.families import FEW_SHOT, HUNYUAN_MT, HY_MT2, sampling_defaults
+from hunyuan_serve.prompts import Prompt
+from hunyuan_serve.replica.apis import native
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.engine import Sampling
+from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.sampling import family_key, replica_sampling
 from hunyuan_serve.replica.schema import parse_sampling
 
@@ -369,3 +374,71 @@ def test_configured_defaults_reach_the_warm_up_and_every_request() -> None:
     assert warm_up == Sampling(**expected, max_tokens=4)
     assert plain == Sampling(**expected, max_tokens=40)
     assert own == Sampling(**{**expected, "top_k": 3}, max_tokens=9)
+
+
+# -- a streaming route of the kind the next adapters add, through the same gate ------------------
+
+
+def _streaming_app(engine: FakeEngine) -> FastAPI:
+    """Our app plus a test route that streams one chunk, then one chunk per engine generation."""
+    app = create_app(engine, make_config(), "hunyuan")
+    replica = app.state.replica
+    prompt = Prompt(text="stream me")
+
+    async def stream(call: Call) -> Response:
+        await call.body()
+
+        async def chunks() -> AsyncIterator[str]:
+            yield "start"
+            for index in range(2):
+                sampling = replica.sampling
+                generation = await replica.engine.generate(
+                    prompt, Sampling(**sampling.as_dict(), max_tokens=4), f"{call.id}-{index}"
+                )
+                yield f" {generation.text}"
+
+        return StreamingResponse(chunks(), media_type="text/plain")
+
+    async def route(request: Request) -> Response:
+        return await replica.gate.serve(request, stream, native.render_error)
+
+    app.add_api_route("/test-stream", route, methods=["POST"])
+    return app
+
+
+def test_a_stream_holds_its_place_until_its_last_chunk_and_is_logged_once() -> None:
+    engine = FakeEngine()
+    with serve_in_thread(_streaming_app(engine)) as url, httpx.Client(base_url=url, timeout=20) as client:
+        wait_ready(client)
+        engine.hold()
+        with client.stream("POST", "/test-stream", content=b"{}") as response:
+            chunks = response.iter_text()
+            assert next(chunks) == "start"
+            wait_until(lambda: len(engine.running) == 1, what="the stream's generation running")
+            assert (
+                client.get("/health").json()["in_flight"] == 1
+            )  # the answer has begun, the request has not ended
+            assert not _metric(client, 'hunyuan_requests_total{status="200"} 1.0')
+            engine.let_go()
+            rest = "".join(chunks)
+        assert rest == " <9> <9>"
+        assert _metric(client, 'hunyuan_requests_total{status="200"} 1.0')
+        assert _metric(client, "hunyuan_requests_in_flight 0.0")
+
+
+def test_a_client_leaving_mid_stream_is_499_and_aborts_the_generation() -> None:
+    engine = FakeEngine()
+    with serve_in_thread(_streaming_app(engine)) as url, httpx.Client(base_url=url, timeout=20) as client:
+        wait_ready(client)
+        engine.hold()
+        with (
+            httpx.Client(base_url=url, timeout=20) as leaving,
+            leaving.stream("POST", "/test-stream", content=b"{}") as response,
+        ):
+            assert next(response.iter_text()) == "start"
+            wait_until(lambda: len(engine.running) == 1, what="the stream's generation running")
+        # Closed before the end: the server sees the disconnect and ends the stream.
+        wait_until(lambda: _metric(client, 'hunyuan_requests_total{status="499"} 1.0'), what="a 499 counted")
+        assert len(engine.aborted) == 1 and not engine.running
+        assert client.get("/health").json()["in_flight"] == 0
+        engine.let_go()
