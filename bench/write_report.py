@@ -7,8 +7,8 @@ import os
 import platform
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from bench import names
 from bench.k6run import K6Result, compact_summary
 from bench.report import (
     Row,
@@ -19,16 +19,15 @@ from bench.report import (
     ratio_table,
     scenario_table,
 )
-
-if TYPE_CHECKING:
-    from bench.run import Bench
+from bench.session import Bench
+from bench.targets import Hardware
 
 SCENARIO_TITLES = {
-    "ramp": "Localize a WebUI: ramping virtual users",
-    "rate": "Open loop: constant arrival rate",
-    "repeat": "Repeats: the same strings twice (cache)",
-    "unequal": "Unequal replicas: least_conn vs round robin",
-    "chaos": "Chaos: one replica killed mid-run",
+    names.RAMP: "Localize a WebUI: ramping virtual users",
+    names.RATE: "Open loop: constant arrival rate",
+    names.REPEAT: "Repeats: the same strings twice (cache)",
+    names.UNEQUAL: "Unequal replicas: least_conn vs round robin",
+    names.CHAOS: "Chaos: one replica killed mid-run",
 }
 
 
@@ -39,11 +38,11 @@ def _find(rows: list[Row], setup: str) -> K6Result | None:
 def headline(b: Bench) -> list[str]:
     """The ratios the issue asks for, stated in words."""
     lines = []
-    ramp = b.results.get("ramp", [])
+    ramp = b.results.get(names.RAMP, [])
     named = (
-        ("stack", "one-at-a-time", "Stack vs one-at-a-time baseline"),
-        ("stack", "vLLM server", "Stack vs single vLLM server"),
-        ("stack, 1 replica", "vLLM server", "Stack with one replica (one engine each) vs single vLLM server"),
+        (names.STACK, names.SERIAL, "Stack vs one-at-a-time baseline"),
+        (names.STACK, names.VLLM, "Stack vs single vLLM server"),
+        (names.STACK_1, names.VLLM, "Stack with one replica (one engine each) vs single vLLM server"),
     )
     for setup, base_name, label in named:
         stack, base = _find(ramp, setup), _find(ramp, base_name)
@@ -57,32 +56,34 @@ def headline(b: Bench) -> list[str]:
                 f"({ratio(stack.latency_ms('p(95)'), base.latency_ms('p(95)'))}); "
                 f"failed {stack.failed} vs {base.failed}."
             )
-    unequal = b.results.get("unequal", [])
-    lc, rr = _find(unequal, "stack, least_conn"), _find(unequal, "stack, round robin")
+    unequal = b.results.get(names.UNEQUAL, [])
+    lc, rr = _find(unequal, names.LEAST_CONN), _find(unequal, names.ROUND_ROBIN)
     if lc and rr:
         lines.append(
             f"- Unequal replicas, least_conn vs round robin: p95 {lc.latency_ms('p(95)'):.0f} ms vs "
             f"{rr.latency_ms('p(95)'):.0f} ms ({ratio(lc.latency_ms('p(95)'), rr.latency_ms('p(95)'))}); "
             f"p99 {lc.latency_ms('p(99)'):.0f} vs {rr.latency_ms('p(99)'):.0f} ms."
         )
-    for row in b.results.get("chaos", []):
+    for row in b.results.get(names.CHAOS, []):
         r = row.result
         lines.append(
             f"- Chaos: {r.failed} failed of {r.requests} requests ({r.failure_rate * 100:.2f}%) with one "
             f"replica killed; p95 {r.latency_ms('p(95)'):.0f} ms, max {r.latency_ms('max'):.0f} ms."
         )
-    repeat = b.results.get("repeat", [])
-    first, second = _find(repeat, "stack, first pass"), _find(repeat, "stack, second pass")
+    repeat = b.results.get(names.REPEAT, [])
+    first, second = _find(repeat, names.FIRST_PASS), _find(repeat, names.SECOND_PASS)
     if first and second:
         lines.append(
             f"- Repeats: the second pass took p50 {second.latency_ms('med'):.0f} ms vs "
             f"{first.latency_ms('med'):.0f} ms, {second.cached_rate * 100:.0f}% answered from the cache."
         )
-    for setup in ("stack", "vLLM server"):
-        best = best_rate([r for r in b.results.get("rate", []) if r.setup == setup], b.plan.p95_ms)
+    for setup in (names.STACK, names.VLLM):
+        rows = [r for r in b.results.get(names.RATE, []) if r.setup == setup]
+        best = best_rate(rows, b.plan.p95_ms, b.plan.fail_rate)
         if best:
             lines.append(
-                f"- Highest offered rate holding p95 < {b.plan.p95_ms:.0f} ms and errors < 0.1% "
+                f"- Highest offered rate holding p95 < {b.plan.p95_ms:.0f} ms and errors < "
+                f"{b.plan.fail_rate * 100:g}% "
                 f"({setup}): {best.offered:g} req/s."
             )
     return lines
@@ -93,52 +94,42 @@ def comparisons(
 ) -> list[tuple[str, K6Result, K6Result]]:
     """What each scenario's ratio table compares: the stack to every baseline in the ramp, and to
     the vLLM server at each offered rate of the open loop."""
-    if scenario == "ramp":
+    if scenario == names.RAMP:
         return [
             (f"{row.setup} / {name}", row.result, base)
             for row in rows
             if row.setup not in baselines
             for name, base in baselines.items()
         ]
-    if scenario == "rate":
-        vllm = {row.offered: row.result for row in rows if row.setup == "vLLM server"}
+    if scenario == names.RATE:
+        vllm = {row.offered: row.result for row in rows if row.setup == names.VLLM}
         return [
-            (f"stack / vLLM server at {row.offered:g}/s", row.result, vllm[row.offered])
+            (f"{names.STACK} / {names.VLLM} at {row.offered:g}/s", row.result, vllm[row.offered])
             for row in rows
-            if row.setup == "stack" and row.offered in vllm
+            if row.setup == names.STACK and row.offered in vllm
         ]
-    if scenario == "unequal":
-        lc, rr = _find(rows, "stack, least_conn"), _find(rows, "stack, round robin")
+    if scenario == names.UNEQUAL:
+        lc, rr = _find(rows, names.LEAST_CONN), _find(rows, names.ROUND_ROBIN)
         return [("least_conn / round robin", lc, rr)] if lc and rr else []
     return []
 
 
-def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool) -> Path:
+def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool, hardware: Hardware) -> Path:
     """Write report.md (+ PNGs, summaries/) into out and return the report's path."""
-    from bench.run import STACK_TARGETS
-
     out.mkdir(parents=True, exist_ok=True)
     stem = "quick" if quick else "full"
-    summaries = out / f"summaries-{stem}"
-    summaries.mkdir(exist_ok=True)
-    for rows in b.results.values():
-        for row in rows:
-            data = compact_summary(row.result)
-            (summaries / f"{row.result.name}.json").write_text(json.dumps(data, indent=1) + "\n")
-
-    baselines: dict[str, K6Result] = {}
-    for setup in ("one-at-a-time", "vLLM server"):
-        found = _find(b.results.get("ramp", []), setup)
-        if found:
-            baselines[setup] = found
-
+    summaries = write_summaries(b, out / f"summaries-{stem}")
+    baselines = {
+        setup: found for setup in names.BASELINES if (found := _find(b.results.get(names.RAMP, []), setup))
+    }
+    where = f"GPUs {', '.join(map(str, hardware.gpus))}" if hardware.on_gpu else "CPU only"
     md = [
         f"# `make bench` report ({'QUICK=1' if quick else 'full'})",
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
-        f"{os.cpu_count()} cores; model `{b.model.name}`; {b.plan.max_tokens} tokens at most per answer. "
-        f"Every setup ran on the same machine in this one run; compare ratios, not absolute figures "
-        "(the machine is shared and noisy).",
+        f"{os.cpu_count()} cores, {where}; model `{b.model.name}`; {b.plan.max_tokens} tokens at most "
+        "per answer. Every setup ran on the same machine in this one run; compare ratios, not absolute "
+        "figures (the machine is shared and noisy).",
         "",
         "## Headline",
         "",
@@ -147,46 +138,82 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool)
     ]
     for scenario, title in SCENARIO_TITLES.items():
         rows = b.results.get(scenario, [])
-        if not rows:
-            continue
-        md += [f"## {title}", "", scenario_table(rows, baselines if scenario == "ramp" else None), ""]
-        pairs = comparisons(scenario, rows, baselines)
-        if pairs:
-            md += ["Each figure's ratio, setup / baseline:", "", ratio_table(pairs), ""]
-        if scenario == "rate":
-            series: dict[str, list[Row]] = {}
-            for row in rows:
-                series.setdefault(row.setup, []).append(row)
-            plot_throughput(series, out / f"throughput-{stem}.png")
-            md += [f"![throughput vs offered load](throughput-{stem}.png)", ""]
-        if scenario in ("ramp", "chaos", "unequal"):
-            kill = b.chaos_kill_time if scenario == "chaos" else None
-            marks = [(kill, "replica killed")] if kill else []
-            png = f"latency-{scenario}-{stem}.png"
-            plot_latency_over_time([(r.setup, r.result) for r in rows], out / png, title, marks)
-            md += [f"![latency over time: {scenario}]({png})", ""]
+        if rows:
+            md += scenario_section(b, scenario, title, rows, baselines, out, stem)
+    md += notes_section(b, timings, summaries.name, hardware)
+    path = out / f"report-{stem}.md"
+    path.write_text("\n".join(md), encoding="utf-8")
+    return path
 
-    md += ["## Notes", "", *[f"- {n}" for n in b.notes]]
+
+def write_summaries(b: Bench, summaries: Path) -> Path:
+    """The compact k6 summary of every run, one JSON file each; returns their directory."""
+    summaries.mkdir(parents=True, exist_ok=True)
+    for rows in b.results.values():
+        for row in rows:
+            data = compact_summary(row.result)
+            (summaries / f"{row.result.name}.json").write_text(json.dumps(data, indent=1) + "\n")
+    return summaries
+
+
+def scenario_section(
+    b: Bench,
+    scenario: str,
+    title: str,
+    rows: list[Row],
+    baselines: dict[str, K6Result],
+    out: Path,
+    stem: str,
+) -> list[str]:
+    """One scenario's table, its ratios to the baselines, and its plot."""
+    md = [f"## {title}", "", scenario_table(rows, baselines if scenario == names.RAMP else None), ""]
+    pairs = comparisons(scenario, rows, baselines)
+    if pairs:
+        md += ["Each figure's ratio, setup / baseline:", "", ratio_table(pairs), ""]
+    if scenario == names.RATE:
+        series: dict[str, list[Row]] = {}
+        for row in rows:
+            series.setdefault(row.setup, []).append(row)
+        plot_throughput(series, out / f"throughput-{stem}.png")
+        md += [f"![throughput vs offered load](throughput-{stem}.png)", ""]
+    if scenario in (names.RAMP, names.CHAOS, names.UNEQUAL):
+        kill = b.chaos_kill_time if scenario == names.CHAOS else None
+        marks = [(kill, "replica killed")] if kill else []
+        png = f"latency-{scenario}-{stem}.png"
+        plot_latency_over_time([(r.setup, r.result) for r in rows], out / png, title, marks)
+        md += [f"![latency over time: {scenario}]({png})", ""]
+    return md
+
+
+def notes_section(b: Bench, timings: dict[str, float], summaries: str, hardware: Hardware) -> list[str]:
+    """The run's own notes, its step durations, and how to read the tables."""
     steps = ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
-    md += [f"- Step durations: {steps}; total {b.elapsed()}."]
-    md += [
-        f"- k6 summaries of every run: `{summaries.name}/`. Failed = non-200 answers or transport errors",
+    starts = (
+        "- On GPUs the setups start one at a time (each would claim the same device memory); the stack's "
+        "replicas run one per GPU, the one-replica stack and the baselines on the first GPU."
+        if hardware.on_gpu
+        else "- On CPU every setup starts at once and k6 runs only once all are ready, one setup at a time\n"
+        "  (the stacks first); each setup stops after its runs."
+    )
+    return [
+        "## Notes",
+        "",
+        *[f"- {n}" for n in b.notes],
+        f"- Step durations: {steps}; total {b.elapsed()}.",
+        f"- k6 summaries of every run: `{summaries}/`. Failed = non-200 answers or transport errors",
         "  (k6 reuses connections; a uvicorn server closes idle ones after 5 s, and a request sent as",
         "  it closes fails with EOF); dropped = iterations the open loop could not start, all VUs busy.",
         f"- load = the highest 1-minute load average around the run, on {os.cpu_count()} cores. It counts",
         "  runnable threads, the measured setup's own too: a stack runs an engine core and a worker",
         "  process per replica, each spinning while it waits, so its load reads high by itself.",
-        "- Setups: *one-at-a-time* = one engine behind a lock in one process, no Nginx, no batching",
-        "  (bench/baselines/serial.py); *vLLM server* = `python -m vllm.entrypoints.openai.api_server`,",
-        "  one instance, /v1/completions with the stack's prompt; *stack* = `hunyuan-serve up`",
-        "  (Nginx least_conn + supervised replicas).",
-        "- On CPU every setup starts at once and k6 runs only once all are ready, one setup at a time",
-        "  (the stacks first); each setup stops after its runs.",
+        f"- Setups: *{names.SERIAL}* = one engine behind a lock in one process, no Nginx, no batching",
+        f"  (bench/baselines/serial.py); *{names.VLLM}* = `python -m vllm.entrypoints.openai.api_server`,",
+        f"  one instance, /v1/completions with the stack's prompt; *{names.STACK}* = `hunyuan-serve up`",
+        "  (Nginx least_conn + supervised replicas). Every request sends the model family's recommended",
+        f"  sampling: {', '.join(f'{k} {v}' for k, v in b.sampling.as_dict().items())}.",
+        starts,
         "- Runs against the stack start past the strings it has answered and, past the last string, go",
-        f"  on into {', '.join(STACK_TARGETS[1:4])}, ...: only the repeat pass meets its cache. Baselines",
-        "  (no cache) all start on the first string, in Chinese.",
+        f"  on into {', '.join(names.STACK_TARGETS[1:4])}, ...: only the repeat pass meets its cache.",
+        "  Baselines (no cache) all start on the first string, in Chinese.",
         "",
     ]
-    path = out / f"report-{stem}.md"
-    path.write_text("\n".join(md), encoding="utf-8")
-    return path

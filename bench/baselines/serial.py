@@ -14,28 +14,23 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
 SAMPLING_KEYS = ("temperature", "top_p", "top_k", "repetition_penalty", "max_tokens")
-# The replica's defaults (ReplicaConfig), so that a request without sampling fields means the same.
-DEFAULT_SAMPLING: dict[str, Any] = {
-    "temperature": 0.7,
-    "top_p": 0.6,
-    "top_k": 20,
-    "repetition_penalty": 1.05,
-    "max_tokens": 512,
-}
 
 
 class SerialEngine:
     """The replicas' own engine adapter, driven like a single Gradio/Flask process drives a model."""
 
-    def __init__(self, model: str, max_model_len: int) -> None:
-        from hunyuan_serve.config import EngineConfig
-        from hunyuan_serve.prompts import family_from_config, read_model_config
+    def __init__(self, model: str, device: str) -> None:
+        from bench.targets import ENGINE, model_family, model_sampling
+        from hunyuan_serve.config import ReplicaConfig
         from hunyuan_serve.replica.engine import VllmEngine
 
-        # The replicas' defaults (float32 and eager on CPU, vLLM's on GPU): only the serving differs.
-        cfg = EngineConfig(model=model, max_model_len=max_model_len)
+        # The stack's engine settings on the device the bench chose, and the replicas' own choices
+        # per device (float32 and eager on CPU, vLLM's defaults on GPU): only the serving differs.
+        cfg = ENGINE.model_copy(update={"model": model, "device": device})
         self.engine = VllmEngine(cfg, model)
-        self.family = family_from_config("auto", read_model_config(model))
+        self.family = model_family(model)
+        # What a request gets for the sampling fields it leaves out, as a replica would answer it.
+        self.defaults = {**model_sampling(model).as_dict(), "max_tokens": ReplicaConfig().max_tokens}
         self.lock = asyncio.Lock()
 
     async def start(self) -> None:
@@ -75,7 +70,7 @@ def build_app(engine: SerialEngine) -> FastAPI:
             return JSONResponse({"error": {"code": "bad_text", "message": "text is required"}}, 400)
         source = str(body.get("source_lang") or body.get("src_lang") or "en")
         target = str(body.get("target_lang") or body.get("tgt_lang") or "zh")
-        sampling = dict(DEFAULT_SAMPLING)
+        sampling = dict(engine.defaults)
         sampling.update({k: body[k] for k in SAMPLING_KEYS if k in body})
         started = time.perf_counter()
         result, tokens = await engine.translate(text, source, target, sampling)
@@ -97,11 +92,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", required=True)
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--max-model-len", type=int, default=1024)
+    parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     args = parser.parse_args()
     import uvicorn
 
-    app = build_app(SerialEngine(args.model, args.max_model_len))
+    app = build_app(SerialEngine(args.model, args.device))
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False)
 
 

@@ -7,11 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from bench import names
 from bench.k6run import K6Result, read_samples
 from bench.procs import counter_delta, counter_value
 from bench.report import Row, best_rate, ratio, ratio_table, rolling_p95, scenario_table
-from bench.run import Bench, Plan
-from bench.write_report import comparisons, headline
+from bench.session import Bench, Plan
+from bench.setups import GPU_UNEQUAL_SKIPPED
+from bench.targets import Hardware
+from bench.write_report import comparisons, headline, write_report
+from hunyuan_serve.families import HUNYUAN_SAMPLING
 
 
 def result(
@@ -141,19 +145,19 @@ def test_scenario_table_states_each_ratio_to_the_baseline() -> None:
 
 
 def test_headline_states_the_ratios_the_issue_asks_for(tmp_path: Path) -> None:
-    b = Bench(Plan(), tmp_path, tmp_path / "model", tmp_path / "items.json", "k6")
+    b = Bench(Plan(), tmp_path, tmp_path / "model", tmp_path / "items.json", "k6", HUNYUAN_SAMPLING)
     b.results = {
-        "ramp": [
-            Row("one-at-a-time", result(rate=4.0, p95=8000.0)),
-            Row("vLLM server", result(rate=16.0, p95=2000.0)),
-            Row("stack", result(rate=20.0, p95=1000.0)),
+        names.RAMP: [
+            Row(names.SERIAL, result(rate=4.0, p95=8000.0)),
+            Row(names.VLLM, result(rate=16.0, p95=2000.0)),
+            Row(names.STACK, result(rate=20.0, p95=1000.0)),
         ],
-        "unequal": [
-            Row("stack, least_conn", result(p95=600.0), 8.0),
-            Row("stack, round robin", result(p95=1200.0), 8.0),
+        names.UNEQUAL: [
+            Row(names.LEAST_CONN, result(p95=600.0), 8.0),
+            Row(names.ROUND_ROBIN, result(p95=1200.0), 8.0),
         ],
-        "chaos": [Row("stack, replica killed", result(reqs=300, failed=0), 6.0)],
-        "rate": [Row("stack", result(p95=900.0), 10.0), Row("stack", result(p95=9000.0), 20.0)],
+        names.CHAOS: [Row(names.KILLED, result(reqs=300, failed=0), 6.0)],
+        names.RATE: [Row(names.STACK, result(p95=900.0), 10.0), Row(names.STACK, result(p95=9000.0), 20.0)],
     }
     lines = headline(b)
     assert any(
@@ -171,7 +175,8 @@ def test_headline_states_the_ratios_the_issue_asks_for(tmp_path: Path) -> None:
 def test_quick_plan_is_smaller_than_the_full_one() -> None:
     full, quick = Plan(), Plan.quick()
     assert quick.ramp_vus < full.ramp_vus and quick.pass_iterations < full.pass_iterations
-    assert set(quick.baselines) <= set(full.baselines) and "serial" in quick.baselines
+    assert set(quick.baselines) <= set(full.baselines) and names.STEP_SERIAL in quick.baselines
+    assert set(full.baselines) <= set(names.STEPS)
 
 
 def test_ratio_table_gives_every_figure_against_the_baseline() -> None:
@@ -183,17 +188,36 @@ def test_ratio_table_gives_every_figure_against_the_baseline() -> None:
 
 def test_comparisons_pair_the_stack_with_each_baseline_and_the_vllm_server_rate_by_rate() -> None:
     serial, vllm, stack = result(rate=1.0), result(rate=2.0), result(rate=3.0)
-    baselines = {"one-at-a-time": serial, "vLLM server": vllm}
-    ramp = [Row("one-at-a-time", serial), Row("vLLM server", vllm), Row("stack", stack)]
-    assert [(label, r, base) for label, r, base in comparisons("ramp", ramp, baselines)] == [
+    baselines = {names.SERIAL: serial, names.VLLM: vllm}
+    ramp = [Row(names.SERIAL, serial), Row(names.VLLM, vllm), Row(names.STACK, stack)]
+    assert [(label, r, base) for label, r, base in comparisons(names.RAMP, ramp, baselines)] == [
         ("stack / one-at-a-time", stack, serial),
         ("stack / vLLM server", stack, vllm),
     ]
     v10, v20, s10, s20, s40 = (result(rate=float(i)) for i in range(5))
-    rate = [Row("vLLM server", v10, 10.0), Row("vLLM server", v20, 20.0)]
-    rate += [Row("stack", s10, 10.0), Row("stack", s20, 20.0), Row("stack", s40, 40.0)]
-    assert comparisons("rate", rate, baselines) == [
+    rate = [Row(names.VLLM, v10, 10.0), Row(names.VLLM, v20, 20.0)]
+    rate += [Row(names.STACK, s10, 10.0), Row(names.STACK, s20, 20.0), Row(names.STACK, s40, 40.0)]
+    assert comparisons(names.RATE, rate, baselines) == [
         ("stack / vLLM server at 10/s", s10, v10),
         ("stack / vLLM server at 20/s", s20, v20),
     ]
-    assert comparisons("chaos", [Row("stack, replica killed", stack, 4.0)], baselines) == []
+    assert comparisons(names.CHAOS, [Row(names.KILLED, stack, 4.0)], baselines) == []
+
+
+@pytest.mark.parametrize(
+    ("hardware", "where", "starts"),
+    [
+        (Hardware(), "CPU only", "On CPU every setup starts at once"),
+        (Hardware(("0", "1")), "GPUs 0, 1", "On GPUs the setups start one at a time"),
+    ],
+)
+def test_the_report_says_where_it_ran_and_what_sampling_it_sent(
+    hardware: Hardware, where: str, starts: str, tmp_path: Path
+) -> None:
+    b = Bench(Plan.quick(), tmp_path, tmp_path / "model", tmp_path / "items.json", "k6", HUNYUAN_SAMPLING)
+    b.notes.append(GPU_UNEQUAL_SKIPPED)
+    text = write_report(b, tmp_path / "out", {"stack": 1.0}, quick=True, hardware=hardware).read_text()
+    assert f"cores, {where}; model `model`" in text
+    assert starts in text and f"- {GPU_UNEQUAL_SKIPPED}" in text
+    assert "temperature 0.7, top_p 0.6, top_k 20, repetition_penalty 1.05." in text
+    assert "- (no complete comparison in this run)" in text

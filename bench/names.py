@@ -1,0 +1,38 @@
+"""The names the bench's runner and report join on: setups, scenarios, steps, the stack's languages."""
+
+from __future__ import annotations
+
+# Scenarios: keys of Bench.results, one section of the report each.
+RAMP = "ramp"
+RATE = "rate"
+REPEAT = "repeat"
+UNEQUAL = "unequal"
+CHAOS = "chaos"
+
+# Setups: the first column of every table.
+STACK = "stack"
+STACK_1 = "stack, 1 replica"
+SERIAL = "one-at-a-time"
+VLLM = "vLLM server"
+FIRST_PASS = "stack, first pass"
+SECOND_PASS = "stack, second pass"
+LEAST_CONN = "stack, least_conn"
+ROUND_ROBIN = "stack, round robin"
+KILLED = "stack, replica killed"
+# The baselines every ramp of the stack is compared with, in the report's column order.
+BASELINES = (SERIAL, VLLM)
+
+# Steps: what starts one server and measures it (the keys of `--skip`), in the order they run.
+# The stacks first: waiting their turn, they probe their replicas (a little CPU); the baselines
+# wait idle. Any bias of the order goes against the stack, and the report says how much.
+STEP_STACK = "stack"
+STEP_STACK_1 = "stack1"
+STEP_VLLM = "vllm"
+STEP_SERIAL = "serial"
+STEPS = (STEP_STACK, STEP_STACK_1, STEP_VLLM, STEP_SERIAL)
+
+# Target languages of the runs against the stack, in order: see Bench.env.
+STACK_TARGETS = ("zh", "ja", "ko", "fr", "de", "es", "ru", "ar")
+
+# The model name the vLLM server baseline serves under, and k6 asks it for (API=openai).
+SERVED_NAME = "model"

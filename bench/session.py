@@ -1,0 +1,126 @@
+"""One bench run's plan and record: how hard each scenario runs, and the k6 results it collected."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench import names
+from bench.k6run import K6Result, run_k6, sampling_env
+from bench.procs import counter_delta, scrape_counter
+from bench.report import Row
+from hunyuan_serve.families import SamplingDefaults
+
+# The replicas' counter of generated tokens (their /translate answers do not carry token counts).
+TOKENS_COUNTER = "hunyuan_generation_tokens"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long and how hard each scenario runs; QUICK=1 is the small one."""
+
+    ramp_vus: int = 100
+    ramp: str = "40s"
+    hold: str = "20s"
+    rates: tuple[int, ...] = (10, 20, 40, 80)
+    rate_duration: str = "12s"
+    pass_iterations: int = 300
+    pass_vus: int = 32
+    chaos_duration_s: int = 30
+    chaos_kill_at_s: float = 10.0
+    unequal_duration: str = "30s"
+    hogs: int = 2  # busy loops on replica 1's core (CPU): it keeps a third of the core
+    baselines: tuple[str, ...] = (names.STEP_SERIAL, names.STEP_VLLM)
+    unequal: bool = True
+    one_replica: bool = True  # also ramp a one-replica stack
+    p95_ms: float = 5000.0
+    fail_rate: float = 0.001  # a run with this share of failures or more crosses k6's threshold
+    max_tokens: int = 32
+
+    @staticmethod
+    def quick() -> Plan:
+        return Plan(
+            ramp_vus=20,
+            ramp="10s",
+            hold="5s",
+            rates=(8,),
+            rate_duration="8s",
+            pass_iterations=80,
+            pass_vus=16,
+            chaos_duration_s=20,
+            chaos_kill_at_s=6.0,
+            baselines=(names.STEP_SERIAL,),
+            unequal=False,
+            one_replica=False,
+        )
+
+
+def base_env(plan: Plan, sampling: SamplingDefaults) -> dict[str, str]:
+    """What every k6 script requires (lib.js has no defaults for them): sampling and thresholds."""
+    return {
+        "P95_MS": str(int(plan.p95_ms)),
+        "FAIL_RATE": str(plan.fail_rate),
+        **sampling_env(sampling, plan.max_tokens),
+    }
+
+
+@dataclass
+class Bench:
+    """What one run collected: k6 results by scenario and setup, notes, timings."""
+
+    plan: Plan
+    work: Path
+    model: Path
+    items: Path
+    k6_bin: str
+    sampling: SamplingDefaults  # the model family's recommended sampling, sent by every request
+    results: dict[str, list[Row]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    chaos_kill_time: float | None = None
+    cursor: int = 0  # how many requests the stack has answered: where its next run starts
+    started: float = field(default_factory=time.monotonic)
+
+    def env(self, url: str, api: str = "translate", *, stack: bool = False, **extra: Any) -> dict[str, str]:
+        """k6's environment. Every setup starts on the same strings in the same language, except that
+        runs against the (caching) stack start past what it has answered, and past the last string
+        go on in the next language: only its repeat pass may be answered from its cache."""
+        env = {
+            **base_env(self.plan, self.sampling),
+            "OFFSET": str(self.cursor if stack else 0),
+            "TARGET_LANGS": ",".join(names.STACK_TARGETS if stack else names.STACK_TARGETS[:1]),
+            "BASE_URL": url,
+            "API": api,
+            "DATA": str(self.items),
+            "MODEL": names.SERVED_NAME,
+        }
+        env.update({k.upper(): str(v) for k, v in extra.items()})
+        return env
+
+    def k6(self, script: str, name: str, env: dict[str, str], meter: Sequence[str] = ()) -> K6Result:
+        """Run a k6 script; with `meter` (replica /metrics URLs) count generated tokens server-side."""
+        before = [scrape_counter(url, TOKENS_COUNTER) for url in meter]
+        result = run_k6(script, name, self.work / "k6", env, k6=self.k6_bin)
+        if meter:
+            after = [scrape_counter(url, TOKENS_COUNTER) for url in meter]
+            result.server_tokens = sum(counter_delta(b, a) for b, a in zip(before, after, strict=True))
+        return result
+
+    def add(
+        self,
+        scenario: str,
+        setup: str,
+        result: K6Result,
+        offered: float | None = None,
+        *,
+        cached: bool = False,
+    ) -> None:
+        """Record a run; `cached`: it ran against the stack whose cache later runs must get past."""
+        self.results.setdefault(scenario, []).append(Row(setup, result, offered))
+        if cached:
+            self.cursor += result.requests
+
+    def elapsed(self) -> str:
+        return f"{time.monotonic() - self.started:.0f} s"
