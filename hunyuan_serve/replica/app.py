@@ -86,9 +86,11 @@ def lifespan(
 
 
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
-    code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-    return native.render_error(ApiError(exc.status_code, code, str(exc.detail)))
+    """Starlette's own errors (unknown route, wrong method) in our error shape."""
+    status = exc.status_code if isinstance(exc, StarletteHTTPException) else 500
+    detail = exc.detail if isinstance(exc, StarletteHTTPException) else type(exc).__name__
+    code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
+    return native.render_error(ApiError(status, code, str(detail)))
 
 
 def create_app(

@@ -153,6 +153,9 @@ def test_unknown_route_is_json_404(fake: tuple[FakeEngine, httpx.Client]) -> Non
     response = client.get("/nope")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "not_found"
+    wrong_method = client.get("/translate")
+    assert wrong_method.status_code == 405
+    assert wrong_method.json()["error"]["code"] == "method_not_allowed"
 
 
 def test_languages_lists_38(fake: tuple[FakeEngine, httpx.Client]) -> None:
