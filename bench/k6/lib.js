@@ -1,15 +1,18 @@
 // Shared by the scenario scripts: the workload, one request per iteration, metrics and the summary.
 //
-// Environment (all optional except BASE_URL):
+// Environment. Required: the settings that have their home on the Python side, which passes them
+// (bench/session.py; `python -m bench.one` for a script run alone). A missing one stops the run.
+//   SAMPLING    JSON object of the sampling fields every request sends, max_tokens included: the
+//               model family's recommended values (hunyuan_serve.families), the same for every target
+//   P95_MS      p95 threshold in ms; FAIL_RATE  failure-rate threshold (bench Plan)
+// Optional:
 //   BASE_URL    http://127.0.0.1:8080              where to send requests
 //   API         translate | openai                our /translate, or vLLM's /v1/completions
 //   DATA        JSON list of {"text", "prompt"} (prompt used by API=openai); default: the WebUI file
-//   MAX_TOKENS, TEMPERATURE, TOP_P, TOP_K, REPETITION_PENALTY   sampling, same for every target
 //   MODEL       model name for API=openai
 //   OFFSET      position of the first request in the workload (default 0); see translateOne
 //   TARGET_LANGS comma-separated target languages of API=translate, one per pass over the strings
 //               (default zh; API=openai prompts are built for zh)
-//   P95_MS      p95 threshold in ms (default 5000); FAIL_RATE threshold (default 0.001)
 //   SUMMARY     where handleSummary writes k6's JSON summary
 import http from "k6/http";
 import exec from "k6/execution";
@@ -22,14 +25,31 @@ const API = env.API || "translate";
 export const BASE_URL = (env.BASE_URL || "http://127.0.0.1:8080").replace(/\/$/, "");
 const OFFSET = parseInt(env.OFFSET || "0", 10);
 const TARGET_LANGS = (env.TARGET_LANGS || "zh").split(",");
-const MAX_TOKENS = parseInt(env.MAX_TOKENS || "32", 10);
-const SAMPLING = {
-  temperature: parseFloat(env.TEMPERATURE || "0.7"),
-  top_p: parseFloat(env.TOP_P || "0.6"),
-  top_k: parseInt(env.TOP_K || "20", 10),
-  repetition_penalty: parseFloat(env.REPETITION_PENALTY || "1.05"),
-  max_tokens: MAX_TOKENS,
-};
+
+// A setting the Python side passes: absent or empty, the run stops here with the variable's name.
+export function required(name) {
+  const value = env[name];
+  if (value === undefined || value === "") {
+    throw new Error(`${name} is not set: run the scripts through bench/run.py or python -m bench.one`);
+  }
+  return value;
+}
+
+function samplingFromEnv() {
+  const text = required("SAMPLING");
+  let sampling;
+  try {
+    sampling = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`SAMPLING is not JSON (${err.message}): ${text}`);
+  }
+  if (typeof sampling !== "object" || sampling === null || typeof sampling.max_tokens !== "number") {
+    throw new Error(`SAMPLING must be a JSON object with max_tokens, got ${text}`);
+  }
+  return sampling;
+}
+
+const SAMPLING = samplingFromEnv();
 
 // DATA is a list of {"text", "prompt"} (bench/run.py writes prompts built like the server's), or by
 // default the WebUI localization file itself (English key -> zh_CN), enough for API=translate.
@@ -132,8 +152,8 @@ export function commonOptions(scenarios) {
 
 export function thresholds() {
   return {
-    http_req_duration: [`p(95)<${env.P95_MS || "5000"}`],
-    failed_requests: [`rate<${env.FAIL_RATE || "0.001"}`],
+    http_req_duration: [`p(95)<${required("P95_MS")}`],
+    failed_requests: [`rate<${required("FAIL_RATE")}`],
   };
 }
 
