@@ -135,10 +135,12 @@ def main() -> None:
     if args.model:
         asyncio.run(run(args, args.model, ignore_eos=False))
         return
+    from hunyuan_serve.families import HUNYUAN_MT
     from hunyuan_serve.tiny_model import build_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:
-        model = str(build_tiny_model(Path(tmp) / "tiny"))
+        # Named like its family: the replica detects a checkpoint's family from its name.
+        model = str(build_tiny_model(Path(tmp) / f"tiny-{HUNYUAN_MT}"))
         asyncio.run(run(args, model, ignore_eos=True))
 
 
