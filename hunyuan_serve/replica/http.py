@@ -128,7 +128,10 @@ class Call:
         return await read_body(self.request, self._cfg.max_body_bytes)
 
     async def run(self, work: Awaitable[T]) -> T:
-        """`work` under the request's deadline, cancelled if the client leaves."""
+        """`work` under the request's deadline, cancelled if the client leaves.
+
+        Not inside a streamed body: Starlette watches for the disconnect there and closes the stream.
+        """
         return await guarded(self.request, work, self._cfg.request_timeout_s)
 
     def note(self, outcome: Outcome) -> None:
