@@ -237,7 +237,11 @@ class HasDevices(Protocol):
 
 
 def release_waiter(
-    utilization: float, timeout_s: float, poll_s: float, emit: Callable[..., None]
+    utilization: float,
+    timeout_s: float,
+    poll_s: float,
+    emit: Callable[..., None],
+    query: Callable[[], GpuFacts] = query_gpus,
 ) -> Callable[[HasDevices], Awaitable[None]]:
     """The supervisor's before_spawn: a GPU replica's (re)start waits until its devices have the memory
     vLLM will ask for, at most timeout_s; past that it starts anyway, and the event says why."""
@@ -247,7 +251,7 @@ def release_waiter(
             return
         started = time.monotonic()
         short = await wait_devices_free(
-            plan.gpus, utilization=utilization, timeout_s=timeout_s, poll_s=poll_s
+            plan.gpus, utilization=utilization, timeout_s=timeout_s, poll_s=poll_s, query=query
         )
         waited = round(time.monotonic() - started, 2)
         if short:

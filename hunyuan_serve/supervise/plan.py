@@ -122,3 +122,16 @@ def plan_replicas(
             ReplicaPlan(i, name, device, port, env, argv, config_path, log_path, cpus, gpus, cfg.replica.host)
         )
     return plans
+
+
+def with_replica_engine(
+    cfg: ServeConfig, plans: Sequence[ReplicaPlan], local_model: str, name: str
+) -> ServeConfig:
+    """The config every replica reads: the model as `up` fetched it (a local directory, so no replica
+    downloads), served under the name the user gave, on the device kind `up` chose (never torch's guess)."""
+    engine = {
+        "model": local_model,
+        "served_model_name": cfg.engine.served_model_name or name,
+        "device": "cuda" if any(p.gpus for p in plans) else "cpu",
+    }
+    return cfg.model_copy(update={"engine": cfg.engine.model_copy(update=engine)})

@@ -121,3 +121,20 @@ async def test_cpu_replicas_do_not_wait() -> None:
 
     await release_waiter(0.9, 10, 1, lambda event, **_: events.append(event))(Plan())
     assert events == []
+
+
+async def test_a_gpu_replica_whose_memory_stays_held_starts_after_the_bound_and_says_so() -> None:
+    events: list[tuple[str, dict[str, object]]] = []
+
+    class Plan:
+        name = "replica-0"
+        gpus: tuple[int | str, ...] = (0,)
+
+    def held() -> GpuFacts:
+        return parse_query("0, GPU-a, X, 580.1, 9.0, 1000, 900, 100, Disabled\n")
+
+    wait = release_waiter(0.9, 0.05, 0.01, lambda event, **kw: events.append((event, kw)), query=held)
+    await wait(Plan())
+    assert [(e, kw["devices"]) for e, kw in events] == [
+        ("gpu_memory_not_free", ["GPU 0: 100 MiB free, 900 MiB needed"])
+    ]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.config import ConfigError, build_config
-from hunyuan_serve.supervise.plan import cpu_groups, plan_replicas
+from hunyuan_serve.supervise.plan import cpu_groups, plan_replicas, with_replica_engine
 
 RUN = Path("/run/hs")
 
@@ -55,6 +55,20 @@ def test_device_kind_comes_from_the_plan() -> None:
     assert [(p.kind, p.gpus, p.cpus) for p in gpu] == [("cuda", (0,), ())]
     assert [(p.kind, p.gpus) for p in cpu] == [("cpu", ())]
     assert not {"CUDA_DEVICE_ORDER", "VLLM_WORKER_MULTIPROC_METHOD"} & dict(cpu[0].env).keys()
+
+
+@pytest.mark.parametrize(("gpus", "device"), [([0, 1], "cuda"), ([], "cpu")])
+def test_replicas_read_the_fetched_model_on_the_device_up_chose(gpus: list[int], device: str) -> None:
+    cfg = build_config({}, {})
+    plans = plan_replicas(cfg, visible_gpus=gpus, cores=[0], run_dir=RUN, python="py")
+    engine = with_replica_engine(cfg, plans, "/hf/models--tencent--X/snapshots/abc", "tencent/X").engine
+    assert (engine.device, engine.model, engine.served_model_name) == (
+        device,
+        "/hf/models--tencent--X/snapshots/abc",
+        "tencent/X",
+    )
+    named = build_config({"engine": {"served_model_name": "mine"}}, {})
+    assert with_replica_engine(named, plans, "/m", "tencent/X").engine.served_model_name == "mine"
 
 
 def test_uuids_and_mig_devices_name_gpus() -> None:
