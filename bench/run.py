@@ -132,7 +132,7 @@ def start_stack(b: Bench, device_flags: Sequence[str], replicas: int, name: str)
 def bench_one_replica(b: Bench, s: Started) -> None:
     """The stack with a single replica over the same ramp: our serving layer against the vLLM server's
     with one engine each, apart from what a second replica changes."""
-    meter = [f"http://127.0.0.1:{s.base_port}/metrics"]
+    meter = targets.replica_metrics(s.run_dir or b.work)
     warm_up(f"{s.url}/translate", translate_body())
     b.add(names.RAMP, names.STACK_1, b.k6("ramp.js", "ramp-stack1", _ramp_env(b, s.url), meter))
 
@@ -144,7 +144,7 @@ def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
     replicas = targets.ready_replicas(run_dir) or s.replicas
     if replicas != s.replicas:
         b.notes.append(f"The stack runs {replicas} replica(s), not the {s.replicas} planned.")
-    meter = [f"http://127.0.0.1:{base_port + i}/metrics" for i in range(replicas)]
+    meter = targets.replica_metrics(run_dir)
     warm_up(f"{url}/translate", translate_body())
     ramp = b.k6("ramp.js", "ramp-stack", _ramp_env(b, url, stack=True), meter)
     b.add(names.RAMP, names.STACK, ramp, cached=True)

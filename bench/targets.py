@@ -155,6 +155,12 @@ def stack_status(run_dir: Path) -> dict[str, Any]:
     return collect_status(run_dir) or {}
 
 
+def replica_metrics(run_dir: Path) -> list[str]:
+    """The /metrics URL of each replica, at the address `up` reaches it (its replica.host setting)."""
+    replicas = stack_status(run_dir).get("replicas", [])
+    return [f"http://{r['addr']}/metrics" for r in replicas if r.get("addr")]
+
+
 def ready_replicas(run_dir: Path) -> int:
     """How many replicas the stack runs once every one of them is ready; 0 until then."""
     states = [r.get("state") for r in stack_status(run_dir).get("replicas", [])]

@@ -222,3 +222,25 @@ def test_the_bench_modules_import_each_other_without_a_cycle() -> None:
 
     for name in sorted(graph):
         visit(name, ())
+
+
+def test_the_stacks_replicas_are_metered_at_the_addresses_up_wrote(tmp_path: Path) -> None:
+    import os
+
+    from hunyuan_serve.supervise.state import STATE_FILE, write_json_atomic
+
+    assert (targets.replica_metrics(tmp_path), targets.ready_replicas(tmp_path)) == ([], 0)  # no state yet
+    # Port 1 on loopback refuses at once: status's live in-flight probe finds nothing there.
+    replicas = [
+        {"name": "replica-0", "addr": "127.0.0.2:1", "state": "ready", "pid": os.getpid()},
+        {"name": "replica-1", "addr": "127.0.0.3:1", "state": "starting", "pid": os.getpid()},
+    ]
+    state = {"running": True, "pid": os.getpid(), "replicas": replicas}
+    write_json_atomic(tmp_path / STATE_FILE, state)
+    assert targets.replica_metrics(tmp_path) == ["http://127.0.0.2:1/metrics", "http://127.0.0.3:1/metrics"]
+    assert targets.ready_replicas(tmp_path) == 0  # not every replica is ready yet
+    replicas[1]["state"] = "ready"
+    write_json_atomic(tmp_path / STATE_FILE, state)
+    assert targets.ready_replicas(tmp_path) == 2
+    write_json_atomic(tmp_path / STATE_FILE, {**state, "running": False})
+    assert targets.ready_replicas(tmp_path) == 0  # the `up` that wrote it is gone
