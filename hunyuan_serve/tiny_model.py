@@ -1,13 +1,19 @@
-"""A tiny random-weight checkpoint of Hunyuan-MT's architecture, built locally in seconds for tests and CI."""
+"""Tiny random-weight checkpoints of each Hunyuan translation generation's architecture, built in seconds."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
+
+from hunyuan_serve.families import FAMILIES, FEW_SHOT, HUNYUAN_MT, HY_MT2, HY_MT15, sampling_defaults
 
 # Hunyuan-MT-7B's own chat template (tokenizer_config.json of tencent/Hunyuan-MT-7B): no generation
-# prompt; the answer starts right after <|extra_0|> and ends with <|eos|>.
+# prompt; the answer starts right after <|extra_0|> and ends with <|eos|>. HY-MT1.5-7B and Hy-MT2-7B
+# keep this layout (Tencent-Hunyuan/Hy-MT2, train/llama_factory_support/hy_dense_template.py, "Dense 7B
+# chat template ... from dense_7b_0509/.../chat_template.jinja").
 HUNYUAN_CHAT_TEMPLATE = (
     "{% set ns = namespace(has_head=true) %}{% set loop_messages = messages %}"
     "{% for message in loop_messages %}{% set content = message['content'] %}"
@@ -20,6 +26,48 @@ HUNYUAN_CHAT_TEMPLATE = (
     "{% elif message['role'] == 'assistant' %}{% set content = content + '<|eos|>' %}{% endif %}"
     "{{ content }}{% endfor %}"
 )
+# The 1.8B models (HY-MT1.5-1.8B, Hy-MT2-1.8B) use the newer Hunyuan tokenizer. Token texts and roles:
+# HY-MT1.5-1.8B's tokenizer_config.json and config.json (bos 120000 <｜hy_begin▁of▁sentence｜>, eos
+# 120020 <｜hy_place▁holder▁no▁2｜>, pad <｜hy_▁pad▁｜>; read from a public mirror of the hub files, the
+# chat_template.jinja itself was not among them). Layout: Tencent-Hunyuan/Hy-MT2,
+# train/llama_factory_support/hy_dense_template.py ("Dense 1.8B chat template", said there to match the
+# official jinja exactly): BOS, system + <｜hy_place▁holder▁no▁3｜>, <｜hy_User｜>{user},
+# <｜hy_Assistant｜>{answer}<eos>. This is a compact Jinja of that layout (system, user, assistant turns).
+HY_DENSE_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}"
+    "{% if m['role'] == 'system' %}{{ m['content'] }}<｜hy_place▁holder▁no▁3｜>"
+    "{% elif m['role'] == 'user' %}<｜hy_User｜>{{ m['content'] }}"
+    "{% elif m['role'] == 'assistant' %}<｜hy_Assistant｜>{{ m['content'] }}{{ eos_token }}{% endif %}"
+    "{% endfor %}{% if add_generation_prompt %}<｜hy_Assistant｜>{% endif %}"
+)
+# Hy-MT2-30B-A3B (HYV3ForCausalLM). Layout: Tencent-Hunyuan/Hy-MT2,
+# train/llama_factory_support/hy_v3_template.py ("from chat_template.jinja & tokenizer_config.json"): BOS,
+# the system text right after it, <｜hy_User｜>{user}, <｜hy_Assistant｜>{answer}<｜hy_eos｜>, <think></think>
+# tags. The generation prompt <｜hy_Assistant｜><think></think> is the empty ("no_think") reasoning block
+# of the HYV3 chat template as published with tencent/Hy3-preview; Hy-MT2's own jinja was not found.
+HYV3_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}"
+    "{% if m['role'] == 'system' %}{{ m['content'] }}{% endif %}{% endfor %}"
+    "{% for m in messages %}{% if m['role'] == 'user' %}<｜hy_User｜>{{ m['content'] }}"
+    "{% elif m['role'] == 'assistant' %}<｜hy_Assistant｜><think></think>{{ m['content'] }}{{ eos_token }}"
+    "{% endif %}{% endfor %}{% if add_generation_prompt %}<｜hy_Assistant｜><think></think>{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class TinySpec:
+    """One generation's tokenizer and architecture: control tokens, their roles, template, stop tokens."""
+
+    kind: str
+    architecture: str
+    special_tokens: tuple[str, ...]
+    bos: str
+    eos: str
+    pad: str
+    stop_tokens: tuple[str, ...]
+    chat_template: str
+    sampling_model: str  # the model name sampling_defaults is asked about
+
 
 # Hunyuan-MT's control tokens; ids follow the order here (the real model has them near 127957).
 SPECIAL_TOKENS = (
@@ -30,6 +78,67 @@ SPECIAL_TOKENS = (
     *(f"<|extra_{i}|>" for i in range(6)),
 )
 EOS_TOKENS = ("<|eos|>", "<|extra_5|>", "<|endoftext|>")
+HY_SPECIAL_TOKENS = (
+    "<｜hy_begin▁of▁sentence｜>",
+    "<｜hy_end▁of▁sentence｜>",
+    "<｜hy_▁pad▁｜>",
+    "<｜hy_User｜>",
+    "<｜hy_Assistant｜>",
+    "<｜hy_place▁holder▁no▁2｜>",
+    "<｜hy_place▁holder▁no▁3｜>",
+    "<｜hy_place▁holder▁no▁8｜>",
+)
+HYV3_SPECIAL_TOKENS = (
+    "<｜hy_begin▁of▁sentence｜>",
+    "<｜hy_▁pad▁｜>",
+    "<｜hy_User｜>",
+    "<｜hy_Assistant｜>",
+    "<｜hy_eos｜>",
+    "<think>",
+    "</think>",
+)
+DENSE = "HunYuanDenseV1ForCausalLM"
+HYV3 = "HYV3ForCausalLM"
+_HUNYUAN_7B = TinySpec(
+    HUNYUAN_MT,
+    DENSE,
+    SPECIAL_TOKENS,
+    "<|startoftext|>",
+    "<|eos|>",
+    "<|pad|>",
+    EOS_TOKENS,
+    HUNYUAN_CHAT_TEMPLATE,
+    "Hunyuan-MT-7B",
+)
+_HY_MT15 = TinySpec(
+    HY_MT15,
+    DENSE,
+    HY_SPECIAL_TOKENS,
+    HY_SPECIAL_TOKENS[0],
+    HY_SPECIAL_TOKENS[5],
+    HY_SPECIAL_TOKENS[2],
+    (HY_SPECIAL_TOKENS[5],),
+    HY_DENSE_CHAT_TEMPLATE,
+    "HY-MT1.5-1.8B",
+)
+MOE = "hy-mt2-moe"
+SPECS: dict[str, TinySpec] = {
+    HUNYUAN_MT: _HUNYUAN_7B,
+    HY_MT15: _HY_MT15,
+    HY_MT2: replace(_HY_MT15, kind=HY_MT2, sampling_model="Hy-MT2-1.8B"),
+    MOE: TinySpec(
+        MOE,
+        HYV3,
+        HYV3_SPECIAL_TOKENS,
+        HYV3_SPECIAL_TOKENS[0],
+        HYV3_SPECIAL_TOKENS[4],
+        HYV3_SPECIAL_TOKENS[1],
+        (HYV3_SPECIAL_TOKENS[4],),
+        HYV3_CHAT_TEMPLATE,
+        "Hy-MT2-30B-A3B",
+    ),
+}
+TINY_KINDS = tuple(SPECS)
 
 VOCAB_SIZE = 1024
 
@@ -54,7 +163,7 @@ Con cáo nâu nhanh nhẹn nhảy qua con chó lười.
 """
 
 
-def _train_tokenizer() -> object:
+def _train_tokenizer(special_tokens: tuple[str, ...]) -> Any:
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.BPE())
@@ -63,7 +172,7 @@ def _train_tokenizer() -> object:
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
     trainer = trainers.BpeTrainer(
         vocab_size=VOCAB_SIZE,
-        special_tokens=list(SPECIAL_TOKENS),
+        special_tokens=list(special_tokens),
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
@@ -71,31 +180,9 @@ def _train_tokenizer() -> object:
     return tok
 
 
-def build_tiny_model(path: str | Path, seed: int = 0) -> Path:
-    """Write a HunYuanDenseV1ForCausalLM checkpoint with random weights, tokenizer and chat template."""
-    import torch
-    from transformers import (
-        GenerationConfig,
-        HunYuanDenseV1Config,
-        HunYuanDenseV1ForCausalLM,
-        PreTrainedTokenizerFast,
-    )
-
-    out = Path(path)
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=_train_tokenizer(),
-        bos_token="<|startoftext|>",
-        eos_token="<|eos|>",
-        pad_token="<|pad|>",
-        additional_special_tokens=list(SPECIAL_TOKENS[4:]),
-        model_max_length=2048,
-    )
-    tokenizer.chat_template = HUNYUAN_CHAT_TEMPLATE
-    vocab = tokenizer.get_vocab()
-    ids: dict[str, int] = {token: vocab[token] for token in SPECIAL_TOKENS}
-    eos_ids = [ids[token] for token in EOS_TOKENS]
-    config = HunYuanDenseV1Config(
+def _model_config(spec: TinySpec, ids: dict[str, int]) -> Any:
+    """A 2-layer config of the spec's architecture (the HYV3 one: 1 dense + 1 MoE layer of 4 experts)."""
+    shared: dict[str, Any] = dict(
         vocab_size=VOCAB_SIZE,
         hidden_size=128,
         intermediate_size=256,
@@ -104,50 +191,100 @@ def build_tiny_model(path: str | Path, seed: int = 0) -> Path:
         num_key_value_heads=2,
         head_dim=32,
         max_position_embeddings=2048,
-        tie_word_embeddings=True,
-        rope_parameters={"rope_type": "dynamic", "alpha": 1000.0, "rope_theta": 10000.0, "factor": 1.0},
-        bos_token_id=ids["<|startoftext|>"],
-        eos_token_id=ids["<|eos|>"],
-        pad_token_id=ids["<|pad|>"],
-        eod_token_id=ids["<|endoftext|>"],
-        architectures=["HunYuanDenseV1ForCausalLM"],
+        bos_token_id=ids[spec.bos],
+        eos_token_id=ids[spec.eos],
+        pad_token_id=ids[spec.pad],
+        architectures=[spec.architecture],
         dtype="float32",
     )
+    if spec.architecture == HYV3:
+        from transformers import HYV3Config
+
+        moe = dict(num_experts=4, num_experts_per_tok=2, num_shared_experts=1, moe_intermediate_size=64)
+        return HYV3Config(**shared, **moe, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+    from transformers import HunYuanDenseV1Config
+
+    # Hunyuan's dynamic NTK rope with alpha, as in the released dense configs.
+    rope = {"rope_type": "dynamic", "alpha": 1000.0, "rope_theta": 10000.0, "factor": 1.0}
+    eod = ids.get("<|endoftext|>", ids.get("<｜hy_end▁of▁sentence｜>"))
+    return HunYuanDenseV1Config(**shared, tie_word_embeddings=True, rope_parameters=rope, eod_token_id=eod)
+
+
+def _tokenizer(spec: TinySpec) -> Any:
+    from transformers import PreTrainedTokenizerFast
+
+    named = {spec.bos, spec.eos, spec.pad}
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=_train_tokenizer(spec.special_tokens),
+        bos_token=spec.bos,
+        eos_token=spec.eos,
+        pad_token=spec.pad,
+        additional_special_tokens=[t for t in spec.special_tokens if t not in named],
+        model_max_length=2048,
+    )
+    tokenizer.chat_template = spec.chat_template
+    return tokenizer
+
+
+def build_tiny_model(path: str | Path, seed: int = 0, kind: str = HUNYUAN_MT) -> Path:
+    """Write a random-weight checkpoint of one generation (SPECS): weights, tokenizer, chat template."""
+    import torch
+    from transformers import AutoModelForCausalLM, GenerationConfig
+
+    spec = SPECS[kind]
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = _tokenizer(spec)
+    vocab = tokenizer.get_vocab()
+    ids = {token: vocab[token] for token in spec.special_tokens}
     torch.manual_seed(seed)
-    model = HunYuanDenseV1ForCausalLM(config)
+    model = AutoModelForCausalLM.from_config(_model_config(spec, ids))
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    family = HY_MT2 if kind == MOE else kind
+    sampling = sampling_defaults(family, spec.sampling_model).as_dict()
     generation = GenerationConfig(
-        bos_token_id=ids["<|startoftext|>"],
-        eos_token_id=eos_ids,
-        pad_token_id=ids["<|pad|>"],
+        bos_token_id=ids[spec.bos],
+        eos_token_id=[ids[token] for token in spec.stop_tokens],
+        pad_token_id=ids[spec.pad],
         do_sample=True,
-        temperature=0.7,
-        top_p=0.6,
-        top_k=20,
-        repetition_penalty=1.05,
+        **sampling,
     )
     generation.save_pretrained(out)
     (out / "README.md").write_text(
-        "Tiny random-weight HunYuanDenseV1 checkpoint (`hunyuan-serve tiny-model`); output is noise.\n",
+        f"Tiny random-weight {spec.architecture} checkpoint shaped like {spec.sampling_model} "
+        "(`hunyuan-serve tiny-model`); output is noise.\n",
         encoding="utf-8",
     )
     return out
 
 
 def _run(args: argparse.Namespace) -> int:
-    out = build_tiny_model(args.dir, seed=args.seed)
+    kind = MOE if args.moe else args.family
+    if args.moe and args.family != HY_MT2:
+        print("hunyuan-serve tiny-model: --moe is Hy-MT2's HYV3 MoE; use it with --family hy-mt2")
+        return 2
+    out = build_tiny_model(args.dir, seed=args.seed, kind=kind)
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
-    print(f"tiny {config['model_type']} checkpoint written to {out}")
+    print(f"tiny {config['architectures'][0]} checkpoint ({kind}) written to {out}")
+    print(f"serve it from a directory named like {args.family} or with --prompt-family {args.family}")
     return 0
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "tiny-model",
-        help="Build a tiny random-weight Hunyuan-MT-architecture checkpoint (tests, CI).",
-        description="Build a tiny random-weight HunYuanDenseV1ForCausalLM checkpoint in DIR, no downloads.",
+        help="Build a tiny random-weight checkpoint of a Hunyuan translation generation (tests, CI).",
+        description="Build a tiny random-weight checkpoint of one generation's architecture, tokenizer "
+        "layout and chat template in DIR, no downloads.",
     )
     parser.add_argument("dir", metavar="DIR", help="Output directory.")
     parser.add_argument("--seed", type=int, default=0, help="Seed of the random weights.")
+    parser.add_argument(
+        "--family",
+        choices=[name for name in FAMILIES if name != FEW_SHOT],
+        default=HUNYUAN_MT,
+        help="The generation: hunyuan-mt (Hunyuan-MT-7B), hy-mt1.5 or hy-mt2 (their 1.8B tokenizer).",
+    )
+    parser.add_argument("--moe", action="store_true", help="With --family hy-mt2: the HYV3 MoE (30B-A3B).")
     parser.set_defaults(func=_run)

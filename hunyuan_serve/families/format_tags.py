@@ -80,7 +80,19 @@ def wrap(text: str) -> Wrapped:
     tagged = _wrap_html(text, markup)
     for pattern in _MARKDOWN:
         tagged = pattern.sub(lambda m: _pair(markup, m.group(1), m.group(3), m.group(2)), tagged)
-    return Wrapped(tagged, tuple(markup))
+    return _in_reading_order(tagged, markup)
+
+
+def _in_reading_order(tagged: str, markup: list[tuple[str, str]]) -> Wrapped:
+    """Number the pairs s1, s2, ... as they open in the text (the passes above number them by kind)."""
+    order = list(dict.fromkeys(int(n) for n in re.findall(r"<s(\d+)>", tagged)))
+    new_number = {old: new for new, old in enumerate(order, 1)}
+
+    def renumber(match: re.Match[str]) -> str:
+        return match.group().replace(match.group(1), str(new_number[int(match.group(1))]))
+
+    renumbered = _SN_TAG.sub(renumber, tagged)
+    return Wrapped(renumbered, tuple(markup[old - 1] for old in order))
 
 
 def _pair(markup: list[tuple[str, str]], opening: str, closing: str, inner: str) -> str:

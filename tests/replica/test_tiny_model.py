@@ -1,11 +1,55 @@
-"""The tiny checkpoint has Hunyuan-MT's architecture, control tokens and chat template."""
+"""The tiny checkpoints have each generation's architecture, control tokens, chat template and sampling."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from hunyuan_serve.tiny_model import EOS_TOKENS
+import pytest
+
+from hunyuan_serve.families import sampling_defaults
+from hunyuan_serve.tiny_model import EOS_TOKENS, SPECS
+
+USER = [{"role": "user", "content": "你好"}]
+WITH_SYSTEM = [
+    {"role": "system", "content": "S"},
+    {"role": "user", "content": "U"},
+    {"role": "assistant", "content": "A"},
+    {"role": "user", "content": "V"},
+]
+# The rendered text each generation's published layout gives (sources in hunyuan_serve/tiny_model.py):
+# Hunyuan-MT-7B's tokenizer_config.json template; Tencent-Hunyuan/Hy-MT2 train/llama_factory_support/
+# hy_dense_template.py ("Dense 1.8B") and hy_v3_template.py (HYV3), with add_generation_prompt=True as the
+# replica renders.
+RENDERED = {
+    "hunyuan-mt": (
+        "<|startoftext|>你好<|extra_0|>",
+        "<|startoftext|>S<|extra_4|>U<|extra_0|>A<|eos|><|startoftext|>V<|extra_0|>",
+    ),
+    "hy-mt1.5": (
+        "<｜hy_begin▁of▁sentence｜><｜hy_User｜>你好<｜hy_Assistant｜>",
+        "<｜hy_begin▁of▁sentence｜>S<｜hy_place▁holder▁no▁3｜><｜hy_User｜>U<｜hy_Assistant｜>A"
+        "<｜hy_place▁holder▁no▁2｜><｜hy_User｜>V<｜hy_Assistant｜>",
+    ),
+    "hy-mt2-moe": (
+        "<｜hy_begin▁of▁sentence｜><｜hy_User｜>你好<｜hy_Assistant｜><think></think>",
+        "<｜hy_begin▁of▁sentence｜>S<｜hy_User｜>U<｜hy_Assistant｜><think></think>A<｜hy_eos｜>"
+        "<｜hy_User｜>V<｜hy_Assistant｜><think></think>",
+    ),
+}
+RENDERED["hy-mt2"] = RENDERED["hy-mt1.5"]  # Hy-MT2-1.8B keeps HY-MT1.5-1.8B's tokenizer layout
+ARCHITECTURES = {
+    "hunyuan-mt": ("HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"),
+    "hy-mt1.5": ("HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"),
+    "hy-mt2": ("HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"),
+    "hy-mt2-moe": ("HYV3ForCausalLM", "hy_v3"),
+}
+
+
+def _json(path: Path) -> dict[str, object]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    return data
 
 
 def test_config_is_hunyuan_dense(tiny_model_dir: Path) -> None:
@@ -15,12 +59,48 @@ def test_config_is_hunyuan_dense(tiny_model_dir: Path) -> None:
     assert config["rope_parameters"]["alpha"] == 1000.0
 
 
-def test_chat_template_matches_hunyuan_mt(tiny_model_dir: Path) -> None:
+@pytest.mark.parametrize("kind", list(SPECS))
+def test_each_generation_has_its_architecture(kind: str, tiny_family_dirs: dict[str, Path]) -> None:
+    config = _json(tiny_family_dirs[kind] / "config.json")
+    assert (config["architectures"], config["model_type"]) == (
+        [ARCHITECTURES[kind][0]],
+        ARCHITECTURES[kind][1],
+    )
+    if kind == "hy-mt2-moe":
+        assert config["num_experts"] == 4 and config["mlp_layer_types"] == ["dense", "sparse"]
+
+
+@pytest.mark.parametrize("kind", list(SPECS))
+def test_chat_template_renders_the_published_layout(kind: str, tiny_family_dirs: dict[str, Path]) -> None:
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
-    text = tok.apply_chat_template([{"role": "user", "content": "你好"}], tokenize=False)
-    assert text == "<|startoftext|>你好<|extra_0|>"
+    tok = AutoTokenizer.from_pretrained(str(tiny_family_dirs[kind]))
+    for messages, expected in zip((USER, WITH_SYSTEM), RENDERED[kind], strict=True):
+        assert tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) == expected
+
+
+@pytest.mark.parametrize("kind", list(SPECS))
+def test_stop_tokens_and_sampling_come_from_the_tables(kind: str, tiny_family_dirs: dict[str, Path]) -> None:
+    from transformers import AutoTokenizer
+
+    path = tiny_family_dirs[kind]
+    tok = AutoTokenizer.from_pretrained(str(path))
+    gen = _json(path / "generation_config.json")
+    assert gen["eos_token_id"] == [tok.convert_tokens_to_ids(t) for t in SPECS[kind].stop_tokens]
+    assert tok.eos_token == SPECS[kind].eos and tok.bos_token == SPECS[kind].bos
+    family = "hy-mt2" if kind == "hy-mt2-moe" else kind
+    for field, value in sampling_defaults(family, SPECS[kind].sampling_model).as_dict().items():
+        assert gen[field] == value, field
+    vocab_size = _json(path / "config.json")["vocab_size"]
+    assert isinstance(vocab_size, int) and len(tok) <= vocab_size
+
+
+def test_the_moe_samples_like_the_30b_readme(tiny_family_dirs: dict[str, Path]) -> None:
+    # Tencent-Hunyuan/Hy-MT2 README.md: 30B-A3B 0.7 / 1.0 / -1 / 1.0, the dense ones 0.7 / 0.6 / 20 / 1.05.
+    moe = _json(tiny_family_dirs["hy-mt2-moe"] / "generation_config.json")
+    dense = _json(tiny_family_dirs["hy-mt2"] / "generation_config.json")
+    assert [moe[k] for k in ("temperature", "top_p", "top_k", "repetition_penalty")] == [0.7, 1.0, -1, 1.0]
+    assert [dense[k] for k in ("temperature", "top_p", "top_k", "repetition_penalty")] == [0.7, 0.6, 20, 1.05]
 
 
 def test_byte_level_tokenizer_round_trips_any_script(tiny_model_dir: Path) -> None:
@@ -39,7 +119,6 @@ def test_generation_config_lists_hunyuan_stop_tokens(tiny_model_dir: Path) -> No
     tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))
     gen = json.loads((tiny_model_dir / "generation_config.json").read_text(encoding="utf-8"))
     assert gen["eos_token_id"] == [tok.convert_tokens_to_ids(t) for t in EOS_TOKENS]
-    assert len(tok) <= json.loads((tiny_model_dir / "config.json").read_text())["vocab_size"]
 
 
 def test_tiny_model_command_writes_a_checkpoint(tmp_path: Path) -> None:
@@ -48,3 +127,6 @@ def test_tiny_model_command_writes_a_checkpoint(tmp_path: Path) -> None:
     assert main(["tiny-model", str(tmp_path / "tiny"), "--seed", "1"]) == 0
     assert (tmp_path / "tiny" / "model.safetensors").is_file()
     assert (tmp_path / "tiny" / "chat_template.jinja").is_file()
+    assert main(["tiny-model", str(tmp_path / "moe"), "--family", "hy-mt2", "--moe"]) == 0
+    assert _json(tmp_path / "moe" / "config.json")["architectures"] == ["HYV3ForCausalLM"]
+    assert main(["tiny-model", str(tmp_path / "bad"), "--family", "hy-mt1.5", "--moe"]) == 2
