@@ -13,7 +13,7 @@ from hunyuan_serve.families import FEW_SHOT, HUNYUAN_MT, HY_MT2, HY_MT15
 from hunyuan_serve.families.base import PromptInputError
 from hunyuan_serve.families.build import canonical_family
 
-OVERRIDE_HINT = "set engine.prompt_family (--engine-prompt-family, HUNYUAN_SERVE_ENGINE__PROMPT_FAMILY)"
+OVERRIDE_HINT = "set engine.prompt_family (--prompt-family on up and replica, or in the config file)"
 # read_model_config adds these keys beside config.json's own: what the rules need besides the config.
 NAME_KEY = "_name_or_path"
 CHAT_TEMPLATE_KEY = "_has_chat_template"

@@ -57,7 +57,7 @@ def test_checkpoint_is_complete_with_notice(demo_dir: Path) -> None:
     config = read_model_config(str(demo_dir))
     assert config["architectures"] == ["Gemma3ForCausalLM"]
     assert "quantization_config" not in config
-    assert family_from_config("auto", config) == "few_shot"
+    assert family_from_config("auto", config) == "few-shot"
 
 
 def test_tokenizer_starts_with_bos(demo_dir: Path) -> None:
