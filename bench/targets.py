@@ -168,13 +168,15 @@ def ready_replicas(run_dir: Path) -> int:
 
 
 def baseline_env(hw: Hardware, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A baseline's environment: on GPUs the device of the one-replica stack; on CPU what vLLM's CPU
-    build needs, set by the replicas' own apply_cpu_env from ENGINE (its KV-cache size included)."""
-    from hunyuan_serve.replica.engine import apply_cpu_env
+    """A baseline's environment, set by the replicas' own functions: on GPUs the first device (the
+    one-replica stack's), numbered as nvidia-smi numbers it, with the rest of a GPU replica's
+    environment; on CPU what vLLM's CPU build needs, ENGINE's KV-cache size included."""
+    from hunyuan_serve.replica.engine import apply_cpu_env, apply_cuda_env
 
     env = server_env(extra)
     if hw.on_gpu:
-        env["CUDA_VISIBLE_DEVICES"] = str(hw.gpus[0])
+        env["CUDA_VISIBLE_DEVICES"] = hw.gpus[0]
+        apply_cuda_env(env)
     else:
         apply_cpu_env(env, ENGINE, sorted(os.sched_getaffinity(0)))
     return env

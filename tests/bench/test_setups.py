@@ -182,13 +182,14 @@ def test_the_vllm_server_gets_the_engine_arguments_a_replica_builds(hw: Hardware
 def test_baselines_get_the_cpu_environment_from_the_replicas_own_function(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for key in ("VLLM_CPU_KVCACHE_SPACE", "VLLM_TARGET_DEVICE", "CUDA_VISIBLE_DEVICES"):
+    for key in ("VLLM_CPU_KVCACHE_SPACE", "VLLM_TARGET_DEVICE", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"):
         monkeypatch.delenv(key, raising=False)
     cpu = targets.baseline_env(CPU, {"EXTRA": "1"})
     assert (cpu["VLLM_TARGET_DEVICE"], cpu["VLLM_CPU_KVCACHE_SPACE"], cpu["EXTRA"]) == ("cpu", "1", "1")
     assert "CUDA_VISIBLE_DEVICES" not in cpu
     gpu = targets.baseline_env(GPU1)
     assert gpu["CUDA_VISIBLE_DEVICES"] == "3" and "VLLM_CPU_KVCACHE_SPACE" not in gpu
+    assert gpu["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # "3" is the device nvidia-smi calls 3
 
 
 def bench_imports(path: Path) -> set[str]:
