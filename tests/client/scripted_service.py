@@ -21,6 +21,8 @@ LANGUAGES = [
     {"code": "fr", "name": "French", "native_name": "Français"},
 ]
 
+HOLD_TIMEOUT_S = 10.0
+
 
 def mock_translate(text: str, target: str) -> str:
     """A deterministic 'translation' that keeps placeholders: tags the text with the target."""
@@ -47,13 +49,15 @@ class ServiceState:
     times: list[float] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    hold: int = 0  # when set, requests wait until this many were in flight at once (or HOLD_TIMEOUT_S)
+    lock: threading.Condition = field(default_factory=threading.Condition)
 
     def reset(self) -> None:
         with self.lock:
             self.script.clear()
             self.translate = mock_translate
             self.delay_s = 0.0
+            self.hold = 0
             self.model = None
             self.requests.clear()
             self.times.clear()
@@ -92,6 +96,9 @@ class _Handler(BaseHTTPRequestHandler):
             reply = state.script.pop(0) if state.script else None
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            # Holding the first requests makes "this many at once" a count, not a race against the clock.
+            state.lock.notify_all()
+            state.lock.wait_for(lambda: state.max_in_flight >= state.hold, timeout=HOLD_TIMEOUT_S)
         try:
             time.sleep(state.delay_s)
             if reply is None:

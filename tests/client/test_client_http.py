@@ -1,127 +1,330 @@
-"""The clients against a real local HTTP server: retries, Retry-After, errors, batches, concurrency."""
+"""The one client implementation against a real local HTTP server, and the sync facade's parity with it."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
-import time
+import threading
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from scripted_service import Reply, ScriptedService
 
 from hunyuan_serve.client import AsyncTranslateClient, ClientSettings, TranslateClient, TranslateError
 
-BUSY = Reply(503, {"error": {"code": "overloaded", "message": "busy"}}, {"Retry-After": "1"})
+BUSY = Reply(503, {"error": {"code": "overloaded", "message": "busy"}}, {"Retry-After": "7"})
+BUSY_NO_HINT = Reply(503, {"error": {"code": "overloaded", "message": "busy"}})
 
 
-def fast(url: str, **kw: object) -> ClientSettings:
-    """Settings whose own backoff is tiny, so any wait measured comes from Retry-After."""
-    values: dict[str, object] = {"base_url": url, "backoff_base_s": 0.01, "backoff_max_s": 0.05}
-    values.update(kw)
-    return ClientSettings.model_validate(values)
+class Sleeps:
+    """An injected sleep: records each delay asked for and returns at once, so no test waits or times."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
 
 
-def test_sync_client_waits_retry_after_then_succeeds(service: ScriptedService) -> None:
-    service.state.script.append(BUSY)
-    with TranslateClient(fast(service.url)) as client:
-        result = client.translate("Hello", "zh", "en")
-    assert result.result == "[zh] Hello"
-    assert len(service.state.requests) == 2
-    gap = service.state.times[1] - service.state.times[0]
-    assert gap >= 1.0, f"retried after {gap:.2f}s, before Retry-After: 1"
-    assert service.state.requests[0] == {"text": "Hello", "target_lang": "zh", "source_lang": "en"}
+def settings(url: str, **kw: object) -> ClientSettings:
+    return ClientSettings.model_validate({"base_url": url, **kw})
 
 
-async def test_async_client_waits_retry_after_then_succeeds(service: ScriptedService) -> None:
-    service.state.script.extend([BUSY, BUSY])
+def client(
+    service: ScriptedService, sleeps: Sleeps, rand: float = 0.0, **kw: object
+) -> tuple[AsyncTranslateClient, list[tuple[int, float, int | None]]]:
+    """An async client on the scripted service with a fixed jitter draw, and the retries it reports."""
     retries: list[tuple[int, float, int | None]] = []
-    settings = fast(service.url)
-    async with AsyncTranslateClient(
-        settings, on_retry=lambda a, d, e: retries.append((a, d, e.status))
-    ) as client:
-        result = await client.translate("Hello", "fr")
-    assert result.result == "[fr] Hello"
-    assert [r[0] for r in retries] == [1, 2]
-    assert all(status == 503 and delay >= 1.0 for _, delay, status in retries)
-    assert service.state.times[2] - service.state.times[1] >= 1.0
+    made = AsyncTranslateClient(
+        settings(service.url, **kw),
+        on_retry=lambda attempt, delay, err: retries.append((attempt, delay, err.status)),
+        rand=lambda: rand,
+        sleep=sleeps,
+    )
+    return made, retries
 
 
-@pytest.mark.parametrize("status", [429, 502, 504])
-def test_other_retryable_statuses_back_off(service: ScriptedService, status: int) -> None:
-    service.state.script.append(Reply(status, {"error": {"code": "x", "message": "y"}}))
-    with TranslateClient(fast(service.url)) as client:
-        assert client.translate("Hi", "zh").result == "[zh] Hi"
-    assert len(service.state.requests) == 2
+async def test_retry_after_is_honoured_over_a_shorter_backoff(service: ScriptedService) -> None:
+    service.state.script.append(BUSY)
+    sleeps = Sleeps()
+    made, retries = client(service, sleeps)
+    async with made:
+        result = await made.translate("Hello", "zh", "en")
+    assert result.result == "[zh] Hello"
+    assert sleeps.delays == [7.0]  # Retry-After: 7 wins over the first backoff of 0.5 s
+    assert retries == [(1, 7.0, 503)]
+    assert service.state.requests == [{"text": "Hello", "target_lang": "zh", "source_lang": "en"}] * 2
 
 
-def test_dropped_connection_is_retried(service: ScriptedService) -> None:
-    service.state.script.append(Reply(0, drop=True))
-    with TranslateClient(fast(service.url)) as client:
-        assert client.translate("Hi", "zh").result == "[zh] Hi"
-    assert len(service.state.requests) == 2
+async def test_backoff_doubles_and_adds_jitter(service: ScriptedService) -> None:
+    service.state.script.extend([BUSY_NO_HINT] * 3)
+    sleeps = Sleeps()
+    made, retries = client(service, sleeps, rand=0.5, backoff_base_s=0.5, backoff_jitter=0.5)
+    async with made:
+        assert (await made.translate("Hi", "fr")).result == "[fr] Hi"
+    # 0.5, 1, 2 s of backoff, each plus half of the jitter fraction (rand 0.5 x 0.5).
+    assert sleeps.delays == [0.625, 1.25, 2.5]
+    assert [attempt for attempt, _, _ in retries] == [1, 2, 3]
+    assert len(service.state.requests) == 4
 
 
-def test_bad_request_is_not_retried_and_names_the_problem(service: ScriptedService) -> None:
-    with TranslateClient(fast(service.url)) as client, pytest.raises(TranslateError) as info:
-        client.translate("Hi", "xx")
-    assert (info.value.status, info.value.code) == (400, "unsupported_language")
-    assert "xx" in info.value.message
-    assert len(service.state.requests) == 1
+async def test_a_long_retry_after_is_capped(service: ScriptedService) -> None:
+    service.state.script.append(Reply(429, {"error": {"code": "x", "message": "y"}}, {"Retry-After": "900"}))
+    sleeps = Sleeps()
+    made, _ = client(service, sleeps, retry_after_max_s=60)
+    async with made:
+        await made.translate("Hi", "zh")
+    assert sleeps.delays == [60.0]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(429, {"error": {"code": "x", "message": "y"}}),
+        Reply(502, "bad gateway"),
+        Reply(503, {"error": {"code": "x", "message": "y"}}),
+        Reply(504, {"error": {"code": "x", "message": "y"}}),
+        Reply(0, drop=True),
+    ],
+    ids=["429", "502", "503", "504", "dropped connection"],
+)
+async def test_overload_and_connection_failures_are_retried(service: ScriptedService, reply: Reply) -> None:
+    service.state.script.append(reply)
+    sleeps = Sleeps()
+    made, _ = client(service, sleeps)
+    async with made:
+        assert (await made.translate("Hi", "zh")).result == "[zh] Hi"
+    assert len(service.state.requests) == 2 and sleeps.delays == [0.5]
+
+
+@pytest.mark.parametrize(
+    ("reply", "status", "code", "message"),
+    [
+        # The stand-in's own answer to target 'xx'.
+        (None, 400, "unsupported_language", "unsupported language 'xx'; supported: en, zh, fr"),
+        (
+            Reply(413, {"error": {"code": "too_long", "message": "text too long"}}),
+            413,
+            "too_long",
+            "text too long",
+        ),
+        (Reply(500, {"detail": "boom"}), 500, "http_error", "boom"),
+    ],
+)
+async def test_other_failures_are_final_and_named(
+    service: ScriptedService, reply: Reply | None, status: int, code: str, message: str
+) -> None:
+    if reply is not None:
+        service.state.script.append(reply)
+    sleeps = Sleeps()
+    made, _ = client(service, sleeps)
+    async with made:
+        with pytest.raises(TranslateError) as info:
+            await made.translate("Hi", "xx")
+    assert (info.value.status, info.value.code, info.value.message) == (status, code, message)
+    assert len(service.state.requests) == 1 and sleeps.delays == []
 
 
 async def test_retries_are_bounded(service: ScriptedService) -> None:
-    service.state.script.extend([Reply(503, {"error": {"code": "overloaded", "message": "busy"}})] * 5)
-    async with AsyncTranslateClient(fast(service.url, max_retries=2)) as client:
+    service.state.script.extend([BUSY_NO_HINT] * 5)
+    sleeps = Sleeps()
+    made, _ = client(service, sleeps, max_retries=2)
+    async with made:
         with pytest.raises(TranslateError) as info:
-            await client.translate("Hi", "zh")
-    assert info.value.status == 503
-    assert len(service.state.requests) == 3
+            await made.translate("Hi", "zh")
+    assert (info.value.status, info.value.code) == (503, "overloaded")
+    assert len(service.state.requests) == 3 and sleeps.delays == [0.5, 1.0]
 
 
-def test_unreachable_service_raises_connection_error() -> None:
+async def test_unreachable_service_is_retried_then_a_connection_error() -> None:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]  # bound, never listening: connections are refused
-        with TranslateClient(fast(f"http://127.0.0.1:{port}", max_retries=2)) as client:
-            start = time.monotonic()
+        sock.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        sleeps = Sleeps()
+        made = AsyncTranslateClient(
+            settings(f"http://127.0.0.1:{sock.getsockname()[1]}", max_retries=3),
+            rand=lambda: 0.0,
+            sleep=sleeps,
+        )
+        async with made:
             with pytest.raises(TranslateError) as info:
-                client.translate("Hi", "zh")
-    assert info.value.status is None and info.value.code == "connection_error"
-    assert time.monotonic() - start < 5
+                await made.translate("Hi", "zh")
+    assert (info.value.status, info.value.code) == (None, "connection_error")
+    assert sleeps.delays == [0.5, 1.0, 2.0]
 
 
-def test_sync_batch_keeps_order_reports_progress_and_bounds_concurrency(service: ScriptedService) -> None:
-    service.state.delay_s = 0.05
+async def test_batches_keep_order_and_report_progress(service: ScriptedService) -> None:
     texts = [f"text {i}" for i in range(50)]
     progress: list[tuple[int, int]] = []
-    with TranslateClient(fast(service.url, batch_size=8, concurrency=3)) as client:
-        results = client.translate_batch(texts, "zh", progress=lambda d, t: progress.append((d, t)))
-    assert [r.result for r in results] == [f"[zh] {t}" for t in texts]
-    assert len(service.state.requests) == 7
-    assert all(len(body["texts"]) <= 8 for body in service.state.requests)
-    assert [d for d, _ in progress] == sorted(d for d, _ in progress) and progress[-1] == (50, 50)
-    assert 1 <= service.state.max_in_flight <= 3
+    made, _ = client(service, Sleeps(), batch_size=8, concurrency=3)
+    async with made:
+        results = await made.translate_batch(texts, "zh", progress=lambda d, t: progress.append((d, t)))
+    assert [(r.text, r.result) for r in results] == [(t, f"[zh] {t}") for t in texts]
+    assert sorted(len(body["texts"]) for body in service.state.requests) == [2, 8, 8, 8, 8, 8, 8]
+    dones = [done for done, _ in progress]
+    steps = [after - before for before, after in zip([0, *dones], dones, strict=False)]
+    assert sorted(steps) == [2, 8, 8, 8, 8, 8, 8]  # one report per batch, counting its texts
+    assert progress[-1] == (50, 50) and all(total == 50 for _, total in progress)
 
 
-async def test_async_batch_keeps_order_and_bounds_concurrency(service: ScriptedService) -> None:
+async def test_batches_in_flight_are_bounded_by_concurrency(service: ScriptedService) -> None:
+    # The stand-in holds requests until three are in flight, so a bound of three is reached exactly;
+    # a client sending all seven batches at once would push the count past it.
+    service.state.hold = 3
     service.state.delay_s = 0.05
-    texts = [f"line {i}" for i in range(40)]
-    async with AsyncTranslateClient(fast(service.url, batch_size=4, concurrency=2)) as client:
-        results = await client.translate_batch(texts, "zh", "en")
-    assert [r.text for r in results] == texts
-    assert [r.result for r in results] == [f"[zh] {t}" for t in texts]
-    assert len(service.state.requests) == 10
-    assert 1 <= service.state.max_in_flight <= 2
+    made, _ = client(service, Sleeps(), batch_size=2, concurrency=3)
+    async with made:
+        results = await made.translate_batch([str(i) for i in range(14)], "zh")
+    assert len(results) == 14 and len(service.state.requests) == 7
+    assert service.state.max_in_flight == 3
 
 
-async def test_batch_retries_one_busy_batch_only(service: ScriptedService) -> None:
+async def test_requests_in_flight_are_bounded_by_concurrency(service: ScriptedService) -> None:
+    service.state.hold = 3
+    service.state.delay_s = 0.05
+    made, _ = client(service, Sleeps(), concurrency=3)
+    async with made:
+        results = await asyncio.gather(*(made.translate(str(i), "zh") for i in range(8)))
+    assert [r.result for r in results] == [f"[zh] {i}" for i in range(8)]
+    assert service.state.max_in_flight == 3
+
+
+async def test_a_busy_batch_is_retried_alone(service: ScriptedService) -> None:
     service.state.script.append(BUSY)
-    async with AsyncTranslateClient(fast(service.url, batch_size=5, concurrency=1)) as client:
-        results = await client.translate_batch([str(i) for i in range(10)], "zh")
-    assert len(results) == 10
-    assert len(service.state.requests) == 3  # first batch twice, second once
+    sleeps = Sleeps()
+    made, _ = client(service, sleeps, batch_size=5, concurrency=1)
+    async with made:
+        results = await made.translate_batch([str(i) for i in range(10)], "zh")
+    assert [r.result for r in results] == [f"[zh] {i}" for i in range(10)]
+    assert [body["texts"] for body in service.state.requests] == [["0", "1", "2", "3", "4"]] * 2 + [
+        ["5", "6", "7", "8", "9"]
+    ]
+    assert sleeps.delays == [7.0]
 
 
-async def test_languages(service: ScriptedService) -> None:
-    async with AsyncTranslateClient(fast(service.url)) as client:
-        languages = await client.languages()
-    assert ("zh", "中文") in [(lang.code, lang.native_name) for lang in languages]
+async def test_a_refused_batch_stops_the_batches_not_yet_sent(service: ScriptedService) -> None:
+    service.state.script.append(Reply(413, {"error": {"code": "too_long", "message": "text too long"}}))
+    made, _ = client(service, Sleeps(), batch_size=2, concurrency=1)
+    async with made:
+        with pytest.raises(TranslateError) as info:
+            await made.translate_batch([str(i) for i in range(6)], "zh")
+    assert info.value.code == "too_long"
+    assert len(service.state.requests) == 1
+
+
+async def test_map_batches_bounds_the_work_in_progress_and_keeps_batch_order() -> None:
+    # Pure logic (no request is sent): later batches finish first, yet results come back in order.
+    running, most = 0, 0
+
+    async def work(batch: list[str]) -> str:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        for _ in range(20 - (ord(batch[0]) - ord("a"))):
+            await asyncio.sleep(0)
+        running -= 1
+        return "".join(batch)
+
+    async with AsyncTranslateClient(settings("http://127.0.0.1:9", batch_size=2, concurrency=3)) as made:
+        assert await made.map_batches(list("abcdefghijk"), work) == ["ab", "cd", "ef", "gh", "ij", "k"]
+    assert most == 3
+
+
+@pytest.mark.timeout(30)  # a batch not cancelled would sleep on: fail then instead of after 10 minutes
+async def test_map_batches_raises_the_first_failure_and_cancels_the_rest() -> None:
+    started: list[str] = []
+    cancelled: list[str] = []
+
+    async def work(batch: list[str]) -> None:
+        started.append(batch[0])
+        try:
+            if batch[0] == "b":
+                raise TranslateError(503, "overloaded", "busy")
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append(batch[0])
+            raise
+
+    async with AsyncTranslateClient(settings("http://127.0.0.1:9", batch_size=1, concurrency=2)) as made:
+        with pytest.raises(TranslateError, match="busy"):
+            await made.map_batches(list("abcd"), work)
+    assert started == ["a", "b"] and cancelled == ["a"]
+
+
+# The sync facade: each scenario run through both clients must give the same results, errors,
+# requests and retry delays.
+Call = Callable[[Any, list[tuple[int, int]]], Any]
+SCENARIOS: dict[str, tuple[list[Reply], dict[str, object], str, Call]] = {
+    "retried translate": ([BUSY], {}, "translate", lambda c, p: c.translate("Hello", "zh", "en")),
+    "refused": ([], {}, "translate", lambda c, p: c.translate("Hi", "xx", None, {"max_tokens": 1})),
+    "retries spent": (
+        [BUSY_NO_HINT] * 3,
+        {"max_retries": 2},
+        "translate",
+        lambda c, p: c.translate("Hi", "zh"),
+    ),
+    "texts": ([], {}, "translate_texts", lambda c, p: c.translate_texts(["a", "b"], "fr", "en")),
+    "batch": (
+        [BUSY],
+        {"batch_size": 3, "concurrency": 1},
+        "translate_batch",
+        lambda c, p: c.translate_batch(list("abcdefg"), "fr", progress=lambda d, t: p.append((d, t))),
+    ),
+    "languages": ([], {}, "languages", lambda c, p: c.languages()),
+    "health": ([], {}, "health", lambda c, p: c.health()),
+}
+
+
+def _outcome(run: Callable[[], Any]) -> tuple[str, Any]:
+    try:
+        return "ok", run()
+    except TranslateError as err:
+        return "error", (type(err), err.status, err.code, err.message, err.retry_after, str(err))
+
+
+def _run_async(service: ScriptedService, name: str) -> tuple[Any, ...]:
+    script, kw, _, call = SCENARIOS[name]
+    service.state.reset()
+    service.state.script.extend(script)
+    sleeps, progress = Sleeps(), []
+
+    async def main() -> Any:
+        async with AsyncTranslateClient(settings(service.url, **kw), rand=lambda: 0.0, sleep=sleeps) as made:
+            return await call(made, progress)
+
+    outcome = _outcome(lambda: asyncio.run(main()))
+    return outcome, list(service.state.requests), sleeps.delays, progress
+
+
+def _run_sync(service: ScriptedService, name: str) -> tuple[Any, ...]:
+    script, kw, _, call = SCENARIOS[name]
+    service.state.reset()
+    service.state.script.extend(script)
+    sleeps, progress = Sleeps(), []
+    with TranslateClient(settings(service.url, **kw), rand=lambda: 0.0, sleep=sleeps) as made:
+        outcome = _outcome(lambda: call(made, progress))
+    return outcome, list(service.state.requests), sleeps.delays, progress
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_sync_client_gives_what_the_async_client_gives(service: ScriptedService, name: str) -> None:
+    expected = _run_async(service, name)
+    assert _run_sync(service, name) == expected
+    assert expected[0][0] == ("error" if name in ("refused", "retries spent") else "ok")
+
+
+def test_sync_client_is_shared_between_threads_and_stops_its_loop(service: ScriptedService) -> None:
+    results: dict[int, str] = {}
+    with TranslateClient(settings(service.url, concurrency=2)) as made:
+
+        def work(i: int) -> None:
+            results[i] = made.translate(f"text {i}", "zh").result
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    assert results == {i: f"[zh] text {i}" for i in range(6)}
+    assert "hunyuan-serve-client" not in [thread.name for thread in threading.enumerate()]
+    made.close()  # a second close is harmless
