@@ -54,8 +54,13 @@ def _visible(wanted: DeviceId, visible: Sequence[DeviceId], uuids: Mapping[Devic
 def device_groups(
     cfg: ServeConfig, visible_gpus: Sequence[DeviceId], uuids: Mapping[DeviceId, str] | None = None
 ) -> list[tuple[DeviceId, ...]]:
-    """GPU groups of tensor_parallel_size, one per replica; empty on a machine without GPUs."""
+    """GPU groups of tensor_parallel_size, one per replica; empty on a machine without GPUs (or when
+    engine.device is cpu)."""
+    if cfg.engine.device == "cpu":
+        return []
     gpus = list(cfg.gpus) if cfg.gpus is not None else list(visible_gpus)
+    if cfg.engine.device == "cuda" and not gpus:
+        raise ConfigError("engine.device: cuda, but nvidia-smi lists no GPU this process may use")
     if cfg.gpus is not None and visible_gpus:
         missing = [g for g in gpus if not _visible(g, visible_gpus, uuids or {})]
         if missing:

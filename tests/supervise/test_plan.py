@@ -71,6 +71,15 @@ def test_replicas_read_the_fetched_model_on_the_device_up_chose(gpus: list[int],
     assert with_replica_engine(named, plans, "/m", "tencent/X").engine.served_model_name == "mine"
 
 
+def test_engine_device_forces_the_kind() -> None:
+    assert [d for d, _, _ in _plans({"engine": {"device": "cpu"}, "replicas": 2}, [0, 1], [0, 1])] == [
+        "cpu:0",
+        "cpu:1",
+    ]
+    with pytest.raises(ConfigError, match=r"engine\.device: cuda, but nvidia-smi lists no GPU"):
+        _plans({"engine": {"device": "cuda"}}, [], [0])
+
+
 def test_uuids_and_mig_devices_name_gpus() -> None:
     uuids: dict[int | str, str] = {0: "GPU-aaaa-1111", 1: "GPU-bbbb-2222", "MIG-cccc": "MIG-cccc"}
     cfg = build_config({"gpus": "GPU-bbbb,MIG-cccc"}, {})
