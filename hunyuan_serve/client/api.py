@@ -17,6 +17,8 @@ T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (texts done, texts total)
 RetryHook = Callable[[int, float, "TranslateError"], None]  # (attempt, delay, error)
 Sleep = Callable[[float], Awaitable[None]]  # how a retry waits; tests record the delays instead
+# A glossary the service applies itself: {term: translation}, or [{"source": term, "target": translation}].
+Terms = Mapping[str, str] | Sequence[Mapping[str, str]]
 
 
 class TranslateError(Exception):
@@ -46,13 +48,40 @@ class Language:
     native_name: str = ""
 
 
+@dataclass(frozen=True)
+class Instructions:
+    """What the service is told besides the text; each field is sent only when given."""
+
+    glossary: Terms | None = None
+    context: str | None = None  # the text that comes before, for the family's contextual prompt
+    style: str | None = None  # the style the translation should take (families with a style prompt)
+
+    def fields(self) -> dict[str, Any]:
+        """The /translate body fields: a mapping glossary as an object, a list as a list of objects."""
+        fields: dict[str, Any] = {}
+        if self.glossary:
+            glossary = self.glossary
+            fields["glossary"] = (
+                dict(glossary) if isinstance(glossary, Mapping) else [dict(t) for t in glossary]
+            )
+        fields.update(
+            {key: value for key, value in (("context", self.context), ("style", self.style)) if value}
+        )
+        return fields
+
+
 def _payload(
-    texts: str | Sequence[str], target: str, source: str | None, options: Mapping[str, Any] | None
+    texts: str | Sequence[str],
+    target: str,
+    source: str | None,
+    options: Mapping[str, Any] | None,
+    instructions: Instructions,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"text": texts} if isinstance(texts, str) else {"texts": list(texts)}
     body["target_lang"] = target
     if source:
         body["source_lang"] = source
+    body.update(instructions.fields())
     body.update({k: v for k, v in (options or {}).items() if v is not None})
     return body
 
@@ -186,10 +215,18 @@ class AsyncTranslateClient:
             attempt += 1
 
     async def translate(
-        self, text: str, target: str, source: str | None = "en", options: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        target: str,
+        source: str | None = "en",
+        options: Mapping[str, Any] | None = None,
+        *,
+        glossary: Terms | None = None,
+        context: str | None = None,
+        style: str | None = None,
     ) -> Translation:
-        response = await self._request("POST", "/translate", _payload(text, target, source, options))
-        return _parse_one(response, text)
+        body = _payload(text, target, source, options, Instructions(glossary, context, style))
+        return _parse_one(await self._request("POST", "/translate", body), text)
 
     async def translate_texts(
         self,
@@ -197,12 +234,16 @@ class AsyncTranslateClient:
         target: str,
         source: str | None = "en",
         options: Mapping[str, Any] | None = None,
+        *,
+        glossary: Terms | None = None,
+        context: str | None = None,
+        style: str | None = None,
     ) -> list[Translation]:
         """One batch request; the service bounds how many texts it takes at once."""
         if not texts:
             return []
-        response = await self._request("POST", "/translate", _payload(texts, target, source, options))
-        return _parse_batch(response, texts)
+        body = _payload(texts, target, source, options, Instructions(glossary, context, style))
+        return _parse_batch(await self._request("POST", "/translate", body), texts)
 
     async def map_batches(
         self,
@@ -247,11 +288,17 @@ class AsyncTranslateClient:
         source: str | None = "en",
         options: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
+        *,
+        glossary: Terms | None = None,
+        context: str | None = None,
+        style: str | None = None,
     ) -> list[Translation]:
         """Any number of texts, in batches of settings.batch_size sent concurrently; results in order."""
 
         async def one(batch: list[str]) -> list[Translation]:
-            return await self.translate_texts(batch, target, source, options)
+            return await self.translate_texts(
+                batch, target, source, options, glossary=glossary, context=context, style=style
+            )
 
         return [t for batch in await self.map_batches(texts, one, progress) for t in batch]
 
@@ -305,9 +352,20 @@ class TranslateClient:
             raise
 
     def translate(
-        self, text: str, target: str, source: str | None = "en", options: Mapping[str, Any] | None = None
+        self,
+        text: str,
+        target: str,
+        source: str | None = "en",
+        options: Mapping[str, Any] | None = None,
+        *,
+        glossary: Terms | None = None,
+        context: str | None = None,
+        style: str | None = None,
     ) -> Translation:
-        return self._call(self._async.translate(text, target, source, options))
+        coro = self._async.translate(
+            text, target, source, options, glossary=glossary, context=context, style=style
+        )
+        return self._call(coro)
 
     def translate_texts(
         self,
@@ -315,9 +373,16 @@ class TranslateClient:
         target: str,
         source: str | None = "en",
         options: Mapping[str, Any] | None = None,
+        *,
+        glossary: Terms | None = None,
+        context: str | None = None,
+        style: str | None = None,
     ) -> list[Translation]:
         """One batch request; the service bounds how many texts it takes at once."""
-        return self._call(self._async.translate_texts(texts, target, source, options))
+        coro = self._async.translate_texts(
+            texts, target, source, options, glossary=glossary, context=context, style=style
+        )
+        return self._call(coro)
 
     def translate_batch(
         self,
@@ -326,9 +391,16 @@ class TranslateClient:
         source: str | None = "en",
         options: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
+        *,
+        glossary: Terms | None = None,
+        context: str | None = None,
+        style: str | None = None,
     ) -> list[Translation]:
         """Any number of texts, in batches of settings.batch_size sent concurrently; results in order."""
-        return self._call(self._async.translate_batch(texts, target, source, options, progress))
+        coro = self._async.translate_batch(
+            texts, target, source, options, progress, glossary=glossary, context=context, style=style
+        )
+        return self._call(coro)
 
     def languages(self) -> list[Language]:
         return self._call(self._async.languages())

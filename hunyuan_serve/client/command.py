@@ -27,9 +27,10 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Translate INPUT ('-' for stdin): plain text one segment a line, or a JSON localization file "
             "(keys kept, string values translated). Placeholders must survive; segments whose placeholders "
-            "come back changed are reported and left untranslated. Exit 0 when every segment was "
-            "translated, cached or skipped, 1 when some failed (output still written), 2 on bad usage, "
-            "130 when interrupted."
+            "come back changed are reported and left untranslated. A service that does not take --context "
+            "or --style (its model has no such prompt) says so before any segment is sent. Exit 0 when "
+            "every segment was translated, cached or skipped, 1 when some failed (output still written), "
+            "2 on bad usage, 130 when interrupted."
         ),
     )
     parser.add_argument("input", metavar="INPUT", help="File to translate, or '-' for stdin.")
@@ -43,9 +44,21 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--keep", type=Path, help="Do-not-translate list: one term a line.")
     parser.add_argument(
+        "--context",
+        metavar="TEXT",
+        help="Text that comes before the input (what the page or app is about), sent with every segment "
+        "for the model's contextual-translation prompt.",
+    )
+    parser.add_argument(
+        "--style",
+        metavar="TEXT",
+        help="Style the translation should take (e.g. 'formal'), for models with a style prompt (Hy-MT2).",
+    )
+    parser.add_argument(
         "--cache",
         type=Path,
-        help="SQLite cache file (default under ~/.cache/hunyuan-serve), kept per model and sampling options.",
+        help="SQLite cache file (default under ~/.cache/hunyuan-serve), kept per model, sampling options, "
+        "context and style.",
     )
     parser.add_argument("--no-cache", action="store_true", help="Neither read nor write the cache.")
     parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
@@ -140,7 +153,7 @@ async def _translate(
     bar = _ProgressBar(enabled=not args.no_progress)
     try:
         async with AsyncTranslateClient(settings, on_retry=on_retry) as client:
-            problem = await _check_languages(client, args.target, args.source)
+            problem = await _check_request(client, args)
             if problem:
                 return _usage(problem)
             texts, summary = await localize(
@@ -152,6 +165,8 @@ async def _translate(
                 glossary=glossary,
                 store=store,
                 options=options,
+                context=args.context,
+                style=args.style,
                 on_total=bar.start,
                 progress=bar.update,
             )
@@ -167,27 +182,41 @@ async def _translate(
     return EXIT_FAILED if summary.failed else EXIT_OK
 
 
-async def _check_languages(client: Any, target: str, source: str | None) -> str | None:
-    """A usage error when the service does not take a language, found before any batch is sent."""
+async def _check_request(client: Any, args: argparse.Namespace) -> str | None:
+    """A usage error when the service does not take the languages, context or style.
+
+    Found before any batch is sent, or else every segment would be refused one by one.
+    """
+    from hunyuan_serve.client.api import TranslateError
+
+    instructed = bool(args.context or args.style)
+    if not instructed and await _languages_known(client, args.target, args.source):
+        return None
+    # Maybe an alias the service knows (zh-CN, cantonese...), or fields it lacks: one single-token
+    # request with everything the batches will carry settles it.
+    try:
+        await client.translate(
+            "Hello", args.target, args.source, {"max_tokens": 1}, context=args.context, style=args.style
+        )
+    except TranslateError as err:
+        if err.status in (400, 422):
+            return err.message
+        raise
+    return None
+
+
+async def _languages_known(client: Any, target: str, source: str | None) -> bool:
+    """Whether /languages lists both codes (or the service has no /languages: the first batch will tell)."""
     from hunyuan_serve.client.api import TranslateError
 
     try:
         languages = await client.languages()
     except TranslateError as err:
         if err.status is not None and err.status < 500:
-            return None  # a service without /languages: let the first batch tell
+            return True
         raise
     known = {_language_key(name) for lang in languages for name in (lang.code, lang.name)}
-    if all(code is None or _language_key(code) in known for code in (target, source)):
-        return None
-    # Maybe an alias the service knows (zh-CN, cantonese...): one single-token request settles it.
-    try:
-        await client.translate("Hello", target, source, {"max_tokens": 1})
-    except TranslateError as err:
-        if err.status == 400:
-            return err.message
-        raise
-    return None
+    return all(code is None or _language_key(code) in known for code in (target, source))
 
 
 def _language_key(code: str) -> str:

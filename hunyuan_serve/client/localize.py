@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from hunyuan_serve.client.api import AsyncTranslateClient, Progress, TranslateError
+from hunyuan_serve.client.api import AsyncTranslateClient, Progress, TranslateError, Translation
 from hunyuan_serve.client.glossary import Glossary
 from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment
 from hunyuan_serve.client.store import TranslationStore, cache_profile
 
+_Send = Callable[[list[str]], Awaitable[list[Translation]]]  # one batch request, all else bound
 # Statuses that blame one text of a batch, not the service: those texts are retried one by one.
 _PER_TEXT_STATUSES = (400, 413, 422)
 
@@ -74,13 +76,16 @@ async def localize(
     glossary: Glossary | None = None,
     store: TranslationStore | None = None,
     options: Mapping[str, Any] | None = None,
+    context: str | None = None,
+    style: str | None = None,
     on_total: Callable[[int], None] | None = None,
     progress: Progress | None = None,
 ) -> tuple[list[str], Summary]:
     """Translated segments (failed ones left as they were) and the summary of the run.
 
-    Accepted translations are committed to the store batch by batch, so an interrupted run
-    loses only the batches in flight and the next run resumes from there.
+    options (sampling), context and style go with every batch and into the cache key. Accepted
+    translations are committed to the store batch by batch, so an interrupted run loses only the
+    batches in flight and the next run resumes from there.
     """
     plans = [plan_segment(segment, glossary) for segment in segments]
     first_plan: dict[str, Plan] = {}
@@ -89,19 +94,24 @@ async def localize(
             first_plan.setdefault(plan.request, plan)
     profile, cached = "", {}
     if store is not None:  # not `if store`: an empty store is falsy (it has a length)
-        profile = cache_profile(await _service_model(client), options)
+        profile = cache_profile(
+            await _service_model(client), {**(options or {}), "context": context, "style": style}
+        )
         cached = store.get_many(profile, source, target, first_plan)
     to_send = [text for text in first_plan if text not in cached]
     if on_total is not None:
         on_total(len(to_send))
     run = _Run()
+    translate = functools.partial(
+        client.translate_texts, target=target, source=source, options=options, context=context, style=style
+    )
 
     async def send(batch: list[str]) -> None:
         # The client hands out a batch only when a worker is free: once the service is given up on,
         # every batch still waiting ends here, unsent.
         if run.aborted:
             return
-        got = await _translate_chunk(client, batch, target, source, options, run)
+        got = await _translate_chunk(translate, batch, run)
         good = {text: out for text, out in got.items() if not check_translation(first_plan[text], out)}
         run.results.update(got)
         if store is not None and good:
@@ -121,17 +131,10 @@ async def _service_model(client: AsyncTranslateClient) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
-async def _translate_chunk(
-    client: AsyncTranslateClient,
-    chunk: list[str],
-    target: str,
-    source: str | None,
-    options: Mapping[str, Any] | None,
-    run: _Run,
-) -> dict[str, str]:
+async def _translate_chunk(translate: _Send, chunk: list[str], run: _Run) -> dict[str, str]:
     run.requests += 1
     try:
-        return {t.text: t.result for t in await client.translate_texts(chunk, target, source, options)}
+        return {t.text: t.result for t in await translate(chunk)}
     except TranslateError as err:
         if err.status not in _PER_TEXT_STATUSES:
             # Retries are spent or the service is gone: stop sending instead of waiting out every batch.
@@ -143,7 +146,7 @@ async def _translate_chunk(
             return {}
     results: dict[str, str] = {}
     for text in chunk:
-        results.update(await _translate_chunk(client, [text], target, source, options, run))
+        results.update(await _translate_chunk(translate, [text], run))
     return results
 
 

@@ -25,9 +25,13 @@ CREATE TABLE IF NOT EXISTS translations (
 _LOOKUP_SLICE = 500
 
 
-def cache_profile(model: str | None, options: Mapping[str, Any] | None) -> str:
-    """What besides the languages and the text decides a translation: the model and sampling options."""
-    given = {key: value for key, value in (options or {}).items() if value is not None}
+def cache_profile(model: str | None, fields: Mapping[str, Any] | None) -> str:
+    """What besides the languages and the text decides a translation: the model and the request fields.
+
+    Fields are the sampling options, context and style sent; one not given (None or "") leaves the key
+    as it was, so adding a field keeps the entries made without it.
+    """
+    given = {key: value for key, value in (fields or {}).items() if value is not None and value != ""}
     return json.dumps({"model": model or "", **given}, sort_keys=True, separators=(",", ":"))
 
 

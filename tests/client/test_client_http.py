@@ -251,6 +251,36 @@ async def test_map_batches_raises_the_first_failure_and_cancels_the_rest() -> No
     assert started == ["a", "b"] and cancelled == ["a"]
 
 
+@pytest.mark.parametrize(
+    ("glossary", "sent"),
+    [
+        ({"Train": "训练"}, {"Train": "训练"}),
+        ([{"source": "Train", "target": "训练"}], [{"source": "Train", "target": "训练"}]),
+    ],
+    ids=["object", "list"],
+)
+async def test_instruction_fields_are_sent_only_when_given(
+    service: ScriptedService, glossary: Any, sent: Any
+) -> None:
+    made, _ = client(service, Sleeps(), batch_size=2)
+    async with made:
+        await made.translate("Train it", "zh", glossary=glossary, context="A model trainer.", style="formal")
+        await made.translate_batch(["a", "b", "c"], "zh", context="Menu", style="", glossary={})
+        await made.translate_texts(["d"], "zh", glossary=glossary)
+        await made.translate("e", "zh")
+    fields = [
+        {k: v for k, v in body.items() if k in ("glossary", "context", "style")}
+        for body in service.state.requests
+    ]
+    assert fields == [
+        {"glossary": sent, "context": "A model trainer.", "style": "formal"},
+        {"context": "Menu"},  # an empty style or glossary is not sent
+        {"context": "Menu"},
+        {"glossary": sent},
+        {},
+    ]
+
+
 # The sync facade: each scenario run through both clients must give the same results, errors,
 # requests and retry delays.
 Call = Callable[[Any, list[tuple[int, int]]], Any]
@@ -269,6 +299,14 @@ SCENARIOS: dict[str, tuple[list[Reply], dict[str, object], str, Call]] = {
         {"batch_size": 3, "concurrency": 1},
         "translate_batch",
         lambda c, p: c.translate_batch(list("abcdefg"), "fr", progress=lambda d, t: p.append((d, t))),
+    ),
+    "instructions": (
+        [],
+        {},
+        "translate",
+        lambda c, p: c.translate(
+            "Hi", "zh", glossary=[{"source": "Hi", "target": "嗨"}], context="x", style="y"
+        ),
     ),
     "languages": ([], {}, "languages", lambda c, p: c.languages()),
     "health": ([], {}, "health", lambda c, p: c.health()),

@@ -257,3 +257,49 @@ def test_service_gone_stops_sending(
     assert report["failed"] == 12 and report["aborted"].startswith("service error: 503 unavailable")
     assert "stopped sending: service error" in err
     assert (tmp_path / "o.txt").read_text() == (tmp_path / "in.txt").read_text()
+
+
+def test_context_and_style_go_with_every_batch_and_into_the_cache_key(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in.txt").write_text("Open\nSave\nQuit\n", encoding="utf-8")
+    args = ["--url", service.url, "--to", "zh", str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt")]
+    args += ["--batch-size", "2", "--concurrency", "1"]  # one batch at a time: the requests in order
+
+    def sent(extra: list[str]) -> list[dict]:
+        service.state.requests.clear()
+        code, _, _, _ = run([*args, *extra], tmp_path, capsys)
+        assert code == 0
+        return list(service.state.requests)
+
+    menu = ["--context", "A file menu.", "--style", "formal"]
+    first = sent(menu)
+    # The probe that checks the service takes the fields, then the two batches, all carrying them.
+    assert [body.get("texts", body.get("text")) for body in first] == ["Hello", ["Open", "Save"], ["Quit"]]
+    assert all((body["context"], body["style"]) == ("A file menu.", "formal") for body in first)
+    assert len(sent(menu)) == 1  # all cached: only the probe
+    assert len(sent(["--context", "A game menu.", "--style", "formal"])) == 3  # other context: other key
+    plain = sent([])
+    assert len(plain) == 2 and not any("context" in body or "style" in body for body in plain)
+
+
+def test_a_service_without_context_is_a_usage_error_before_any_batch(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "in.txt").write_text("Open\nSave\n", encoding="utf-8")
+    service.state.script.append(
+        Reply(422, {"error": {"code": "unknown_field", "message": "unknown field(s): context"}})
+    )
+    args = ["--url", service.url, "--to", "zh", "--context", "A file menu.", str(tmp_path / "in.txt")]
+    code, _, err, _ = run(args, tmp_path, capsys)
+    assert code == 2
+    assert "hunyuan-serve translate: unknown field(s): context" in err
+    assert service.state.requests == [
+        {
+            "text": "Hello",
+            "target_lang": "zh",
+            "source_lang": "en",
+            "context": "A file menu.",
+            "max_tokens": 1,
+        }
+    ]
