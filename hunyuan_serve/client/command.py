@@ -63,6 +63,12 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--no-cache", action="store_true", help="Neither read nor write the cache.")
     parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
     parser.add_argument("--report", type=Path, help="Write the summary and every failure as JSON here.")
+    _add_option_groups(parser)
+    parser.set_defaults(func=run)
+
+
+def _add_option_groups(parser: argparse.ArgumentParser) -> None:
+    """The sampling flags, and one flag per ClientSettings field (the settings are the one source)."""
     sampling = parser.add_argument_group("sampling (default: the service's)")
     for name in _SAMPLING:
         kind = int if name in ("max_tokens", "top_k") else float
@@ -77,7 +83,6 @@ def add_parser(subparsers: Any) -> None:
         group.add_argument(
             "--" + name.replace("_", "-"), help=f"{info.description} (default {info.default})", **kwargs
         )
-    parser.set_defaults(func=run)
 
 
 def _int_list(text: str) -> tuple[int, ...]:

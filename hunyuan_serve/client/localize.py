@@ -88,10 +88,7 @@ async def localize(
     batches in flight and the next run resumes from there.
     """
     plans = [plan_segment(segment, glossary) for segment in segments]
-    first_plan: dict[str, Plan] = {}
-    for plan in plans:
-        if plan.action is Action.SEND:
-            first_plan.setdefault(plan.request, plan)
+    first_plan = _distinct_requests(plans)
     profile, cached = "", {}
     if store is not None:  # not `if store`: an empty store is falsy (it has a length)
         profile = cache_profile(
@@ -119,6 +116,15 @@ async def localize(
 
     await client.map_batches(to_send, send, progress)
     return _outcomes(plans, labels, cached, run)
+
+
+def _distinct_requests(plans: Sequence[Plan]) -> dict[str, Plan]:
+    """Each text to send, once (a string used in many places is one request), with its first plan."""
+    first_plan: dict[str, Plan] = {}
+    for plan in plans:
+        if plan.action is Action.SEND:
+            first_plan.setdefault(plan.request, plan)
+    return first_plan
 
 
 async def _service_model(client: AsyncTranslateClient) -> str | None:

@@ -1,4 +1,4 @@
-"""Client settings (timeouts, pool, retries) and the pure retry arithmetic the clients share."""
+"""Client settings (timeouts, pool, retries) and the pure retry arithmetic of the client."""
 
 from __future__ import annotations
 
