@@ -335,13 +335,14 @@ class TranslateClient:
         rand: Callable[[], float] = random.random,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
+        # Made before the loop thread starts, so a client that cannot be made leaves no thread behind.
+        self._async = AsyncTranslateClient(settings, on_retry=on_retry, rand=rand, sleep=sleep)
+        self.settings = self._async.settings
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="hunyuan-serve-client", daemon=True
         )
         self._thread.start()
-        self._async = AsyncTranslateClient(settings, on_retry=on_retry, rand=rand, sleep=sleep)
-        self.settings = self._async.settings
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
