@@ -22,9 +22,9 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-# Everything but the tests that start the vLLM engine or the demo model (a minute or two).
+# Everything but the tests that start the vLLM engine, the demo model or a real `up` (a minute or two).
 unit: install
-	$(BIN)/pytest -q -m "not engine and not demo"
+	$(BIN)/pytest -q -m "not engine and not demo and not e2e"
 
 test: lint typecheck
 	$(BIN)/pytest -q -rs
