@@ -200,7 +200,12 @@ def _model_config(spec: TinySpec, ids: dict[str, int]) -> Any:
     if spec.architecture == HYV3:
         from transformers import HYV3Config
 
-        moe = dict(num_experts=4, num_experts_per_tok=2, num_shared_experts=1, moe_intermediate_size=64)
+        moe = dict(
+            num_experts=4,
+            num_experts_per_tok=2,
+            num_shared_experts=1,
+            moe_intermediate_size=MOE_INTERMEDIATE_SIZE,
+        )
         return HYV3Config(**shared, **moe, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
     from transformers import HunYuanDenseV1Config
 
@@ -208,6 +213,24 @@ def _model_config(spec: TinySpec, ids: dict[str, int]) -> Any:
     rope = {"rope_type": "dynamic", "alpha": 1000.0, "rope_theta": 10000.0, "factor": 1.0}
     eod = ids.get("<|endoftext|>", ids.get("<｜hy_end▁of▁sentence｜>"))
     return HunYuanDenseV1Config(**shared, tie_word_embeddings=True, rope_parameters=rope, eod_token_id=eod)
+
+
+# Keys of the released HYV3 config.json (Tencent-Hunyuan/Hy-MT2, train/tools/check_converted.py: layer 0
+# dense, the rest MoE; q/k norms) that vLLM's hy_v3 model reads and transformers' HYV3Config does not
+# write: without them vLLM refuses the checkpoint ("first_k_dense_replace not exist").
+MOE_INTERMEDIATE_SIZE = 64
+RELEASED_HYV3_KEYS = {
+    "first_k_dense_replace": 1,
+    "expert_hidden_dim": MOE_INTERMEDIATE_SIZE,
+    "route_norm": True,
+    "qk_norm": True,
+}
+
+
+def _add_released_hyv3_keys(config_file: Path) -> None:
+    config = json.loads(config_file.read_text(encoding="utf-8"))
+    config.update(RELEASED_HYV3_KEYS)
+    config_file.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def _tokenizer(spec: TinySpec) -> Any:
@@ -240,6 +263,8 @@ def build_tiny_model(path: str | Path, seed: int = 0, kind: str = HUNYUAN_MT) ->
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(_model_config(spec, ids))
     model.save_pretrained(out)
+    if spec.architecture == HYV3:
+        _add_released_hyv3_keys(out / "config.json")
     tokenizer.save_pretrained(out)
     family = HY_MT2 if kind == MOE else kind
     sampling = sampling_defaults(family, spec.sampling_model).as_dict()
