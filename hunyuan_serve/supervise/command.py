@@ -7,8 +7,6 @@ import fcntl
 import json
 import os
 import pwd
-import shutil
-import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,6 +22,7 @@ from hunyuan_serve.config import (
     default_run_dir,
     load_config_file,
 )
+from hunyuan_serve.gpu import visible_gpus
 
 if TYPE_CHECKING:
     from hunyuan_serve.supervise.events import JsonEvents
@@ -31,7 +30,6 @@ if TYPE_CHECKING:
     from hunyuan_serve.supervise.supervisor import Supervisor
 
 ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx")
-HUNYUAN_MT = "tencent/Hunyuan-MT-7B"
 SYSTEMD_CONFIG = "/etc/hunyuan-serve/config.yaml"
 
 
@@ -64,20 +62,6 @@ def _serve_flags(parser: argparse.ArgumentParser) -> None:
 # -- effects `up` needs, kept here so the rest stays testable ------------------------------------
 
 
-def visible_gpus() -> list[int]:
-    """CUDA devices nvidia-smi lists (CUDA_VISIBLE_DEVICES is what `up` sets, so it is not read)."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        out = subprocess.run(
-            [smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True, timeout=20
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [int(line) for line in out.stdout.split() if line.strip().isdigit()] if out.returncode == 0 else []
-
-
 def run_dir_of(cfg: ServeConfig) -> Path:
     return Path(cfg.run_dir) if cfg.run_dir else default_run_dir(os.environ)
 
@@ -106,29 +90,6 @@ def _lock_run_dir(run_dir: Path) -> IO[str]:
     handle.write(str(os.getpid()))
     handle.flush()
     return handle
-
-
-def resolve_model(cfg: ServeConfig, gpus: list[int], out: IO[str]) -> str:
-    """The model to serve; on a machine with no GPU and none given, the embedded demo model."""
-    if cfg.engine.model:
-        print(f"hunyuan-serve: serving {cfg.engine.model}", file=out)
-        return cfg.engine.model
-    if gpus:
-        print(f"hunyuan-serve: serving {HUNYUAN_MT} (no --model given)", file=out)
-        return HUNYUAN_MT
-    try:
-        from hunyuan_serve.demo_model import ensure_demo_model
-    except ImportError as err:
-        raise ConfigError(
-            f"no GPU and no --model, and the demo model is unavailable ({err}); pass --model"
-        ) from None
-    print(
-        "hunyuan-serve: no GPU and no --model: serving the demo model Gemma 3 270M (few-shot prompts, "
-        "far below Hunyuan-MT quality). For the real one pass --model PATH_TO_Hunyuan-MT-7B "
-        f"or --model {HUNYUAN_MT}.",
-        file=out,
-    )
-    return str(ensure_demo_model())
 
 
 def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
@@ -208,27 +169,51 @@ def build_supervisor(
 def cmd_up(args: argparse.Namespace) -> int:
     import asyncio
 
-    from hunyuan_serve.supervise.plan import plan_replicas
+    from hunyuan_serve import gpu
+    from hunyuan_serve.doctor import format_table, preflight
+    from hunyuan_serve.models import fetch_model, resolve_model
+    from hunyuan_serve.supervise.plan import plan_replicas, with_replica_engine
 
     cfg = config_from_args(args)
     run_dir = run_dir_of(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     lock = _lock_run_dir(run_dir)
-    gpus = visible_gpus()
+    gpu_facts = gpu.query_gpus()
     plans = plan_replicas(
-        cfg, visible_gpus=gpus, cores=sorted(os.sched_getaffinity(0)), run_dir=run_dir, python=sys.executable
+        cfg,
+        visible_gpus=gpu.selectable(gpu_facts, os.environ.get("CUDA_VISIBLE_DEVICES")),
+        cores=sorted(os.sched_getaffinity(0)),
+        run_dir=run_dir,
+        python=sys.executable,
+        gpu_uuids=gpu.uuids_of(gpu_facts),
     )
     problems = busy_ports(cfg, plans)
     if problems:
         print("hunyuan-serve: cannot start: " + "; ".join(problems), file=sys.stderr)
         return 1
-    model = resolve_model(cfg, gpus, sys.stderr)
+    on_gpu = any(p.gpus for p in plans)
+    model = resolve_model(cfg.engine, on_gpu, sys.stderr)
+    failed = [c for c in preflight(cfg, plans, model) if c.failed]
+    if failed:
+        print("hunyuan-serve: cannot start (`hunyuan-serve doctor` shows every check):", file=sys.stderr)
+        print(format_table(failed), file=sys.stderr)
+        return 1
+    # Downloaded once here, before any replica starts (and so before their startup deadlines), not by
+    # N replicas at once; replicas read the local copy and keep the hub id as their served name.
+    local = fetch_model(cfg.engine, model)
     # Resolved once, so the replicas' configs and the stack's own /health name the same model.
-    cfg = cfg.model_copy(update={"engine": cfg.engine.model_copy(update={"model": model})})
+    cfg = with_replica_engine(cfg, plans, str(local), model)
     write_configs(cfg, plans, run_dir)
     emit = open_events(cfg, plans, run_dir, model)
-    supervisor = build_supervisor(cfg, plans, run_dir, emit, info={"model": model, "events": str(emit.path)})
+    sup = cfg.supervisor
+    # A GPU replica's (re)start waits until the killed engine's memory is released (bounded).
+    wait = gpu.release_waiter(
+        cfg.engine.gpu_memory_utilization, sup.gpu_release_timeout_s, sup.gpu_release_poll_s, emit
+    )
+    supervisor = build_supervisor(
+        cfg, plans, run_dir, emit, info={"model": model, "events": str(emit.path)}, before_spawn=wait
+    )
     try:
         return asyncio.run(supervisor.run())
     finally:
