@@ -68,6 +68,11 @@ def test_each_generation_has_its_architecture(kind: str, tiny_family_dirs: dict[
     )
     if kind == "hy-mt2-moe":
         assert config["num_experts"] == 4 and config["mlp_layer_types"] == ["dense", "sparse"]
+        # The released config's keys that vLLM's hy_v3 needs (see RELEASED_HYV3_KEYS).
+        assert (
+            config["first_k_dense_replace"] == 1
+            and config["expert_hidden_dim"] == config["moe_intermediate_size"]
+        )
 
 
 @pytest.mark.parametrize("kind", list(SPECS))
