@@ -438,7 +438,8 @@ def test_a_client_leaving_mid_stream_is_499_and_aborts_the_generation() -> None:
             httpx.Client(base_url=url, timeout=20) as leaving,
             leaving.stream("POST", "/test-stream", content=b"{}") as response,
         ):
-            assert next(response.iter_text()) == "start"
+            chunks = response.iter_text()  # kept: a dropped iterator closes the connection at once
+            assert next(chunks) == "start"
             wait_until(lambda: len(engine.running) == 1, what="the stream's generation running")
         # Closed before the end: the server sees the disconnect and ends the stream.
         wait_until(lambda: _metric(client, 'hunyuan_requests_total{status="499"} 1.0'), what="a 499 counted")
