@@ -1,16 +1,17 @@
 """`hunyuan-serve up` end to end: real Nginx, two real replicas on the tiny checkpoint, real failures.
 
-One `up` serves the whole module (replicas pinned to cores 0 and 1); the tests run in file order and
-the last one shuts it down. Measured eviction and readmission times are printed (run with -s).
+One `up` serves the module (replicas pinned to cores 0 and 1). Each test first waits until both of its
+replicas are ready again, so any test runs alone or in any order; the clean-shutdown test, which ends a
+stack, starts one of its own. Measured eviction and readmission times are printed (run with -s).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,28 +26,21 @@ import yaml
 
 from hunyuan_serve.supervise.events import read_events
 from hunyuan_serve.supervise.ports import port_problem
-from hunyuan_serve.supervise.procs import children, group_members, pid_alive
 from hunyuan_serve.supervise.state import read_state
+from tests.support.stacks import alive, cli, free_ports, started, stop, tail, wait_until
+
+START_TIMEOUT_S = 420.0  # two vLLM CPU engines loading on two shared cores
+REPLICAS = ("replica-0", "replica-1")
 
 pytestmark = [
     pytest.mark.engine,
     pytest.mark.nginx,
     pytest.mark.skipif(not Path("/usr/sbin/nginx").exists(), reason="nginx is not installed"),
+    # Room for a readmission before the test and one start that hangs within it (see _fail_and_recover).
+    pytest.mark.timeout(3 * START_TIMEOUT_S),
 ]
 
 pytest.importorskip("hunyuan_serve.replica.command", reason="the replica command is not there yet")
-
-START_TIMEOUT_S = 420.0  # two vLLM CPU engines loading on two shared cores
-FIGURES: dict[str, float] = {}
-MARKS: dict[str, int] = {}  # event indexes one test leaves for a later one
-
-
-def _free_ports(count: int) -> list[int]:
-    """count consecutive free loopback ports."""
-    for base in range(23100, 40000, 97):
-        if all(port_problem("127.0.0.1", base + i) is None for i in range(count)):
-            return [base + i for i in range(count)]
-    raise RuntimeError("no free ports")
 
 
 @dataclass
@@ -56,6 +50,7 @@ class Stack:
     config: Path
     port: int
     log: Path
+    figures: dict[str, float] = field(default_factory=dict)  # printed when the stack stops
 
     @property
     def url(self) -> str:
@@ -72,6 +67,14 @@ class Stack:
     def replica(self, name: str) -> dict[str, Any]:
         return next(r for r in self.state()["replicas"] if r["name"] == name)
 
+    def all_ready(self) -> bool:
+        """Every replica ready and Nginx reloaded to route to all of them."""
+        state = read_state(self.run_dir)
+        if state is None:
+            return False
+        replicas = state["replicas"]
+        return all(r["state"] == "ready" for r in replicas) and state["nginx"]["ready"] == len(replicas)
+
     def wait_event(
         self, match: Callable[[dict[str, Any]], bool], timeout: float, after: int = 0
     ) -> dict[str, Any]:
@@ -81,7 +84,7 @@ class Stack:
                 if match(event):
                     return event
             if self.proc.poll() is not None:
-                pytest.fail(f"up exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+                pytest.fail(f"up exited with {self.proc.returncode}:\n{tail(self.log)}")
             time.sleep(0.05)
         pytest.fail(f"no matching event within {timeout}s; last events: {self.events()[-8:]}")
 
@@ -90,70 +93,64 @@ class Stack:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _write_config(work: Path, model: Path) -> tuple[Path, int]:
+    """The module's `up` settings: fast probes, the tiny engine; returns the file and the public port."""
+    port, base, _ = free_ports(3)  # Nginx, then replica-0 and replica-1 on base_port + i
+    config = work / "up.yaml"
+    settings = {
+        "replicas": len(REPLICAS),
+        "base_port": base,
+        "run_dir": str(work / "run"),
+        "engine": {
+            "model": str(model),
+            "dtype": "float32",
+            "enforce_eager": True,
+            "kv_cache_memory_bytes": 128 * 1024 * 1024,
+            "max_model_len": 512,
+            "max_num_seqs": 16,
+        },
+        "replica": {"max_tokens": 8},
+        "supervisor": {
+            "probe_interval_s": 0.25,
+            "probe_timeout_s": 2.0,
+            "unhealthy_threshold": 3,
+            "restart_backoff_base_s": 0.5,
+            "startup_timeout_s": 400.0,
+            "drain_timeout_s": 10.0,
+            "kill_timeout_s": 10.0,
+        },
+        "nginx": {"port": port, "worker_processes": 1, "read_timeout_s": 120.0},
+    }
+    config.write_text(yaml.safe_dump(settings))
+    return config, port
+
+
+@contextlib.contextmanager
+def _up(model: Path, work: Path) -> Iterator[Stack]:
+    """A started `up` (not yet ready), stopped on exit with nothing of it left behind."""
+    config, port = _write_config(work, model)
+    log = work / "up.log"
+    with started(cli("up", "--config", str(config)), log=log) as proc:
+        yield Stack(proc, work / "run", config, port, log)
+
+
 @pytest.fixture(scope="module")
-def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    run_dir = tmp_path_factory.mktemp("up-run")
-    port, base = _free_ports(3)[0], _free_ports(3)[1]
-    config = run_dir.parent / "up.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "replicas": 2,
-                "base_port": base,
-                "run_dir": str(run_dir),
-                "engine": {
-                    "model": str(tiny_model_dir),
-                    "dtype": "float32",
-                    "enforce_eager": True,
-                    "kv_cache_memory_bytes": 128 * 1024 * 1024,
-                    "max_model_len": 512,
-                    "max_num_seqs": 16,
-                },
-                "replica": {"max_tokens": 8},
-                "supervisor": {
-                    "probe_interval_s": 0.25,
-                    "probe_timeout_s": 2.0,
-                    "unhealthy_threshold": 3,
-                    "restart_backoff_base_s": 0.5,
-                    "startup_timeout_s": 400.0,
-                    "drain_timeout_s": 10.0,
-                    "kill_timeout_s": 10.0,
-                },
-                "nginx": {"port": port, "worker_processes": 1, "read_timeout_s": 120.0},
-            }
-        )
-    )
-    log = run_dir.parent / "up.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "hunyuan_serve", "up", "--config", str(config)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    stack = Stack(proc, run_dir, config, port, log)
-    try:
-        t0 = time.time()
-        for name in ("replica-0", "replica-1"):
-            stack.wait_event(
-                lambda e, n=name: e["event"] == "admitted" and e["replica"] == n, START_TIMEOUT_S
-            )
-        FIGURES["cold start of 2 replicas, s"] = round(time.time() - t0, 1)
-        yield stack
-    finally:
-        if proc.poll() is None:
-            state = read_state(run_dir) or {}
-            pids = [r["pid"] for r in state.get("replicas", []) if r.get("pid")]
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            for pid in pids:
-                for member in group_members(pid):
-                    os.kill(member, signal.SIGKILL)
-        print("\nhunyuan-serve up figures:", json.dumps(FIGURES, indent=1))
+def _module_stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    t0 = time.time()
+    with _up(tiny_model_dir, tmp_path_factory.mktemp("up")) as stack:
+        try:
+            wait_until(stack.proc, stack.log, stack.all_ready, START_TIMEOUT_S, "both replicas ready")
+            stack.figures["cold start of 2 replicas, s"] = round(time.time() - t0, 1)
+            yield stack
+        finally:
+            print("\nhunyuan-serve up figures:", json.dumps(stack.figures, indent=1))
+
+
+@pytest.fixture
+def stack(_module_stack: Stack) -> Stack:
+    """The module's `up` once both replicas are ready (an earlier test may have killed them)."""
+    wait_until(_module_stack.proc, _module_stack.log, _module_stack.all_ready, 2 * START_TIMEOUT_S, "ready")
+    return _module_stack
 
 
 @dataclass
@@ -205,6 +202,44 @@ class Load:
             time.sleep(0.05)
 
 
+def _loading_engines(stack: Stack) -> bool:
+    """Nginx up, every replica started and its engine's processes spawned (none need be ready yet)."""
+    state = read_state(stack.run_dir)
+    if state is None or not state["nginx"].get("pid") or not all(r["pid"] for r in state["replicas"]):
+        return False
+    try:
+        return all(psutil.Process(r["pid"]).children() for r in state["replicas"])
+    except psutil.Error:
+        return False
+
+
+# First in the file: it runs before the module's stack starts, so four engines never share two cores.
+def test_clean_shutdown_mid_start_leaves_no_process(tiny_model_dir: Path, tmp_path: Path) -> None:
+    # Stopped while its replicas load their engines, the stop most likely to leave an engine behind.
+    with _up(tiny_model_dir, tmp_path) as stack:
+        wait_until(stack.proc, stack.log, lambda: _loading_engines(stack), START_TIMEOUT_S, "loading")
+        state = stack.state()
+        nginx = psutil.Process(state["nginx"]["pid"])
+        pids = {stack.proc.pid, nginx.pid, *(p.pid for p in nginx.children())}
+        for replica in state["replicas"]:
+            pids |= {p.pid for p in psutil.Process(replica["pid"]).children(recursive=True)}
+            pids.add(replica["pid"])
+        mark = len(stack.events())
+        assert stop(stack.proc) == 0  # it also fails if any process of the stack is left
+        assert [pid for pid in pids if alive(pid)] == []
+        events = [e["event"] for e in stack.events()[mark:]]
+        # Nginx first (no new request reaches a stopping replica), `stopped` last, each once.
+        assert [e for e in events if e in ("stopping", "nginx_stopped", "stopped")] == [
+            "stopping",
+            "nginx_stopped",
+            "stopped",
+        ]
+        assert events[-1] == "stopped"
+        assert port_problem("127.0.0.1", stack.port) is None
+        assert all(port_problem("127.0.0.1", r["port"]) is None for r in state["replicas"])
+        assert stack.state()["running"] is False
+
+
 def test_requests_flow_through_the_public_port(stack: Stack) -> None:
     with httpx.Client(base_url=stack.url, trust_env=False, timeout=60) as client:
         health = client.get("/health")
@@ -235,7 +270,7 @@ def test_requests_flow_through_the_public_port(stack: Stack) -> None:
 
 def test_status_reports_both_replicas_ready(stack: Stack) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "hunyuan_serve", "status", "--json", "--run-dir", str(stack.run_dir)],
+        cli("status", "--json", "--run-dir", str(stack.run_dir)),
         capture_output=True,
         text=True,
         timeout=60,
@@ -246,16 +281,16 @@ def test_status_reports_both_replicas_ready(stack: Stack) -> None:
         ("replica-0", "ready", "cpu:0"),
         ("replica-1", "ready", "cpu:1"),
     ]
-    assert all(pid_alive(r["pid"]) for r in status["replicas"])
+    assert all(alive(r["pid"]) for r in status["replicas"])
     # Each replica and every process it started run on its own core only.
     for replica, core in zip(status["replicas"], (0, 1), strict=True):
         leader = psutil.Process(replica["pid"])
         tree = [leader, *leader.children(recursive=True)]
         assert len(tree) >= 3  # the replica, its engine core and its worker
         assert {p.pid: p.cpu_affinity() for p in tree} == {p.pid: [core] for p in tree}
-    assert status["nginx"]["port"] == stack.port and pid_alive(status["nginx"]["pid"])
+    assert status["nginx"]["port"] == stack.port and alive(status["nginx"]["pid"])
     table = subprocess.run(
-        [sys.executable, "-m", "hunyuan_serve", "status", "--run-dir", str(stack.run_dir)],
+        cli("status", "--run-dir", str(stack.run_dir)),
         capture_output=True,
         text=True,
         timeout=60,
@@ -266,16 +301,7 @@ def test_status_reports_both_replicas_ready(stack: Stack) -> None:
 def test_second_up_fails_at_once_naming_the_holder(stack: Stack, tmp_path: Path) -> None:
     nginx_pid = stack.state()["nginx"]["pid"]
     other = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "hunyuan_serve",
-            "up",
-            "--config",
-            str(stack.config),
-            "--run-dir",
-            str(tmp_path),
-        ],
+        cli("up", "--config", str(stack.config), "--run-dir", str(tmp_path)),
         capture_output=True,
         text=True,
         timeout=120,
@@ -285,7 +311,7 @@ def test_second_up_fails_at_once_naming_the_holder(stack: Stack, tmp_path: Path)
     assert f"port {stack.port} on 127.0.0.1 is in use by pid " in other.stderr
     assert f"pid {nginx_pid} (nginx: master process" in other.stderr
     same_dir = subprocess.run(
-        [sys.executable, "-m", "hunyuan_serve", "up", "--config", str(stack.config)],
+        cli("up", "--config", str(stack.config)),
         capture_output=True,
         text=True,
         timeout=120,
@@ -300,8 +326,8 @@ TRUNCATED = "peer closed connection without sending complete message body"
 
 def _fail_and_recover(
     stack: Stack, name: str, sig: signal.Signals, truncated_ok: int = 0
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Under load, signal one replica; returns its evicted and admitted events, checks zero failures."""
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Under load, signal one replica; checks zero failures; returns its eviction and the events since."""
     victim = stack.replica(name)
     addr = f"127.0.0.1:{victim['port']}"
     mark = len(stack.events())
@@ -338,66 +364,36 @@ def _fail_and_recover(
         and e["from"] in ("ready", "unhealthy")
         and e["to"] != "unhealthy"
     )
-    FIGURES[f"{label}: supervisor decision after signal, s"] = round(decided["ts"] - t_signal, 3)
-    FIGURES[f"{label}: eviction after signal, s"] = round(evicted["ts"] - t_signal, 3)
-    FIGURES[f"{label}: readmission after signal, s"] = round(admitted["ts"] - t_signal, 1)
-    FIGURES[f"{label}: requests served during the test"] = len(load.ok)
-    FIGURES[f"{label}: responses cut after their headers"] = len(truncated)
-    return evicted, admitted
+    stack.figures[f"{label}: supervisor decision after signal, s"] = round(decided["ts"] - t_signal, 3)
+    stack.figures[f"{label}: eviction after signal, s"] = round(evicted["ts"] - t_signal, 3)
+    stack.figures[f"{label}: readmission after signal, s"] = round(admitted["ts"] - t_signal, 1)
+    stack.figures[f"{label}: requests served during the test"] = len(load.ok)
+    stack.figures[f"{label}: responses cut after their headers"] = len(truncated)
+    return evicted, stack.events()[mark:]
 
 
-@pytest.mark.timeout(3 * START_TIMEOUT_S)
 def test_kill_9_of_one_replica_loses_no_request(stack: Stack) -> None:
     evicted, _ = _fail_and_recover(stack, "replica-0", signal.SIGKILL)
     # Evicted on the exit event itself, not after failed probes.
     assert evicted["reason"] == "exited with code -9"
 
 
-@pytest.mark.timeout(3 * START_TIMEOUT_S)
 def test_sigstop_replica_is_evicted_killed_and_restarted(stack: Stack) -> None:
-    evicted, _ = _fail_and_recover(stack, "replica-1", signal.SIGSTOP, truncated_ok=1)
+    evicted, since = _fail_and_recover(stack, "replica-1", signal.SIGSTOP, truncated_ok=1)
     assert "3 failed probe(s)" in evicted["reason"]
-    assert any(e["event"] == "replica_killed" and e["replica"] == "replica-1" for e in stack.events())
+    assert any(e["event"] == "replica_killed" and e["replica"] == "replica-1" for e in since)
 
 
 def test_all_replicas_down_gives_a_fast_503_with_retry_after(stack: Stack) -> None:
-    mark = MARKS["all_down"] = len(stack.events())
-    for name in ("replica-0", "replica-1"):
+    mark = len(stack.events())
+    for name in REPLICAS:
         os.kill(stack.replica(name)["pid"], signal.SIGKILL)
     stack.wait_event(lambda e: e["event"] == "nginx_reloaded" and e["ready"] == 0, 30, mark)
     with httpx.Client(base_url=stack.url, trust_env=False, timeout=30) as client:
         start = time.perf_counter()
         response = client.post("/translate", json={"text": "Hello", "source_lang": "en", "target_lang": "zh"})
-        FIGURES["all down: 503 answered in, ms"] = round((time.perf_counter() - start) * 1000, 1)
+        stack.figures["all down: 503 answered in, ms"] = round((time.perf_counter() - start) * 1000, 1)
         health = client.get("/health")
     assert response.status_code == 503 and int(response.headers["retry-after"]) >= 1
     assert response.json()["error"]["code"] == "unavailable"
     assert health.status_code == 503 and health.json()["ready"] == 0 and "retry-after" in health.headers
-
-
-def test_clean_shutdown_leaves_no_process(stack: Stack) -> None:
-    # Replicas are loading again after the previous test: stopping mid-start must still leave nothing.
-    mark = MARKS["all_down"]
-    started = {
-        name: stack.wait_event(
-            lambda e, n=name: e["event"] == "replica_started" and e["replica"] == n, 60, mark
-        )
-        for name in ("replica-0", "replica-1")
-    }
-    deadline = time.monotonic() + 10
-    while any(stack.replica(name)["pid"] != event["pid"] for name, event in started.items()):
-        assert time.monotonic() < deadline, "the state file does not show the restarted replicas"
-        time.sleep(0.05)
-    state = stack.state()
-    pids = {stack.proc.pid, state["nginx"]["pid"], *children(state["nginx"]["pid"])}
-    for replica in state["replicas"]:
-        if replica["pid"]:
-            pids |= {replica["pid"], *group_members(replica["pid"])}
-    stack.proc.send_signal(signal.SIGTERM)
-    assert stack.proc.wait(timeout=120) == 0
-    assert [pid for pid in pids if pid_alive(pid)] == []
-    events = [e["event"] for e in stack.events()]
-    assert events[-3:] == ["stopping", "nginx_stopped", "stopped"] or events[-1] == "stopped"
-    assert port_problem("127.0.0.1", stack.port) is None
-    assert all(port_problem("127.0.0.1", r["port"]) is None for r in state["replicas"])
-    assert stack.state()["running"] is False
