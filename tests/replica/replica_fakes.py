@@ -7,10 +7,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import httpx
 import uvicorn
 from fastapi import FastAPI
 
+from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.prompts import Prompt
 from hunyuan_serve.replica.engine import EngineStats, Generation, Sampling
 from tests.support.stacks import free_port
@@ -126,3 +129,17 @@ def serve_in_thread(app: FastAPI) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def make_config(**replica: Any) -> ServeConfig:
+    """A replica config with a small cache and these replica settings."""
+    return ServeConfig.model_validate({"replica": {"cache_entries": 100, **replica}})
+
+
+def wait_ready(client: httpx.Client, timeout_s: float = 10) -> None:
+    """Poll the app's /health until 200."""
+    deadline = time.monotonic() + timeout_s
+    while client.get("/health").status_code != 200:
+        if time.monotonic() > deadline:
+            raise AssertionError("app never became ready")
+        time.sleep(0.02)

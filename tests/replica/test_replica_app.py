@@ -13,9 +13,9 @@ import httpx
 import pytest
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import StreamingResponse
-from replica_fakes import FakeEngine, serve_in_thread, wait_until
+from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
-from hunyuan_serve.config import ReplicaConfig, ServeConfig
+from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import FEW_SHOT, HUNYUAN_MT, HY_MT2, sampling_defaults
 from hunyuan_serve.prompts import Prompt
 from hunyuan_serve.replica.apis import native
@@ -24,18 +24,6 @@ from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.sampling import family_key, replica_sampling
 from hunyuan_serve.replica.schema import parse_sampling
-
-
-def make_config(**replica: Any) -> ServeConfig:
-    return ServeConfig.model_validate({"replica": {"cache_entries": 100, **replica}})
-
-
-def wait_ready(client: httpx.Client, timeout_s: float = 10) -> None:
-    deadline = time.monotonic() + timeout_s
-    while client.get("/health").status_code != 200:
-        if time.monotonic() > deadline:
-            raise AssertionError("app never became ready")
-        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")

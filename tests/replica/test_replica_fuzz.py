@@ -8,8 +8,7 @@ from typing import Any
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
-from replica_fakes import FakeEngine, serve_in_thread
-from test_replica_app import make_config, wait_ready
+from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 from hunyuan_serve.replica.app import create_app
 from tests.support.bodies import bodies, check, encode, raw_bytes
