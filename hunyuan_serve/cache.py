@@ -20,13 +20,26 @@ V = TypeVar("V")
 logger = logging.getLogger(__name__)
 
 
-def cache_key(model: str, source: str, target: str, text: str, sampling: Mapping[str, Any]) -> str:
-    """A stable digest of everything that decides the output: model, languages, text, sampling."""
-    payload = json.dumps(
-        {"model": model, "source": source, "target": target, "text": text, "sampling": dict(sampling)},
-        sort_keys=True,
-        ensure_ascii=False,
-    )
+def cache_key(
+    model: str,
+    source: str,
+    target: str,
+    text: str,
+    sampling: Mapping[str, Any],
+    instructions: Mapping[str, Any] | None = None,
+) -> str:
+    """A stable digest of everything that decides the output: model, languages, text, sampling, and the
+    prompt's instructions (its family, the glossary terms sent, context, style, preserve_format)."""
+    fields: dict[str, Any] = {
+        "model": model,
+        "source": source,
+        "target": target,
+        "text": text,
+        "sampling": dict(sampling),
+    }
+    if instructions:
+        fields["instructions"] = dict(instructions)
+    payload = json.dumps(fields, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 

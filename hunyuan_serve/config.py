@@ -88,6 +88,16 @@ class ReplicaConfig(Section):
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request deadline; past it a 504.")
     max_batch_texts: int = Field(128, ge=1, description="Most texts in one batch request.")
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest request body accepted.")
+    # Each glossary term sent costs prompt tokens, and the official templates show a handful of terms,
+    # not a dictionary: these bound the body and the matching work (one regex per term) while leaving
+    # room for a product glossary. The context's real limit is the token budget (a 413); its character
+    # cap only keeps megabytes out of prompt building.
+    max_glossary_terms: int = Field(256, ge=1, description="Most glossary terms in one request.")
+    max_glossary_term_chars: int = Field(
+        200, ge=1, description="Longest glossary term or translation, in characters."
+    )
+    max_context_chars: int = Field(20_000, ge=1, description="Longest context text, in characters.")
+    max_style_chars: int = Field(500, ge=1, description="Longest style text, in characters.")
     cache_entries: int = Field(10_000, ge=0, description="In-process LRU cache size (0 disables).")
     cache_path: str | None = Field(None, description="SQLite cache file shared by replicas on a host.")
     cache_busy_timeout_s: float = Field(

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import FAMILIES, FEW_SHOT, HUNYUAN_MT, few_shot, hunyuan_mt, hy_mt2, hy_mt15
 from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
-from hunyuan_serve.families.glossary import (
-    MAX_GLOSSARY_TERMS,
-    MAX_TERM_CHARS,
-    parse_request_glossary,
-    terms_in_text,
-)
+from hunyuan_serve.families.glossary import parse_request_glossary, terms_in_text
 from hunyuan_serve.languages import Language
 
 Builder = Callable[[Language, Language, str, Features], Prompt]
@@ -21,10 +18,27 @@ BUILDERS: dict[str, Builder] = {name: module.build for name, module in _MODULES.
 FAMILY_FEATURES: dict[str, tuple[str, ...]] = {name: module.FEATURES for name, module in _MODULES.items()}
 # The names engine.prompt_family took before the families were split by generation.
 ALIASES = {"hunyuan": HUNYUAN_MT, "few_shot": FEW_SHOT}
-# Cap on the context text, in characters: the token budget check (413) is the real limit and needs the
-# tokenizer; this only keeps a request from sending megabytes into prompt building.
-MAX_CONTEXT_CHARS = 20_000
-MAX_STYLE_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on a request's optional fields; ReplicaConfig's max_glossary_*, max_*_chars are their home."""
+
+    glossary_terms: int
+    term_chars: int
+    context_chars: int
+    style_chars: int
+
+
+def feature_limits(cfg: ReplicaConfig) -> Limits:
+    """The limits a replica with this config applies."""
+    return Limits(
+        cfg.max_glossary_terms, cfg.max_glossary_term_chars, cfg.max_context_chars, cfg.max_style_chars
+    )
+
+
+# For callers without a config (`hunyuan-serve prompt`, tests): the config's defaults.
+DEFAULT_LIMITS = feature_limits(ReplicaConfig())
 
 
 class UnknownFamily(PromptInputError):
@@ -51,16 +65,15 @@ def request_features(
     context: str | None = None,
     style: str | None = None,
     preserve_format: bool = False,
-    max_terms: int = MAX_GLOSSARY_TERMS,
-    max_term_chars: int = MAX_TERM_CHARS,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Features:
     """Validate a request's optional fields; of the glossary only the terms found in the text remain."""
-    terms = terms_in_text(parse_request_glossary(glossary, max_terms, max_term_chars), text)
+    terms = terms_in_text(parse_request_glossary(glossary, limits.glossary_terms, limits.term_chars), text)
     context, style = (context or "").strip(), (style or "").strip()
-    if len(context) > MAX_CONTEXT_CHARS:
-        raise PromptInputError(f"context is longer than {MAX_CONTEXT_CHARS} characters")
-    if len(style) > MAX_STYLE_CHARS:
-        raise PromptInputError(f"style is longer than {MAX_STYLE_CHARS} characters")
+    if len(context) > limits.context_chars:
+        raise PromptInputError(f"context is longer than {limits.context_chars} characters")
+    if len(style) > limits.style_chars:
+        raise PromptInputError(f"style is longer than {limits.style_chars} characters")
     return Features(terms=terms, context=context, style=style, preserve_format=preserve_format)
 
 
@@ -83,12 +96,19 @@ def build_prompt(
     context: str | None = None,
     style: str | None = None,
     preserve_format: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Prompt:
     """The prompt for one text in the family; a pure function of its arguments.
 
     Raises PromptInputError (FeatureUnsupported, GlossaryInvalid, UnknownFamily) with a message for a 400.
     """
+    features = request_features(text, glossary, context, style, preserve_format, limits)
+    return prompt_for(family, source, target, text, features)
+
+
+def prompt_for(family: str, source: Language, target: Language, text: str, features: Features) -> Prompt:
+    """The prompt for features already validated (of the glossary, the terms in this text): build_prompt's
+    last step, for callers that parsed the fields once for many texts (the replica's batch)."""
     name = canonical_family(family)
-    features = request_features(text, glossary, context, style, preserve_format)
     check_features(name, features)
     return BUILDERS[name](source, target, text, features)

@@ -6,14 +6,13 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families.base import GlossaryInvalid
 
-# Limits on one request's glossary. Each term sent costs prompt tokens ("X 翻译成 Y" is ~10 tokens for
-# short terms), and the official templates show a handful of terms, not a dictionary: 256 entries of up
-# to 200 characters bound the request body and the matching work (one regex per entry) while leaving
-# room for a real product glossary. Callers may pass other limits (e.g. from the config).
-MAX_GLOSSARY_TERMS = 256
-MAX_TERM_CHARS = 200
+# Limits on one request's glossary: ReplicaConfig's fields are their one home (and say why these values);
+# these names are its defaults, for callers without a config. The replica passes its configured values.
+MAX_GLOSSARY_TERMS: int = ReplicaConfig.model_fields["max_glossary_terms"].default
+MAX_TERM_CHARS: int = ReplicaConfig.model_fields["max_glossary_term_chars"].default
 
 Terms = tuple[tuple[str, str], ...]
 

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from hunyuan_serve import families
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import SamplingDefaults, sampling_defaults
-
-# prompts.Family's spellings before the families package named them; both find the same table row.
-_LEGACY_FAMILY_NAMES = {"hunyuan": families.HUNYUAN_MT, "few_shot": families.FEW_SHOT}
-
-
-def family_key(family: str) -> str:
-    """The families-table name of a prompt family, whichever spelling the caller has."""
-    return _LEGACY_FAMILY_NAMES.get(family, family)
+from hunyuan_serve.families.build import canonical_family
 
 
 def replica_sampling(cfg: ReplicaConfig, family: str, model: str) -> SamplingDefaults:
     """The defaults a replica applies to every request: each config field set, else the family's value."""
-    table = sampling_defaults(family_key(family), model)
+    table = sampling_defaults(canonical_family(family), model)
     return SamplingDefaults(
         temperature=table.temperature if cfg.temperature is None else cfg.temperature,
         top_p=table.top_p if cfg.top_p is None else cfg.top_p,

@@ -9,6 +9,9 @@ from typing import Any
 
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import SamplingDefaults
+from hunyuan_serve.families.base import Features, GlossaryInvalid
+from hunyuan_serve.families.build import Limits, feature_limits
+from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import Language, UnknownLanguage, find_language
 from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.errors import ApiError
@@ -23,6 +26,15 @@ class TranslateRequest:
     source: Language
     target: Language
     sampling: Sampling
+    # The optional instructions (issue 9), each for the family's own template; empty means not asked.
+    glossary: Terms = ()  # every term the request sent; each text's prompt gets those occurring in it
+    context: str = ""
+    style: str = ""
+    preserve_format: bool = False
+
+    def asked(self) -> Features:
+        """What the request asks for, with its whole glossary (a text's prompt gets the terms in it)."""
+        return Features(self.glossary, self.context, self.style, self.preserve_format)
 
 
 _KNOWN_KEYS = {
@@ -37,6 +49,10 @@ _KNOWN_KEYS = {
     "top_k",
     "repetition_penalty",
     "max_tokens",
+    "glossary",
+    "context",
+    "style",
+    "preserve_format",
 }
 
 
@@ -135,6 +151,43 @@ def _texts(data: dict[str, Any], cfg: ReplicaConfig) -> tuple[tuple[str, ...], b
     return tuple(items), batch
 
 
+def _instruction_text(data: dict[str, Any], key: str, limit: int) -> str:
+    value = data.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ApiError(422, "invalid_parameter", f"{key} must be a string, got {json.dumps(value)[:40]}")
+    if "\x00" in value:
+        raise ApiError(422, "invalid_text", f"{key} contains a NUL character")
+    value = value.strip()
+    if len(value) > limit:
+        raise ApiError(
+            413, f"{key}_too_long", f"{key} is {len(value)} characters; the limit is {limit} characters"
+        )
+    return value
+
+
+def _instructions(data: dict[str, Any], limits: Limits) -> dict[str, Any]:
+    """glossary, context, style, preserve_format: checked shapes and limits (the family is checked later)."""
+    try:
+        glossary = parse_request_glossary(data.get("glossary"), limits.glossary_terms, limits.term_chars)
+    except GlossaryInvalid as err:
+        raise ApiError(422, "invalid_glossary", str(err)) from None
+    preserve = data.get("preserve_format")
+    if preserve is not None and not isinstance(preserve, bool):
+        raise ApiError(
+            422,
+            "invalid_parameter",
+            f"preserve_format must be true or false, got {json.dumps(preserve)[:40]}",
+        )
+    return {
+        "glossary": glossary,
+        "context": _instruction_text(data, "context", limits.context_chars),
+        "style": _instruction_text(data, "style", limits.style_chars),
+        "preserve_format": bool(preserve),
+    }
+
+
 def decode_body(raw: bytes) -> dict[str, Any]:
     """UTF-8 JSON object or a 400 naming what is wrong with the bytes."""
     try:
@@ -168,4 +221,7 @@ def parse_translate(
     source = _language(data, "source_lang", "src_lang")
     target = _language(data, "target_lang", "tgt_lang")
     sampling = parse_sampling(data, defaults, cfg.max_tokens, max_model_len)
-    return TranslateRequest(texts=texts, batch=batch, source=source, target=target, sampling=sampling)
+    instructions = _instructions(data, feature_limits(cfg))
+    return TranslateRequest(
+        texts=texts, batch=batch, source=source, target=target, sampling=sampling, **instructions
+    )

@@ -6,9 +6,13 @@ import asyncio
 import functools
 import itertools
 from dataclasses import dataclass, field
+from typing import Any
 
 from hunyuan_serve.cache import TranslationCache, cache_key
-from hunyuan_serve.prompts import Family, Prompt, build_prompt
+from hunyuan_serve.families import format_tags
+from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
+from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
+from hunyuan_serve.families.glossary import terms_in_text
 from hunyuan_serve.replica.engine import Engine, Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.metrics import Metrics
@@ -21,6 +25,8 @@ class Outcome:
 
     results: list[str] = field(default_factory=list)
     cached: list[bool] = field(default_factory=list)
+    # With preserve_format: per text, the markup (opening + closing) the model did not return intact.
+    format_lost: list[tuple[str, ...]] = field(default_factory=list)
     prompt_tokens: int = 0
     output_tokens: int = 0
     queue_s: float = 0.0
@@ -36,35 +42,77 @@ class _Shared:
 class Translator:
     """Turns validated requests into engine calls; every text of a batch goes to the engine at once."""
 
-    def __init__(self, engine: Engine, family: Family, cache: TranslationCache, metrics: Metrics) -> None:
+    def __init__(self, engine: Engine, family: str, cache: TranslationCache, metrics: Metrics) -> None:
         self.engine = engine
-        self.family = family
+        self.family = canonical_family(family)
         self.cache = cache
         self.metrics = metrics
         self._inflight: dict[str, _Shared] = {}
         self._ids = itertools.count()
 
-    def _check_budget(self, prompt_tokens: list[int], sampling: Sampling, batch: bool) -> None:
+    def _check_budget(self, prompt_tokens: list[int], req: TranslateRequest) -> None:
+        sampling = req.sampling
         limit = self.engine.max_model_len - sampling.max_tokens
         for index, count in enumerate(prompt_tokens):
             if count > limit:
-                where = f"texts[{index}]" if batch else "text"
+                where = f"texts[{index}]" if req.batch else "text"
+                # The whole prompt counts: a long context is the likeliest cause, so say it is included.
+                code, part = "text_too_long", ""
+                if req.context:
+                    code, part = "context_too_long", f" with its context ({len(req.context)} characters)"
                 raise ApiError(
                     413,
-                    "text_too_long",
-                    f"{where} makes a prompt of {count} tokens; the limit is {limit} tokens "
-                    f"(max_model_len {self.engine.max_model_len} minus max_tokens {sampling.max_tokens})",
+                    code,
+                    f"{where}{part} makes a prompt of {count} tokens; the limit is {limit} tokens "
+                    f"(max_model_len {self.engine.max_model_len} minus max_tokens {sampling.max_tokens}); "
+                    "the prompt counts the template, glossary terms and context as well as the text",
                 )
 
+    def _features(self, req: TranslateRequest) -> list[Features]:
+        """Each text's instructions: the request's, with only the glossary terms that occur in the text."""
+        return [
+            Features(terms_in_text(req.glossary, text), req.context, req.style, req.preserve_format)
+            for text in req.texts
+        ]
+
+    def _prompts(self, req: TranslateRequest, features: list[Features]) -> list[Prompt]:
+        """The family's prompt per text; a field the family has no template for is a 400 for the request,
+        whether or not a glossary term occurs in a given text (so the answer does not depend on the text)."""
+        try:
+            check_features(self.family, req.asked())
+            return [
+                prompt_for(self.family, req.source, req.target, text, each)
+                for text, each in zip(req.texts, features, strict=True)
+            ]
+        except FeatureUnsupported as err:
+            raise ApiError(400, "unsupported_feature", str(err)) from None
+        except PromptInputError as err:
+            raise ApiError(400, "invalid_request", str(err)) from None
+
+    def _key(self, req: TranslateRequest, text: str, features: Features, sampling: dict[str, Any]) -> str:
+        """The cache (and coalescing) key: every field that changes the prompt or the answer's reading."""
+        instructions: dict[str, Any] = {"family": self.family}
+        if features.used():
+            instructions.update(
+                terms=[list(term) for term in features.terms],
+                context=features.context,
+                style=features.style,
+                preserve_format=features.preserve_format,
+            )
+        return cache_key(
+            self.engine.model_name, req.source.code, req.target.code, text, sampling, instructions
+        )
+
     async def translate(self, req: TranslateRequest, request_id: str) -> Outcome:
-        prompts = [build_prompt(self.family, req.source, req.target, text) for text in req.texts]
+        features = self._features(req)
+        prompts = self._prompts(req, features)
         counts = [self.engine.count_prompt_tokens(prompt) for prompt in prompts]
-        self._check_budget(counts, req.sampling, req.batch)
+        self._check_budget(counts, req)
         sampling = req.sampling.as_dict()
         outcome = Outcome(results=[""] * len(prompts), cached=[False] * len(prompts))
         pending: list[tuple[int, str, asyncio.Task[tuple[Generation, bool]]]] = []
         for index, (text, prompt) in enumerate(zip(req.texts, prompts, strict=True)):
-            key = cache_key(self.engine.model_name, req.source.code, req.target.code, text, sampling)
+            key = self._key(req, text, features[index], sampling)
             hit = await self.cache.get(key)
             if hit is not None:
                 outcome.results[index], outcome.cached[index] = hit[0], True
@@ -88,6 +136,8 @@ class Translator:
             outcome.engine_s = max(outcome.engine_s, generation.engine_s)
             if not coalesced:
                 self.cache.put(key, generation.text)
+        if req.preserve_format:
+            _restore_markup(req.texts, outcome)
         return outcome
 
     async def _shared_generate(
@@ -126,3 +176,15 @@ class Translator:
 
     def inflight_calls(self) -> int:
         return len(self._inflight)
+
+
+def _restore_markup(texts: tuple[str, ...], outcome: Outcome) -> None:
+    """The answers' <target> bodies with each text's markup put back in place of its <sN> tags.
+
+    The cache holds the model's own answer, so a hit is read the same way. A tag pair that did not come
+    back intact is dropped (its text kept, without markup) and named in format_lost, never half-restored.
+    """
+    for index, text in enumerate(texts):
+        restored = format_tags.unwrap(outcome.results[index], format_tags.wrap(text))
+        outcome.results[index] = restored.text
+        outcome.format_lost.append(restored.lost)

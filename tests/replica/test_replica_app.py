@@ -17,12 +17,13 @@ from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, 
 
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import FEW_SHOT, HUNYUAN_MT, HY_MT2, sampling_defaults
+from hunyuan_serve.families.build import canonical_family
 from hunyuan_serve.prompts import Prompt
 from hunyuan_serve.replica.apis import native
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.http import Call
-from hunyuan_serve.replica.sampling import family_key, replica_sampling
+from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.schema import parse_sampling
 
 
@@ -339,8 +340,10 @@ SAMPLING_CASES: dict[str, tuple[dict[str, Any], dict[str, Any], str, str, dict[s
 
 def test_both_spellings_of_a_family_name_the_same_table_row() -> None:
     # The table falls back to Hunyuan's row for names it does not know, so the rows above cannot tell.
-    assert [family_key(name) for name in ("hunyuan", "few_shot")] == [HUNYUAN_MT, FEW_SHOT]
-    assert [family_key(name) for name in (HUNYUAN_MT, FEW_SHOT, HY_MT2)] == [HUNYUAN_MT, FEW_SHOT, HY_MT2]
+    # replica_sampling reads it through canonical_family, the one home of the old spellings.
+    assert [canonical_family(name) for name in ("hunyuan", "few_shot")] == [HUNYUAN_MT, FEW_SHOT]
+    assert replica_sampling(ReplicaConfig(), "few_shot", "m") == sampling_defaults(FEW_SHOT, "m")
+    assert replica_sampling(ReplicaConfig(), "hy-mt2", "Hy-MT2-30B-A3B") == sampling_defaults(HY_MT2, "30b")
 
 
 @pytest.mark.parametrize("name", list(SAMPLING_CASES))

@@ -31,6 +31,10 @@ def _answer(replica: Replica, req: TranslateRequest, outcome: Outcome, call: Cal
         body.update(results=outcome.results, cached=outcome.cached)
     else:
         body.update(result=outcome.results[0], cached=outcome.cached[0])
+    if req.preserve_format:
+        # The markup each text lost on the way (opening + closing tag); its text is returned without it.
+        lost = [list(each) for each in outcome.format_lost]
+        body["format_lost"] = lost if req.batch else lost[0]
     body.update(latency_ms=round(call.elapsed_ms(), 1), request_id=call.id, model=replica.engine.model_name)
     return body
 
@@ -39,6 +43,8 @@ async def _translate(replica: Replica, call: Call) -> Response:
     raw = await call.body()
     req = parse_translate(raw, replica.cfg, replica.sampling, replica.engine.max_model_len)
     call.log.update(source_lang=req.source.code, target_lang=req.target.code, texts=len(req.texts))
+    if req.asked().used():
+        call.log["features"] = list(req.asked().used())
     outcome = await call.run(replica.translator.translate(req, call.id))
     call.note(outcome)
     return JSONResponse(_answer(replica, req, outcome, call), headers={"X-Request-ID": call.id})
