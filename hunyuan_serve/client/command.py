@@ -158,7 +158,8 @@ async def _translate(
     bar = _ProgressBar(enabled=not args.no_progress)
     try:
         async with AsyncTranslateClient(settings, on_retry=on_retry) as client:
-            problem = await _check_request(client, args)
+            glossary, terms = await _split_glossary(client, args, glossary)
+            problem = await _check_request(client, args, terms)
             if problem:
                 return _usage(problem)
             texts, summary = await localize(
@@ -168,6 +169,7 @@ async def _translate(
                 args.target,
                 args.source,
                 glossary=glossary,
+                terms=terms,
                 store=store,
                 options=options,
                 context=args.context,
@@ -187,21 +189,58 @@ async def _translate(
     return EXIT_FAILED if summary.failed else EXIT_OK
 
 
-async def _check_request(client: Any, args: argparse.Namespace) -> str | None:
-    """A usage error when the service does not take the languages, context or style.
+async def _split_glossary(client: Any, args: argparse.Namespace, glossary: Any) -> tuple[Any, Any]:
+    """The glossary applied here, and the terms sent as the request's `glossary` field (or None).
+
+    When the service's model has a terminology prompt of its own (its /health names the family), the
+    --glossary file's terms go to the model that way and only the --keep list is locked here; else
+    both are substituted and checked here, as for any model.
+    """
+    from hunyuan_serve.client.glossary import load_glossary
+
+    if args.glossary is None or not await _service_has_terminology(client):
+        return glossary, None
+    return load_glossary(None, args.keep), dict(load_glossary(args.glossary).terms)
+
+
+async def _service_has_terminology(client: Any) -> bool:
+    import httpx
+
+    from hunyuan_serve.families.base import GLOSSARY
+    from hunyuan_serve.families.build import FAMILY_FEATURES, UnknownFamily, canonical_family
+
+    try:
+        _, body = await client.health()
+    except (httpx.HTTPError, ValueError):
+        return False
+    family = body.get("family") if isinstance(body, dict) else None
+    try:
+        return isinstance(family, str) and GLOSSARY in FAMILY_FEATURES[canonical_family(family)]
+    except UnknownFamily:
+        return False
+
+
+async def _check_request(client: Any, args: argparse.Namespace, terms: Any = None) -> str | None:
+    """A usage error when the service does not take the languages, context, style or glossary terms.
 
     Found before any batch is sent, or else every segment would be refused one by one.
     """
     from hunyuan_serve.client.api import TranslateError
 
-    instructed = bool(args.context or args.style)
+    instructed = bool(args.context or args.style or terms)
     if not instructed and await _languages_known(client, args.target, args.source):
         return None
-    # Maybe an alias the service knows (zh-CN, cantonese...), or fields it lacks: one single-token
-    # request with everything the batches will carry settles it.
+    # Maybe an alias the service knows (zh-CN, cantonese...), or fields it lacks (or a glossary over its
+    # limits): one single-token request with everything the batches will carry settles it.
     try:
         await client.translate(
-            "Hello", args.target, args.source, {"max_tokens": 1}, context=args.context, style=args.style
+            "Hello",
+            args.target,
+            args.source,
+            {"max_tokens": 1},
+            glossary=terms,
+            context=args.context,
+            style=args.style,
         )
     except TranslateError as err:
         if err.status in (400, 422):

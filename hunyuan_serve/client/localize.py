@@ -74,6 +74,7 @@ async def localize(
     source: str | None = None,
     *,
     glossary: Glossary | None = None,
+    terms: Mapping[str, str] | None = None,
     store: TranslationStore | None = None,
     options: Mapping[str, Any] | None = None,
     context: str | None = None,
@@ -83,24 +84,24 @@ async def localize(
 ) -> tuple[list[str], Summary]:
     """Translated segments (failed ones left as they were) and the summary of the run.
 
-    options (sampling), context and style go with every batch and into the cache key. Accepted
+    options (sampling), context, style and terms (the request's glossary field, for a model with its
+    own terminology prompt; `glossary` is applied here) go with every batch and into the cache key. Accepted
     translations are committed to the store batch by batch, so an interrupted run loses only the
     batches in flight and the next run resumes from there.
     """
     plans = [plan_segment(segment, glossary) for segment in segments]
     first_plan = _distinct_requests(plans)
+    fields: dict[str, Any] = {"glossary": dict(terms) if terms else None, "context": context, "style": style}
     profile, cached = "", {}
     if store is not None:  # not `if store`: an empty store is falsy (it has a length)
-        profile = cache_profile(
-            await _service_model(client), {**(options or {}), "context": context, "style": style}
-        )
+        profile = cache_profile(await _service_model(client), {**(options or {}), **fields})
         cached = store.get_many(profile, source, target, first_plan)
     to_send = [text for text in first_plan if text not in cached]
     if on_total is not None:
         on_total(len(to_send))
     run = _Run()
     translate = functools.partial(
-        client.translate_texts, target=target, source=source, options=options, context=context, style=style
+        client.translate_texts, target=target, source=source, options=options, **fields
     )
 
     async def send(batch: list[str]) -> None:

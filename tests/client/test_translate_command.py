@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -12,10 +13,18 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from scripted_service import Reply, ScriptedService
 
 from hunyuan_serve.client.command import main
+from hunyuan_serve.families import HUNYUAN_MT, HY_MT15
+from hunyuan_serve.families.base import Prompt
+from hunyuan_serve.families.build import build_prompt
+from hunyuan_serve.languages import find_language
+from hunyuan_serve.replica.app import create_app
+from hunyuan_serve.replica.engine import Generation, Sampling
+from tests.replica.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 UI = {
     "Loading...": "Loading...",
@@ -303,3 +312,45 @@ def test_a_service_without_context_is_a_usage_error_before_any_batch(
             "max_tokens": 1,
         }
     ]
+
+
+class _EchoEngine(FakeEngine):
+    """A scripted engine that keeps every prompt and answers with its last line (the text to translate)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prompts: list[Prompt] = []
+
+    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+        self.prompts.append(prompt)
+        done = await super().generate(prompt, sampling, request_id)
+        return dataclasses.replace(done, text=prompt.messages[0]["content"].rsplit("\n", 1)[-1])
+
+
+@pytest.mark.parametrize(
+    ("family", "sent"),
+    [
+        # HY-MT1.5 has a terminology prompt: the file's terms go to it as the glossary field, text as written.
+        (HY_MT15, {"text": "Train the model", "glossary": {"Train": "训练"}}),
+        # Hunyuan-MT-7B has none: the term is substituted here, as before, and the plain prompt sent.
+        (HUNYUAN_MT, {"text": "训练 the model"}),
+    ],
+)
+def test_glossary_goes_to_the_models_terminology_prompt_when_its_family_has_one(
+    family: str, sent: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = _EchoEngine()
+    (tmp_path / "in.txt").write_text("Train the model\nUse Dreambooth\n", encoding="utf-8")
+    (tmp_path / "glossary.tsv").write_text("Train\t训练\n", encoding="utf-8")
+    (tmp_path / "keep.txt").write_text("Dreambooth\n", encoding="utf-8")
+    with serve_in_thread(create_app(engine, make_config(), family)) as url:
+        with httpx.Client(base_url=url) as client:
+            wait_ready(client)
+        files = [str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt")]
+        lists = ["--glossary", str(tmp_path / "glossary.tsv"), "--keep", str(tmp_path / "keep.txt")]
+        code, _, err, _ = run(["--url", url, "--to", "zh", *files, *lists], tmp_path, capsys)
+    assert code == 0, err
+    en, zh = find_language("en"), find_language("zh")
+    assert build_prompt(family, en, zh, **sent) in engine.prompts
+    # The keep-list is still locked here either way: the text goes as written, and the check passed.
+    assert build_prompt(family, en, zh, "Use Dreambooth") in engine.prompts
