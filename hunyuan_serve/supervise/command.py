@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from hunyuan_serve.supervise.plan import ReplicaPlan
     from hunyuan_serve.supervise.supervisor import Supervisor
 
-ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx")
+ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx", "auth")
 SYSTEMD_CONFIG = "/etc/hunyuan-serve/config.yaml"
 
 
@@ -166,6 +166,16 @@ def build_supervisor(
 # -- commands -----------------------------------------------------------------------------------
 
 
+def _stack_info(cfg: ServeConfig, model: str, events: Path) -> dict[str, Any]:
+    """What `status` shows of the stack: the model, the prompt family every replica will choose (the same
+    rule on the same fetched checkpoint, which with_replica_engine put in engine.model), the events file."""
+    from hunyuan_serve.models import model_config, model_family
+
+    local = str(cfg.engine.model)
+    family = model_family(cfg.engine.prompt_family, local, model_config(local, cfg.engine.revision))
+    return {"model": model, "family": family, "events": str(events)}
+
+
 def cmd_up(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -212,7 +222,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         cfg.engine.gpu_memory_utilization, sup.gpu_release_timeout_s, sup.gpu_release_poll_s, emit
     )
     supervisor = build_supervisor(
-        cfg, plans, run_dir, emit, info={"model": model, "events": str(emit.path)}, before_spawn=wait
+        cfg, plans, run_dir, emit, info=_stack_info(cfg, model, emit.path), before_spawn=wait
     )
     try:
         return asyncio.run(supervisor.run())

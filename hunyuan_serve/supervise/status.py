@@ -84,7 +84,8 @@ def format_table(status: dict[str, Any]) -> str:
     up = "running" if status.get("running") else "not running"
     lines.append("")
     lines.append(
-        f"up: {up} (pid {status.get('pid')}), model {status.get('model')}, run dir {status.get('run_dir')}"
+        f"up: {up} (pid {status.get('pid')}), model {status.get('model')} "
+        f"(prompt family {status.get('family')}), run dir {status.get('run_dir')}"
     )
     lines.append(
         f"nginx: pid {nginx.get('pid')} on {nginx.get('listen')}:{nginx.get('port')}, "
