@@ -190,6 +190,19 @@ class NginxConfig(Section):
         "request can race the closing of idle connections on an Nginx reload.",
     )
     expose_metrics: bool = Field(False, description="Proxy /metrics (one replica's, per request) publicly.")
+    max_conns: int | None = Field(
+        None,
+        ge=0,
+        description="Requests Nginx sends one replica at once (admission at the edge: past it on every "
+        "replica Nginx itself answers the 503); None: replica.max_in_flight; 0: no cap.",
+    )
+    status_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="Local port (on 127.0.0.1) of Nginx's stub_status and its connection gauges in the "
+        "Prometheus text format (/metrics); 0: off.",
+    )
     reload_timeout_s: float = Field(10.0, gt=0, description="Deadline of `nginx -t` and of starting Nginx.")
     check_request_timeout_s: float = Field(
         0.2, gt=0, description="Deadline of one request checking that Nginx answers or serves a new config."

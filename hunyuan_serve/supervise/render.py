@@ -69,6 +69,12 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def edge_max_conns(cfg: ServeConfig) -> int:
+    """Nginx's cap per replica (0: none): by default the replica's own max_in_flight, so a full replica
+    is refused at the edge in microseconds instead of in its own saturated event loop."""
+    return cfg.replica.max_in_flight if cfg.nginx.max_conns is None else cfg.nginx.max_conns
+
+
 def render_nginx(
     cfg: ServeConfig,
     routing: Routing,
@@ -90,6 +96,7 @@ def render_nginx(
         worker_user=worker_user,
         proxied=proxied,
         generation=generation,
+        max_conns=edge_max_conns(cfg),
         # What the replicas report as their model (the client keys its cache by it).
         model=cfg.engine.served_model_name or cfg.engine.model or "",
     )

@@ -62,8 +62,8 @@ def test_nginx_config_holds_the_required_directives() -> None:
         '"upstream_addr":"$upstream_addr"',
         "proxy_set_header X-Request-ID $hs_request_id;",
         "listen 0.0.0.0:8080;",
-        "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s;",
-        "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s down;",
+        "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s max_conns=256;",
+        "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s max_conns=256 down;",
         '"ready":2,"replicas":3,"config":7',
     ):
         assert needle in text, needle

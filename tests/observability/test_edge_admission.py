@@ -1,0 +1,110 @@
+"""Admission at the edge, with the real Nginx: past max_conns on every replica Nginx itself answers the
+JSON 503 with Retry-After, and the replica never sees the extra request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hunyuan_serve.config import build_config
+from hunyuan_serve.supervise.command import worker_user
+from hunyuan_serve.supervise.health import State
+from hunyuan_serve.supervise.nginx import NginxController
+from hunyuan_serve.supervise.render import render_nginx
+from hunyuan_serve.supervise.routing import routing_from_states
+from tests.support.stacks import free_port
+
+pytestmark = [
+    pytest.mark.nginx,
+    pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx not installed"),
+]
+
+
+class HeldUpstream:
+    """A replica stand-in that holds every request until released, counting the requests it saw."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.release = asyncio.Event()
+        self.server: asyncio.Server | None = None
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = [
+                    int(v)
+                    for k, _, v in (x.partition(b":") for x in head.split(b"\r\n"))
+                    if k.lower() == b"content-length"
+                ]
+                await reader.readexactly(length[0] if length else 0)
+                self.seen += 1
+                await self.release.wait()
+                body = json.dumps({"ok": True}).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    b"content-length: %d\r\n\r\n%s" % (len(body), body)
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def start(self, port: int) -> None:
+        self.server = await asyncio.start_server(self.handle, "127.0.0.1", port)
+
+
+async def _until(check: object, what: str) -> None:
+    for _ in range(500):
+        if callable(check) and check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {what}")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+async def test_full_replicas_are_refused_by_nginx_itself(tmp_path: Path, workers: int) -> None:
+    port, up_a, up_b = free_port(), free_port(), free_port()
+    cfg = build_config(
+        {
+            "nginx": {"port": port, "worker_processes": workers, "retry_after_s": 3},
+            "replica": {"max_in_flight": 2},
+        },
+        {},
+    )
+    nginx = NginxController(cfg.nginx, tmp_path / "nginx")
+    upstreams = [HeldUpstream(), HeldUpstream()]
+    for upstream, p in zip(upstreams, (up_a, up_b), strict=True):
+        await upstream.start(p)
+    routing = routing_from_states([(f"127.0.0.1:{p}", State.READY) for p in (up_a, up_b)])
+    text = render_nginx(cfg, routing, prefix=nginx.prefix, web_root=tmp_path, worker_user=worker_user())
+    assert text.count("max_conns=2") == 2
+    await nginx.start(text, tmp_path / "nginx.log")
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=0)
+    try:
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}", trust_env=False, limits=limits, timeout=30
+        ) as client:
+            held = [asyncio.ensure_future(client.post("/translate", json={"text": "x"})) for _ in range(4)]
+            await _until(lambda: sum(u.seen for u in upstreams) == 4, "both replicas full")
+            refused = [await client.post("/translate", json={"text": "x"}) for _ in range(5)]
+            for upstream in upstreams:
+                upstream.release.set()
+            answered = await asyncio.gather(*held)
+    finally:
+        await nginx.stop(5.0)
+        for upstream in upstreams:
+            assert upstream.server is not None
+            upstream.server.close()
+    assert [u.seen for u in upstreams] == [2, 2]  # the refused ones never reached a replica
+    assert [r.status_code for r in answered] == [200] * 4
+    for r in refused:
+        assert r.status_code == 503 and r.headers["retry-after"] == "3", r.text
+        assert r.headers["content-type"].startswith("application/json")
+        assert r.json()["error"]["code"] == "unavailable"
+    errors = (nginx.prefix / "logs" / "error.log").read_text()
+    assert "no live upstreams" in errors
