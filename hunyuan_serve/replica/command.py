@@ -65,6 +65,7 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
     from hunyuan_serve.models import model_config, model_family, resolve_model
     from hunyuan_serve.replica.app import create_app
     from hunyuan_serve.replica.engine import VllmEngine
+    from hunyuan_serve.replica.onewrite import OneWriteProtocol
 
     # The device kind is the plan's (up sets engine.device), never torch's guess: asking torch here
     # would initialise CUDA before vLLM forks its engine core.
@@ -90,6 +91,7 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
             access_log=False,  # the app writes one JSON line per request instead
             timeout_graceful_shutdown=math.ceil(cfg.replica.graceful_shutdown_s),
             lifespan="on",
+            http=OneWriteProtocol,  # each answer in one write: a replica dying mid-answer sends nothing
         )
     )
     logging.getLogger(__name__).info(
