@@ -1,4 +1,4 @@
-"""`hunyuan-serve translate`: localize a text or JSON file (or stdin) through the service."""
+"""`hunyuan-serve translate`: localize a file (text, JSON, gettext, subtitles, Markdown) via the service."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import tempfile
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,16 +22,23 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def add_parser(subparsers: Any) -> None:
+    from hunyuan_serve.client.formats import FORMATS, describe_formats
+
     parser = subparsers.add_parser(
         "translate",
-        help="Translate a text or JSON localization file through the service.",
-        description=(
-            "Translate INPUT ('-' for stdin): plain text one segment a line, or a JSON localization file "
-            "(keys kept, string values translated). Placeholders must survive; segments whose placeholders "
-            "come back changed are reported and left untranslated. A service that does not take --context "
-            "or --style (its model has no such prompt) says so before any segment is sent. Exit 0 when "
-            "every segment was translated, cached or skipped, 1 when some failed (output still written), "
-            "2 on bad usage, 130 when interrupted."
+        help="Translate a localization file or document through the service.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="formats (--format, or from the extension):\n" + describe_formats(),
+        description=textwrap.fill(
+            "Translate INPUT ('-' for stdin) in one of the formats listed below: only the translatable "
+            "text changes, everything else is written back as it was. The input file is never modified; "
+            "a malformed one is reported with its line and nothing is written. Placeholders must survive; "
+            "segments whose placeholders come back changed are reported and left untranslated. "
+            "A service that does not take --context or --style (its model has no such prompt) says so "
+            "before any segment is sent. Exit 0 when every segment was translated, cached or skipped, "
+            "1 when some failed (output still written), "
+            "2 on bad usage, 130 when interrupted.",
+            width=100,
         ),
     )
     parser.add_argument("input", metavar="INPUT", help="File to translate, or '-' for stdin.")
@@ -38,7 +46,17 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--to", dest="target", required=True, help="Target language code, e.g. zh.")
     parser.add_argument("--from", dest="source", default="en", help="Source language code (default en).")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"Service URL (default {DEFAULT_URL}).")
-    parser.add_argument("--format", choices=("auto", "text", "json"), default="auto", help="Input format.")
+    parser.add_argument(
+        "--format",
+        choices=("auto", *FORMATS),
+        default="auto",
+        help="Input format (default: from the extension).",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="Translate entries that already have a translation (gettext).",
+    )
     parser.add_argument(
         "--glossary", type=Path, help="Glossary: JSON object or 'term<TAB>translation' lines."
     )
@@ -108,7 +126,6 @@ def settings_from_args(args: argparse.Namespace) -> ClientSettings:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hunyuan_serve.client.formats import FormatError, detect_format, parse
     from hunyuan_serve.client.glossary import GlossaryError, load_glossary
     from hunyuan_serve.config import ConfigError
 
@@ -116,25 +133,16 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
     except ConfigError as err:
         return _usage(str(err))
+    loaded = _load_document(args)
+    if isinstance(loaded, str):
+        return _usage(loaded)
     try:
-        content = sys.stdin.read() if args.input == "-" else Path(args.input).read_text(encoding="utf-8")
-    except OSError as err:
-        return _usage(f"cannot read {args.input}: {err.strerror}")
-    except UnicodeDecodeError:
-        return _usage(f"{args.input} is not UTF-8 text")
-    fmt = (
-        detect_format(None if args.input == "-" else args.input, content)
-        if args.format == "auto"
-        else args.format
-    )
-    try:
-        document = parse(content, fmt)
         glossary = load_glossary(args.glossary, args.keep)
-    except (FormatError, GlossaryError) as err:
-        return _usage(f"{args.input}: {err}" if isinstance(err, FormatError) else str(err))
+    except GlossaryError as err:
+        return _usage(str(err))
     options = {key.split(".", 1)[1]: v for key, v in vars(args).items() if key.startswith("sampling.")}
     try:
-        return asyncio.run(_translate(args, settings, document, glossary, options))
+        return asyncio.run(_translate(args, settings, loaded, glossary, options))
     except KeyboardInterrupt:
         print(
             "\ninterrupted: finished batches are cached; run the same command again to resume",
@@ -143,8 +151,45 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
+def _load_document(args: argparse.Namespace) -> Any:
+    """(document, encoding) of the input, or the usage error that names the file, line and problem."""
+    from hunyuan_serve.client.formats import FormatError, Options, decode, detect_format, parse
+
+    name = "<stdin>" if args.input == "-" else args.input
+    if args.input != "-" and args.output != "-" and _same_file(args.input, args.output):
+        return f"{name}: the output would overwrite the input; name another file"
+    try:
+        data = _read_stdin() if args.input == "-" else Path(args.input).read_bytes()
+    except OSError as err:
+        return f"cannot read {name}: {err.strerror}"
+    try:
+        content, encoding = decode(data)
+        fmt = (
+            detect_format(None if args.input == "-" else args.input, content)
+            if args.format == "auto"
+            else args.format
+        )
+        options = Options(target=args.target, source=args.source, overwrite=args.overwrite)
+        return parse(content, fmt, options), encoding
+    except FormatError as err:
+        return f"{name}: {err}"
+
+
+def _read_stdin() -> bytes:
+    """stdin's bytes (a text stream stood in for it, as in tests, is encoded as UTF-8)."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    return buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
 async def _translate(
-    args: argparse.Namespace, settings: ClientSettings, document: Any, glossary: Any, options: dict[str, Any]
+    args: argparse.Namespace, settings: ClientSettings, loaded: Any, glossary: Any, options: dict[str, Any]
 ) -> int:
     from hunyuan_serve.client.api import AsyncTranslateClient, TranslateError
     from hunyuan_serve.client.localize import localize
@@ -154,6 +199,8 @@ async def _translate(
         if attempt == 1 or attempt == settings.max_retries:
             print(f"{error}; retry {attempt} of {settings.max_retries} in {delay:.1f}s", file=sys.stderr)
 
+    document, encoding = loaded
+    contexts = [c or args.context for c in document.contexts] if document.contexts else None
     store = None if args.no_cache else TranslationStore(args.cache or default_cache_path(os.environ))
     bar = _ProgressBar(enabled=not args.no_progress)
     try:
@@ -173,6 +220,7 @@ async def _translate(
                 store=store,
                 options=options,
                 context=args.context,
+                contexts=contexts,
                 style=args.style,
                 on_total=bar.start,
                 progress=bar.update,
@@ -184,7 +232,7 @@ async def _translate(
         bar.close()
         if store is not None:
             store.close()
-    _write_output(args.output, document.render(texts))
+    _write_output(args.output, document.render(texts, frozenset(summary.failed_at)), encoding)
     _print_summary(summary, args.report)
     return EXIT_FAILED if summary.failed else EXIT_OK
 
@@ -291,7 +339,7 @@ class _ProgressBar:
             self._bar.close()
 
 
-def _write_output(output: str, text: str) -> None:
+def _write_output(output: str, text: str, encoding: str = "utf-8") -> None:
     if output == "-":
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -300,8 +348,8 @@ def _write_output(output: str, text: str) -> None:
     target = Path(output)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:  # bytes: line endings and the BOM as the input had them
+            handle.write(text.encode(encoding))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

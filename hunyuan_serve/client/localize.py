@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ class Summary:
     requests: int = 0  # batch requests sent this run
     aborted: str | None = None  # why the run stopped sending early
     failures: list[Failure] = field(default_factory=list)
+    failed_at: list[int] = field(default_factory=list)  # indexes of the failed segments
 
     def line(self) -> str:
         return (
@@ -66,6 +68,20 @@ class _Run:
     aborted: str | None = None
 
 
+@dataclass
+class _Group:
+    """The segments that share one context: one request profile, one cache key space."""
+
+    context: str | None
+    indexes: list[int]
+    plans: list[Plan]
+    first_plan: dict[str, Plan]
+    profile: str = ""
+    cached: dict[str, str] = field(default_factory=dict)
+    to_send: list[str] = field(default_factory=list)
+    run: _Run = field(default_factory=lambda: _Run())
+
+
 async def localize(
     segments: Sequence[str],
     labels: Sequence[str],
@@ -78,6 +94,7 @@ async def localize(
     store: TranslationStore | None = None,
     options: Mapping[str, Any] | None = None,
     context: str | None = None,
+    contexts: Sequence[str | None] | None = None,
     style: str | None = None,
     on_total: Callable[[int], None] | None = None,
     progress: Progress | None = None,
@@ -85,38 +102,96 @@ async def localize(
     """Translated segments (failed ones left as they were) and the summary of the run.
 
     options (sampling), context, style and terms (the request's glossary field, for a model with its
-    own terminology prompt; `glossary` is applied here) go with every batch and into the cache key. Accepted
-    translations are committed to the store batch by batch, so an interrupted run loses only the
-    batches in flight and the next run resumes from there.
+    own terminology prompt; `glossary` is applied here) go with every batch and into the cache key.
+    contexts, when given, is each segment's own context (gettext msgctxt) in place of `context`:
+    segments are batched per context, all groups at once. Accepted translations are committed to the
+    store batch by batch, so an interrupted run loses only the batches in flight and the next run
+    resumes from there.
     """
     plans = [plan_segment(segment, glossary) for segment in segments]
-    first_plan = _distinct_requests(plans)
-    fields: dict[str, Any] = {"glossary": dict(terms) if terms else None, "context": context, "style": style}
-    profile, cached = "", {}
-    if store is not None:  # not `if store`: an empty store is falsy (it has a length)
-        profile = cache_profile(await _service_model(client), {**(options or {}), **fields})
-        cached = store.get_many(profile, source, target, first_plan)
-    to_send = [text for text in first_plan if text not in cached]
+    groups = _groups(plans, [context] * len(plans) if contexts is None else list(contexts))
+    model = await _service_model(client) if store is not None else None
+    for group in groups:
+        # not `if store`: an empty store is falsy (it has a length)
+        if store is not None:
+            fields = {**(options or {}), "context": group.context, "style": style}
+            group.profile = cache_profile(model, {**fields, "glossary": dict(terms) if terms else None})
+            group.cached = store.get_many(group.profile, source, target, group.first_plan)
+        group.to_send = [text for text in group.first_plan if text not in group.cached]
     if on_total is not None:
-        on_total(len(to_send))
-    run = _Run()
-    translate = functools.partial(
-        client.translate_texts, target=target, source=source, options=options, **fields
-    )
+        on_total(sum(len(group.to_send) for group in groups))
+    done = dict.fromkeys(range(len(groups)), 0)
+    total = sum(len(group.to_send) for group in groups)
 
-    async def send(batch: list[str]) -> None:
-        # The client hands out a batch only when a worker is free: once the service is given up on,
-        # every batch still waiting ends here, unsent.
-        if run.aborted:
-            return
-        got = await _translate_chunk(translate, batch, run)
-        good = {text: out for text, out in got.items() if not check_translation(first_plan[text], out)}
-        run.results.update(got)
-        if store is not None and good:
-            store.put_many(profile, source, target, good)
+    async def send_group(number: int, group: _Group) -> None:
+        def report(count: int, _: int) -> None:
+            done[number] = count
+            if progress is not None:
+                progress(sum(done.values()), total)
 
-    await client.map_batches(to_send, send, progress)
-    return _outcomes(plans, labels, cached, run)
+        translate = functools.partial(
+            client.translate_texts,
+            target=target,
+            source=source,
+            options=options,
+            glossary=dict(terms) if terms else None,
+            context=group.context,
+            style=style,
+        )
+        await client.map_batches(
+            group.to_send, functools.partial(_send, translate, group, store, source, target), report
+        )
+
+    await asyncio.gather(*(send_group(number, group) for number, group in enumerate(groups)))
+    return _merge(groups, labels, len(plans))
+
+
+def _groups(plans: Sequence[Plan], contexts: Sequence[str | None]) -> list[_Group]:
+    by_context: dict[str | None, _Group] = {}
+    for index, (plan, ctx) in enumerate(zip(plans, contexts, strict=True)):
+        group = by_context.setdefault(ctx or None, _Group(ctx or None, [], [], {}))
+        group.indexes.append(index)
+        group.plans.append(plan)
+    for group in by_context.values():
+        group.first_plan = _distinct_requests(group.plans)
+    return list(by_context.values())
+
+
+async def _send(
+    translate: _Send,
+    group: _Group,
+    store: TranslationStore | None,
+    source: str | None,
+    target: str,
+    batch: list[str],
+) -> None:
+    # The client hands out a batch only when a worker is free: once the service is given up on,
+    # every batch still waiting ends here, unsent.
+    run = group.run
+    if run.aborted:
+        return
+    got = await _translate_chunk(translate, batch, run)
+    good = {text: out for text, out in got.items() if not check_translation(group.first_plan[text], out)}
+    run.results.update(got)
+    if store is not None and good:
+        store.put_many(group.profile, source, target, good)
+
+
+def _merge(groups: Sequence[_Group], labels: Sequence[str], count: int) -> tuple[list[str], Summary]:
+    """Every group's outcomes back in segment order, and one summary."""
+    texts: list[str] = [""] * count
+    summary = Summary(total=count)
+    for group in groups:
+        got, part = _outcomes(group.plans, [labels[i] for i in group.indexes], group.cached, group.run)
+        for position, index in enumerate(group.indexes):
+            texts[index] = got[position]
+        summary.failed_at.extend(group.indexes[i] for i in part.failed_at)
+        for name in ("translated", "cached", "skipped", "failed", "requests"):
+            setattr(summary, name, getattr(summary, name) + getattr(part, name))
+        summary.aborted = summary.aborted or part.aborted
+        summary.failures.extend(part.failures)
+    summary.failed_at.sort()
+    return texts, summary
 
 
 def _distinct_requests(plans: Sequence[Plan]) -> dict[str, Plan]:
@@ -162,7 +237,7 @@ def _outcomes(
 ) -> tuple[list[str], Summary]:
     summary = Summary(total=len(plans), requests=run.requests, aborted=run.aborted)
     texts: list[str] = []
-    for plan, label in zip(plans, labels, strict=True):
+    for index, (plan, label) in enumerate(zip(plans, labels, strict=True)):
         if plan.action is not Action.SEND:
             texts.append(finish(plan, None).text)
             summary.skipped += 1
@@ -174,6 +249,7 @@ def _outcomes(
         texts.append(outcome.text)
         if outcome.problem is not None:
             summary.failed += 1
+            summary.failed_at.append(index)
             summary.failures.append(Failure(label, plan.source, outcome.problem))
         elif from_cache:
             summary.cached += 1

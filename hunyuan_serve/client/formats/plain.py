@@ -1,53 +1,15 @@
-"""Read segments out of plain text and JSON localization files and write translations back in place."""
+"""Plain text (a segment a line) and JSON localization files (string values, flat or nested)."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
-Format = Literal["text", "json"]
+from hunyuan_serve.client.formats.base import Document, FormatError, Options
+
 Path_ = tuple[str | int, ...]
-
-
-class FormatError(ValueError):
-    """Input that cannot be read in the chosen format, with the reason."""
-
-
-@dataclass(frozen=True)
-class Document:
-    """A parsed input: its segments in order and how to rebuild it around new segment texts."""
-
-    format: Format
-    segments: tuple[str, ...]
-    labels: tuple[str, ...]  # where each segment lives, for reports (line number or JSON key path)
-    _rebuild: Callable[[Sequence[str]], str]
-
-    def render(self, translations: Sequence[str]) -> str:
-        """The document with each segment replaced by the matching entry of translations."""
-        if len(translations) != len(self.segments):
-            raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
-        return self._rebuild(translations)
-
-
-def detect_format(name: str | None, content: str) -> Format:
-    """JSON for *.json or content that parses as a JSON object; plain text otherwise."""
-    if name and name.lower().endswith(".json"):
-        return "json"
-    if name and name.lower().endswith((".txt", ".text", ".md")):
-        return "text"
-    if content.lstrip().startswith("{"):
-        try:
-            return "json" if isinstance(json.loads(content), dict) else "text"
-        except json.JSONDecodeError:
-            return "text"
-    return "text"
-
-
-def parse(content: str, fmt: Format) -> Document:
-    return parse_json(content) if fmt == "json" else parse_text(content)
 
 
 def parse_text(content: str) -> Document:
@@ -57,7 +19,7 @@ def parse_text(content: str) -> Document:
     if trailing_newline:
         lines.pop()
 
-    def rebuild(translations: Sequence[str]) -> str:
+    def rebuild(translations: Sequence[str], failed: frozenset[int]) -> str:
         return "\n".join(translations) + ("\n" if trailing_newline else "")
 
     labels = tuple(f"line {n}" for n in range(1, len(lines) + 1))
@@ -69,7 +31,7 @@ def parse_json(content: str) -> Document:
     try:
         data = json.loads(content)
     except json.JSONDecodeError as err:
-        raise FormatError(f"not valid JSON: {err}") from None
+        raise FormatError(f"not valid JSON: {err.msg} (column {err.colno})", err.lineno) from None
     if not isinstance(data, dict):
         raise FormatError("a JSON localization file must be an object mapping keys to strings")
     paths: list[Path_] = []
@@ -78,7 +40,7 @@ def parse_json(content: str) -> Document:
     indent = _json_indent(content)
     trailing_newline = content.endswith("\n")
 
-    def rebuild(translations: Sequence[str]) -> str:
+    def rebuild(translations: Sequence[str], failed: frozenset[int]) -> str:
         out = _replace(data, dict(zip(paths, translations, strict=True)), ())
         text = json.dumps(out, ensure_ascii=False, indent=indent)
         return text + ("\n" if trailing_newline else "")
@@ -122,3 +84,11 @@ def _label(path: Path_) -> str:
     return "".join(
         f"[{part}]" if isinstance(part, int) else ("." if i else "") + part for i, part in enumerate(path)
     )
+
+
+def parse_text_options(content: str, options: Options) -> Document:
+    return parse_text(content)
+
+
+def parse_json_options(content: str, options: Options) -> Document:
+    return parse_json(content)

@@ -1,0 +1,82 @@
+"""Localization file formats: each read into segments and written back with only the translations changed."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+
+from hunyuan_serve.client.formats.base import Document, FormatError, Options, decode, encode
+from hunyuan_serve.client.formats.plain import parse_json, parse_text
+
+__all__ = [
+    "FORMATS",
+    "Document",
+    "FormatError",
+    "Options",
+    "decode",
+    "describe_formats",
+    "detect_format",
+    "encode",
+    "parse",
+    "parse_json",
+    "parse_text",
+]
+
+
+@dataclass(frozen=True)
+class FormatInfo:
+    """A format: its name (--format), the extensions that select it, and the function that parses it."""
+
+    name: str
+    extensions: tuple[str, ...]
+    description: str
+    parser: str  # "module:function" under this package, imported on first use (keeps the CLI start fast)
+
+
+FORMATS: dict[str, FormatInfo] = {
+    info.name: info
+    for info in (
+        FormatInfo("text", (".txt", ".text"), "plain text, a segment a line", "plain:parse_text_options"),
+        FormatInfo("json", (".json",), "JSON object of strings, flat or nested", "plain:parse_json_options"),
+        FormatInfo("po", (".po", ".pot"), "gettext catalog: plurals, msgctxt, flags", "gettext:parse_po"),
+        FormatInfo("srt", (".srt",), "SubRip subtitles: numbering and timings kept", "subtitles:parse_srt"),
+        FormatInfo(
+            "markdown",
+            (".md", ".markdown"),
+            "Markdown: prose only, sentence by sentence",
+            "markdown:parse_markdown",
+        ),
+    )
+}
+Format = str
+
+
+def describe_formats() -> str:
+    """One line per format, for --help."""
+    return "\n".join(f"  {i.name:<9} {' '.join(i.extensions):<16} {i.description}" for i in FORMATS.values())
+
+
+def detect_format(name: str | None, content: str) -> Format:
+    """The format its extension names; else JSON for content that parses as an object; else text."""
+    lower = (name or "").lower()
+    for info in FORMATS.values():
+        if lower.endswith(info.extensions):
+            return info.name
+    if content.lstrip().startswith("{"):
+        try:
+            return "json" if isinstance(json.loads(content), dict) else "text"
+        except json.JSONDecodeError:
+            return "text"
+    return "text"
+
+
+def parse(content: str, fmt: Format, options: Options | None = None) -> Document:
+    """content read as fmt; an unknown fmt is a FormatError naming the supported ones."""
+    info = FORMATS.get(fmt)
+    if info is None:
+        raise FormatError(f"unknown format {fmt!r}; supported: {', '.join(FORMATS)}")
+    module, function = info.parser.split(":")
+    parser = getattr(importlib.import_module(f"{__name__}.{module}"), function)
+    document: Document = parser(content, options or Options())
+    return document

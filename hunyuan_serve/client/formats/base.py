@@ -1,0 +1,98 @@
+"""What every format module returns: a Document of segments and how to write translations back."""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+# rebuild(translations, failed): failed holds the indexes of segments whose translation was refused.
+Rebuild = Callable[[Sequence[str], frozenset[int]], str]
+
+
+class FormatError(ValueError):
+    """Input that cannot be read in the chosen format: the reason and, where known, the line."""
+
+    def __init__(self, problem: str, line: int | None = None) -> None:
+        super().__init__(f"line {line}: {problem}" if line else problem)
+        self.problem = problem
+        self.line = line
+
+
+@dataclass(frozen=True)
+class Options:
+    """What a format needs to know besides the text: the target language, whether to redo translations."""
+
+    target: str | None = None
+    source: str | None = None
+    overwrite: bool = False
+
+
+@dataclass(frozen=True)
+class Document:
+    """A parsed input: its segments in order and how to rebuild it around new segment texts."""
+
+    format: str
+    segments: tuple[str, ...]
+    labels: tuple[str, ...]  # where each segment lives, for reports (line number or key path)
+    _rebuild: Rebuild
+    # Per segment: the text the service gets as `context` (gettext msgctxt), or None.
+    contexts: tuple[str | None, ...] = field(default=())
+
+    def render(self, translations: Sequence[str], failed: frozenset[int] = frozenset()) -> str:
+        """The document with each segment replaced by the matching entry of translations."""
+        if len(translations) != len(self.segments):
+            raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
+        return self._rebuild(translations, failed)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace content[start:end] with text."""
+
+    start: int
+    end: int
+    text: str
+
+
+def splice(content: str, edits: Sequence[Edit]) -> str:
+    """content with the edits applied; everything outside them is kept byte for byte."""
+    out: list[str] = []
+    pos = 0
+    for edit in sorted(edits, key=lambda e: (e.start, e.end)):
+        if edit.start < pos:
+            raise ValueError(f"overlapping edits at offset {edit.start}")
+        out.append(content[pos : edit.start])
+        out.append(edit.text)
+        pos = edit.end
+    out.append(content[pos:])
+    return "".join(out)
+
+
+def line_of(content: str, offset: int) -> int:
+    """1-based line number of a character offset."""
+    return content.count("\n", 0, offset) + 1
+
+
+_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def decode(data: bytes, fallback: str | None = None) -> tuple[str, str]:
+    """(text, encoding to write it back with): a BOM decides, else UTF-8, else fallback.
+
+    Line endings are left as they are (no universal-newline translation), so CRLF files stay CRLF.
+    """
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            return data.decode(encoding), encoding
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError as err:
+        if fallback is None:
+            raise FormatError(f"not UTF-8 text (byte {err.start})") from None
+        return data.decode(fallback), fallback
+
+
+def encode(text: str, encoding: str) -> bytes:
+    """text in the input's encoding, its BOM included when it had one."""
+    return text.encode(encoding)
