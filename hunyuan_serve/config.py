@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -159,6 +160,9 @@ class SupervisorConfig(Section):
     gpu_release_poll_s: float = Field(1.0, gt=0, description="Time between GPU memory checks while waiting.")
 
 
+_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+
+
 class NginxConfig(Section):
     """The public front: Nginx in its own prefix with a rendered config."""
 
@@ -212,6 +216,42 @@ class NginxConfig(Section):
     reload_retry_s: float = Field(
         1.0, gt=0, description="Wait before a failed reload is tried again (a newer routing goes at once)."
     )
+    cors_origins: tuple[str, ...] = Field(
+        (), description="Origins whose pages may call the API (comma list, '*' any); empty sends no CORS."
+    )
+    cors_max_age_s: int = Field(600, ge=0, description="How long a browser may keep a CORS preflight answer.")
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: Any) -> Any:
+        if isinstance(value, str):  # from a flag: "https://a.example,https://b.example"
+            value = tuple(part.strip() for part in value.split(",") if part.strip())
+        # Each goes into the Nginx config as a quoted string: only a scheme://host[:port] or '*'.
+        for origin in value if isinstance(value, (list, tuple)) else ():
+            if origin != "*" and not _ORIGIN.match(str(origin)):
+                raise ValueError(f"{origin!r} is not an origin like https://app.example or http://host:8000")
+        return value
+
+
+class AuthConfig(Section):
+    """API keys at the edge: who may call, and how fast each key may go."""
+
+    keys_file: str | None = Field(
+        None, description="File of API keys, one a line (# comments); unset: no key needed (loopback only)."
+    )
+    key_rate_limit_rps: float | None = Field(
+        None, gt=0, description="Requests/s per API key (per client address without one); past it a 429."
+    )
+    key_rate_limit_burst: int = Field(20, ge=0, description="Burst allowed above key_rate_limit_rps.")
+    allow_open: bool = Field(
+        False, description="Let `up` listen on a non-loopback address with no keys_file (anyone may call)."
+    )
+
+    @field_validator("keys_file")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        # Replicas run elsewhere than `up`'s working directory; they get the same file.
+        return str(Path(value).expanduser().absolute()) if value else None
 
 
 class ServeConfig(Section):
@@ -228,6 +268,7 @@ class ServeConfig(Section):
     replica: ReplicaConfig = Field(default_factory=ReplicaConfig)
     supervisor: SupervisorConfig = Field(default_factory=SupervisorConfig)
     nginx: NginxConfig = Field(default_factory=NginxConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
 
     @field_validator("gpus", mode="before")
     @classmethod
@@ -352,6 +393,7 @@ _SECTIONS: dict[str, type[Section]] = {
     "replica": ReplicaConfig,
     "supervisor": SupervisorConfig,
     "nginx": NginxConfig,
+    "auth": AuthConfig,
 }
 
 # Flags whose short name would be ambiguous across sections get the section as prefix.

@@ -12,6 +12,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from hunyuan_serve import auth
 from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.languages import find_language
@@ -106,4 +107,5 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.include_router(ops.router)
     app.include_router(native.router)
+    auth.install(app, cfg)  # API keys (auth.keys_file): every route but /health, in each dialect's shape
     return app

@@ -180,6 +180,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     import asyncio
 
     from hunyuan_serve import gpu
+    from hunyuan_serve.auth import open_listen_problem
     from hunyuan_serve.doctor import format_table, preflight
     from hunyuan_serve.models import fetch_model, resolve_model
     from hunyuan_serve.supervise.plan import plan_replicas, with_replica_engine
@@ -198,7 +199,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         python=sys.executable,
         gpu_uuids=gpu.uuids_of(gpu_facts),
     )
-    problems = busy_ports(cfg, plans)
+    problems = busy_ports(cfg, plans) + [p for p in [open_listen_problem(cfg)] if p]
     if problems:
         print("hunyuan-serve: cannot start: " + "; ".join(problems), file=sys.stderr)
         return 1

@@ -11,12 +11,14 @@ from typing import Any
 
 import jinja2
 
+from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, NATIVE
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.supervise.routing import Routing
 
 NGINX_TEMPLATE = "nginx/nginx.conf.j2"
 SYSTEMD_TEMPLATE = "systemd/hunyuan-serve.service.j2"
-PROXIED_PATHS = ("/translate", "/languages")
+# Every dialect's path prefixes (hunyuan_serve.auth.DIALECTS); /metrics only with nginx.expose_metrics.
+PROXIED_PATHS = tuple(p for d in DIALECTS for p in d.prefixes if p != "/metrics")
 
 
 def nginx_time(seconds: float) -> str:
@@ -95,11 +97,31 @@ def render_nginx(
         web_root=str(web_root),
         worker_user=worker_user,
         proxied=proxied,
+        auth=cfg.auth,
+        edge_errors=edge_errors(cfg),
+        dialects=dialect_patterns(),
+        fallback_dialect=NATIVE.name,
         generation=generation,
         max_conns=edge_max_conns(cfg),
         # What the replicas report as their model (the client keys its cache by it).
         model=cfg.engine.served_model_name or cfg.engine.model or "",
     )
+
+
+def edge_errors(cfg: ServeConfig) -> dict[str, dict[str, Any]]:
+    """The errors Nginx makes itself: per code its status and, per dialect, its body as an Nginx string."""
+    table: dict[str, dict[str, Any]] = {}
+    for code, (status, message) in EDGE_ERRORS.items():
+        text = message.format(limit=cfg.nginx.client_max_body_size)
+        bodies = {d.name: nginx_json(d.error(code, text)) for d in DIALECTS}
+        table[code] = {"status": status, "bodies": bodies}
+    return table
+
+
+def dialect_patterns() -> list[tuple[str, str]]:
+    """(Nginx regex on $uri, dialect name) for every prefix but ours, which is the map's default."""
+    rows = [(p, d.name) for d in DIALECTS if d is not NATIVE for p in d.prefixes]
+    return [("~^" + re.escape(p.rstrip("/")) + ("/" if p.endswith("/") else ""), name) for p, name in rows]
 
 
 def stop_timeout_s(cfg: ServeConfig) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
+from hunyuan_serve import auth
 from hunyuan_serve.config import build_config
 from hunyuan_serve.supervise import render
 from hunyuan_serve.supervise.health import State
@@ -137,6 +138,11 @@ def test_undefined_template_variable_is_an_error() -> None:
             {"nginx.rate_limit_rps": 0.5, "nginx.balance": "round_robin", "nginx.expose_metrics": True},
             [State.READY],
         ),
+        (
+            {"auth.key_rate_limit_rps": 2, "nginx.rate_limit_rps": 1, "nginx.cors_origins": "*"},
+            [State.READY],
+        ),
+        ({"auth.key_rate_limit_rps": 0.5, "nginx.cors_origins": "https://a.example"}, [State.STARTING]),
     ],
 )
 def test_rendered_config_passes_nginx_t(
@@ -186,3 +192,33 @@ def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     assert f"TimeoutStopSec={render.stop_timeout_s(cfg)}" in text
     assert render.stop_timeout_s(cfg) > cfg.supervisor.drain_timeout_s
     assert "KillMode=mixed" in text and "Restart=on-failure" in text and "LimitMEMLOCK=infinity" in text
+
+
+def test_every_dialect_is_proxied_and_nginx_errors_use_one_table() -> None:
+    text = golden.sample_nginx()
+    for path in ("/translate", "/languages", "/v1/", "/libretranslate/", "/v2/", "/immersive/translate"):
+        assert f"location {path} {{" in text, path
+    for code, (status, _message) in auth.EDGE_ERRORS.items():
+        assert f"return {status} $hs_error_{code};" in text, code
+    assert '"~^/v2/" deepl;' in text and 'libretranslate \'{"error":"no replica is ready' in text
+    # Keys never reach the log: the query (?token=) is not logged, nor any header.
+    assert '"uri":"$uri"' in text and "$request_uri" not in text and '$http_authorization"' not in text
+    assert "passing a request to the next server is only possible if nothing" in text
+    assert "hs_per_key" not in text and "add_header Access-Control" not in text
+
+
+def test_key_limit_and_cors_render_only_when_configured() -> None:
+    text = _render(
+        {
+            "auth.key_rate_limit_rps": 5,
+            "auth.key_rate_limit_burst": 3,
+            "nginx.cors_origins": "https://app.example,http://127.0.0.1:9000",
+        },
+        [State.READY],
+    )
+    assert "limit_req_zone $hs_limit_key zone=hs_per_key:10m rate=5r/s;" in text
+    assert "limit_req zone=hs_per_key burst=3 nodelay;" in text and "limit_req_status 429;" in text
+    assert '"https://app.example" $http_origin;' in text and '"http://127.0.0.1:9000" $http_origin;' in text
+    assert "if ($request_method = OPTIONS) {" in text and "add_header Vary Origin always;" in text
+    anyone = _render({"nginx.cors_origins": "*"}, [State.READY])
+    assert 'default "*";' in anyone and "Vary Origin" not in anyone

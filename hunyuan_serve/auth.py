@@ -1,0 +1,251 @@
+"""API keys and each API dialect's error shape: key file, where a key comes from, the replica's check."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+import logging
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hunyuan_serve.config import ConfigError, ServeConfig
+
+ACCESS_LOG = "hunyuan_serve.access"
+
+
+# -- dialects: the one table of path prefixes and error shapes (the app's and Nginx's) ------------
+
+
+def _native(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def _openai(code: str, message: str) -> dict[str, Any]:
+    kind = "invalid_request_error" if code in ("invalid_api_key", "body_too_large") else "server_error"
+    if code == "rate_limited":
+        kind = "rate_limit_error"
+    return {"error": {"message": message, "type": kind, "code": code}}
+
+
+def _libretranslate(_code: str, message: str) -> dict[str, Any]:
+    return {"error": message}
+
+
+def _deepl(_code: str, message: str) -> dict[str, Any]:
+    return {"message": message}
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One API's path prefixes, error shape and the statuses it uses for a missing and a wrong key."""
+
+    name: str
+    prefixes: tuple[str, ...]
+    shape: Callable[[str, str], dict[str, Any]]
+    missing_status: int = 401
+    wrong_status: int = 403
+    body_key: bool = False  # its key may come in the request body (LibreTranslate's api_key)
+
+    def error(self, code: str, message: str) -> dict[str, Any]:
+        return self.shape(code, message)
+
+
+# OpenAI answers 401 to a wrong key too (its clients raise AuthenticationError on it); LibreTranslate
+# and DeepL answer 403 to both (what their clients expect); ours: 401 missing, 403 wrong.
+NATIVE = Dialect("native", ("/translate", "/languages", "/metrics"), _native)
+DIALECTS = (
+    NATIVE,
+    Dialect("openai", ("/v1/",), _openai, 401, 401),
+    Dialect("libretranslate", ("/libretranslate/",), _libretranslate, 403, 403, body_key=True),
+    Dialect("deepl", ("/v2/",), _deepl, 403, 403),
+    Dialect("immersive", ("/immersive/translate",), _native),
+)
+
+# The errors Nginx makes itself, each with its status; render.py renders them once per dialect.
+EDGE_ERRORS = {
+    "unavailable": (503, "no replica is ready; retry later"),
+    "upstream_timeout": (504, "no replica answered in time"),
+    "body_too_large": (413, "request body exceeds {limit}"),
+    "rate_limited": (429, "too many requests for this key or client; retry later"),
+}
+
+
+def dialect_of(path: str) -> Dialect:
+    """The dialect whose prefix the path starts with (ours for anything else)."""
+    for dialect in DIALECTS:
+        if any(path == p.rstrip("/") or path.startswith(p) for p in dialect.prefixes):
+            return dialect
+    return NATIVE
+
+
+# -- keys -----------------------------------------------------------------------------------------
+
+
+def load_keys(path: str) -> frozenset[str]:
+    """The keys of a keys file: one a line, blank lines and `#` comments skipped; none is an error."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"auth.keys_file: cannot read {path}: {err}") from err
+    keys = frozenset(line.split("#", 1)[0].strip() for line in text.splitlines()) - {""}
+    if not keys:
+        raise ConfigError(f"auth.keys_file: {path} holds no key")
+    if any(any(c.isspace() for c in key) for key in keys):
+        raise ConfigError(f"auth.keys_file: {path}: a key holds a space")
+    return keys
+
+
+def key_matches(given: str, keys: frozenset[str]) -> bool:
+    """Whether the key is one of the keys, in time that does not depend on where they differ."""
+    found = False
+    for key in keys:  # every key compared, so the time does not tell which one came close
+        found |= hmac.compare_digest(given.encode(), key.encode())
+    return found
+
+
+def header_key(authorization: str) -> str | None:
+    """The key of an `Authorization: Bearer K` or `Authorization: DeepL-Auth-Key K` header."""
+    scheme, _, key = authorization.strip().partition(" ")
+    if scheme.lower() in ("bearer", "deepl-auth-key") and key.strip():
+        return key.strip()
+    return None
+
+
+def body_key(body: bytes, content_type: str) -> str | None:
+    """LibreTranslate's `api_key` field of a JSON or form body (None when absent or unreadable)."""
+    if content_type.startswith("application/json"):
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return None
+        value = data.get("api_key") if isinstance(data, dict) else None
+        return value if isinstance(value, str) and value else None
+    try:
+        form = urllib.parse.parse_qs(body.decode("utf-8"), strict_parsing=False)
+    except UnicodeDecodeError:
+        return None
+    values = form.get("api_key") or [""]
+    return values[0] or None
+
+
+def open_listen_problem(cfg: ServeConfig) -> str | None:
+    """Why `up` must not start as configured: a public address with no keys, or an unusable keys file."""
+    if cfg.auth.keys_file:
+        try:
+            load_keys(cfg.auth.keys_file)
+        except ConfigError as err:
+            return str(err)
+        return None
+    if is_loopback(cfg.nginx.listen) or cfg.auth.allow_open:
+        return None
+    return (
+        f"nginx.listen {cfg.nginx.listen} is not loopback and no auth.keys_file is set, so anyone could "
+        "call the API; set auth.keys_file, or auth.allow_open: true to serve it open"
+    )
+
+
+def is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+# -- the replica's check --------------------------------------------------------------------------
+
+
+class KeyCheck:
+    """ASGI middleware: every route but /health needs one of the keys; refusals in the path's dialect.
+
+    The key comes from the Authorization header, `?token=` (or `?api_key=`), or, for LibreTranslate,
+    the body's `api_key`: only the app sees the body, so the check lives here and not in Nginx.
+    /metrics read straight from the replica (the supervisor, `status`, Prometheus on loopback) needs
+    none; through Nginx, which always adds X-Forwarded-For, it does.
+    """
+
+    def __init__(self, app: ASGIApp, keys: frozenset[str], max_body_bytes: int) -> None:
+        self.app = app
+        self.keys = keys
+        self.max_body_bytes = max_body_bytes
+        self.log = logging.getLogger(ACCESS_LOG)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self._guarded(scope):
+            await self.app(scope, receive, send)
+            return
+        dialect = dialect_of(scope["path"])
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        key = header_key(headers.get("authorization", "")) or _query_key(scope.get("query_string", b""))
+        if key is None and dialect.body_key and scope["method"] == "POST":
+            body, receive = await _buffered(receive, self.max_body_bytes)
+            key = body_key(body, headers.get("content-type", ""))
+        if key is not None and key_matches(key, self.keys):
+            await self.app(scope, receive, send)
+            return
+        await self._refuse(dialect, key is None, headers.get("x-request-id", ""), send)
+
+    def _guarded(self, scope: Scope) -> bool:
+        path = scope["path"]
+        if path == "/health" or scope["method"] == "OPTIONS":
+            return False
+        proxied = any(k == b"x-forwarded-for" for k, _ in scope["headers"])
+        return proxied or path != "/metrics"
+
+    async def _refuse(self, dialect: Dialect, missing: bool, request_id: str, send: Send) -> None:
+        code = "missing_api_key" if missing else "invalid_api_key"
+        status = dialect.missing_status if missing else dialect.wrong_status
+        message = "an API key is required" if missing else "Invalid API key"
+        if dialect.name == "openai":
+            code = "invalid_api_key"  # what OpenAI's clients and docs name both cases
+        body = json.dumps(dialect.error(code, message)).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        if missing:
+            headers.append((b"www-authenticate", b"Bearer"))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        # The refusal's log line names no key, only that one was missing or wrong.
+        self.log.info(json.dumps({"request_id": request_id, "status": status, "error": code}))
+
+
+def _query_key(query: bytes) -> str | None:
+    args = urllib.parse.parse_qs(query.decode("latin-1"))
+    for name in ("token", "api_key"):
+        if args.get(name) and args[name][0]:
+            return args[name][0]
+    return None
+
+
+async def _buffered(receive: Receive, limit: int) -> tuple[bytes, Receive]:
+    """The request body read up to limit (past it the key is not looked for), and a receive replaying it."""
+    messages: list[Message] = []
+    size, more = 0, True
+    while more and size <= limit:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        more = message.get("more_body", False)
+    body = b"".join(m.get("body", b"") for m in messages) if not more else b""
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return body, replay
+
+
+def install(app: Starlette, cfg: ServeConfig) -> None:
+    """Put the key check in front of the app when a keys file is configured (read once, at start)."""
+    if cfg.auth.keys_file:
+        app.add_middleware(
+            KeyCheck, keys=load_keys(cfg.auth.keys_file), max_body_bytes=cfg.replica.max_body_bytes
+        )
