@@ -125,6 +125,19 @@ class ReplicaConfig(Section):
         None, gt=0, le=2, description="Default repetition penalty (default: the model family's)."
     )
     max_tokens: int = Field(512, ge=1, description="Default most generated tokens.")
+    # OpenAI-compatible routes (/v1/*). Hunyuan-MT models have no system prompt (their READMEs): a client's
+    # system messages are folded into the user turn, dropped, or refused.
+    system_prompt_mode: Literal["prepend", "drop", "reject"] = Field(
+        "prepend",
+        description="/v1/chat/completions system messages: prepend (their text and a blank line before the "
+        "first user message), drop, or reject (400).",
+    )
+    max_chat_messages: int = Field(64, ge=1, description="Most messages in one /v1/chat/completions request.")
+    weblate_split: bool = Field(
+        True,
+        description="Translate a Weblate-style chat (its system prompt names the languages; strings joined "
+        "by ==WEBLATE_PART==) one string per prompt in the family's template, joined the same way.",
+    )
     graceful_shutdown_s: float = Field(
         30.0, ge=0, description="On SIGTERM, time in-flight requests get to finish before the replica exits."
     )

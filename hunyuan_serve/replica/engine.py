@@ -8,7 +8,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import MutableMapping, Sequence
+from collections.abc import AsyncGenerator, MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,6 +29,9 @@ class Sampling:
     top_k: int
     repetition_penalty: float
     max_tokens: int
+    # OpenAI's penalties (vLLM has both); 0 is off, and what every other API gets.
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -44,6 +47,16 @@ class Generation:
     finish_reason: str | None
     queue_s: float = 0.0
     engine_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One step of a streamed generation: the text added since the last one; the last delta of a stream
+    also carries the whole Generation (counts, finish_reason, times)."""
+
+    text: str
+    final: Generation | None = None
+    cached: bool = False  # the translation core answered from its cache (an engine never sets it)
 
 
 @dataclass
@@ -74,6 +87,10 @@ class Engine(Protocol):
     def count_prompt_tokens(self, prompt: Prompt) -> int: ...
 
     async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation: ...
+
+    def stream(self, prompt: Prompt, sampling: Sampling, request_id: str) -> AsyncGenerator[Delta, None]:
+        """The generation as it grows; closing the iterator early aborts the engine request."""
+        ...
 
     async def abort(self, request_id: str) -> None: ...
 
@@ -309,14 +326,16 @@ class VllmEngine:
     def count_prompt_tokens(self, prompt: Prompt) -> int:
         return len(self._token_ids(prompt))
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    def _params(self, prompt: Prompt, sampling: Sampling) -> Any:
         from vllm import SamplingParams
 
-        params = SamplingParams(
+        return SamplingParams(
             temperature=sampling.temperature,
             top_p=sampling.top_p,
             top_k=sampling.top_k,
             repetition_penalty=sampling.repetition_penalty,
+            presence_penalty=sampling.presence_penalty,
+            frequency_penalty=sampling.frequency_penalty,
             max_tokens=sampling.max_tokens,
             # The test knob must silence every stop id, not only the tokenizer's EOS.
             stop_token_ids=[] if self.ignore_eos else self._stop_ids,
@@ -324,21 +343,27 @@ class VllmEngine:
             ignore_eos=self.ignore_eos,
             # Not output_kind=FINAL_ONLY (what vLLM's server asks for non-streamed answers): with it
             # the engine core stops sending per-step scheduler stats, which the stall rule reads.
+            # The default (cumulative) kind also gives a stream each step's whole text so far.
         )
+
+    async def _outputs(
+        self, prompt: Prompt, sampling: Sampling, request_id: str
+    ) -> AsyncGenerator[Any, None]:
+        """vLLM's cumulative outputs; a cancelled or closed iteration aborts the request at once."""
         ids = self._token_ids(prompt)
-        started = time.monotonic()
-        final = None
+        finished = False
         try:
             async for output in self._engine.generate(
-                {"prompt_token_ids": ids}, params, request_id=request_id
+                {"prompt_token_ids": ids}, self._params(prompt, sampling), request_id=request_id
             ):
-                final = output
-        except asyncio.CancelledError:
-            # The client left or the deadline passed: free the sequence's batch slot now.
-            await asyncio.shield(self._engine.abort(request_id))
-            raise
-        if final is None:
-            raise RuntimeError(f"engine returned no output for {request_id}")
+                finished = bool(output.finished)
+                yield output
+        finally:
+            if not finished:
+                # The client left, the deadline passed or the stream was closed: free the batch slot now.
+                await asyncio.shield(self._engine.abort(request_id))
+
+    def _generation(self, final: Any, prompt_tokens: int, started: float) -> Generation:
         completion = final.outputs[0]
         metrics = getattr(final, "metrics", None)
         queue_s = 0.0
@@ -347,12 +372,47 @@ class VllmEngine:
             queue_s = max(0.0, metrics.scheduled_ts - metrics.queued_ts)
         return Generation(
             text=completion.text.strip(),
-            prompt_tokens=len(ids),
+            prompt_tokens=prompt_tokens,
             output_tokens=len(completion.token_ids),
             finish_reason=completion.finish_reason,
             queue_s=queue_s,
             engine_s=time.monotonic() - started,
         )
+
+    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+        started = time.monotonic()
+        final = None
+        outputs = self._outputs(prompt, sampling, request_id)
+        try:
+            async for output in outputs:
+                final = output
+        finally:
+            await outputs.aclose()
+        if final is None:
+            raise RuntimeError(f"engine returned no output for {request_id}")
+        return self._generation(final, len(self._token_ids(prompt)), started)
+
+    async def stream(
+        self, prompt: Prompt, sampling: Sampling, request_id: str
+    ) -> AsyncGenerator[Delta, None]:
+        started = time.monotonic()
+        final = None
+        sent = 0  # characters of the stripped text already yielded
+        outputs = self._outputs(prompt, sampling, request_id)
+        try:
+            async for output in outputs:
+                final = output
+                # Leading whitespace is held back, as generate() strips it; trailing, until the end.
+                text = output.outputs[0].text.lstrip()
+                text = text.rstrip() if output.finished else text
+                if len(text) > sent:
+                    yield Delta(text[sent:])
+                    sent = len(text)
+        finally:
+            await outputs.aclose()
+        if final is None:
+            raise RuntimeError(f"engine returned no output for {request_id}")
+        yield Delta("", self._generation(final, len(self._token_ids(prompt)), started))
 
     async def abort(self, request_id: str) -> None:
         await self._engine.abort(request_id)

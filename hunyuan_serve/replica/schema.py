@@ -31,6 +31,7 @@ class TranslateRequest:
     context: str = ""
     style: str = ""
     preserve_format: bool = False
+    stream: bool = False  # answer as server-sent events of the text as it is generated (one text only)
 
     def asked(self) -> Features:
         """What the request asks for, with its whole glossary (a text's prompt gets the terms in it)."""
@@ -53,6 +54,7 @@ _KNOWN_KEYS = {
     "context",
     "style",
     "preserve_format",
+    "stream",
 }
 
 
@@ -223,5 +225,25 @@ def parse_translate(
     sampling = parse_sampling(data, defaults, cfg.max_tokens, max_model_len)
     instructions = _instructions(data, feature_limits(cfg))
     return TranslateRequest(
-        texts=texts, batch=batch, source=source, target=target, sampling=sampling, **instructions
+        texts=texts,
+        batch=batch,
+        source=source,
+        target=target,
+        sampling=sampling,
+        stream=_stream_flag(data, batch, instructions["preserve_format"]),
+        **instructions,
     )
+
+
+def _stream_flag(data: dict[str, Any], batch: bool, preserve_format: bool) -> bool:
+    """`stream`: a boolean, for one text; preserve_format restores markup from the whole answer only."""
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool):
+        raise ApiError(
+            422, "invalid_parameter", f"stream must be true or false, got {json.dumps(stream)[:40]}"
+        )
+    if stream and batch:
+        raise ApiError(422, "invalid_parameter", "stream works with one text, not texts")
+    if stream and preserve_format:
+        raise ApiError(422, "unsupported_feature", "stream cannot be combined with preserve_format")
+    return stream

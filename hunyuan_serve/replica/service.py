@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import itertools
+import json
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +16,7 @@ from hunyuan_serve.families import format_tags
 from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
 from hunyuan_serve.families.glossary import terms_in_text
-from hunyuan_serve.replica.engine import Engine, Generation, Sampling
+from hunyuan_serve.replica.engine import Delta, Engine, Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.schema import TranslateRequest
@@ -31,6 +34,14 @@ class Outcome:
     output_tokens: int = 0
     queue_s: float = 0.0
     engine_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One prompt's answer as sent (OpenAI's routes): the generation, or a cached text (counts 0)."""
+
+    generation: Generation
+    cached: bool
 
 
 @dataclass
@@ -173,6 +184,96 @@ class Translator:
     def _forget(self, key: str, shared: _Shared, _task: object) -> None:
         if self._inflight.get(key) is shared:
             del self._inflight[key]
+
+    # Prompts as a client wrote them (OpenAI's chat and completions) and streams: beside translate().
+
+    def check_prompt(self, prompt: Prompt, sampling: Sampling, where: str) -> None:
+        """A 413 naming `where` when the prompt and max_tokens do not fit the model's context."""
+        count = self.engine.count_prompt_tokens(prompt)
+        limit = self.engine.max_model_len - sampling.max_tokens
+        if count > limit:
+            raise ApiError(
+                413,
+                "context_length_exceeded",
+                f"{where} makes a prompt of {count} tokens; the limit is {limit} tokens "
+                f"(max_model_len {self.engine.max_model_len} minus max_tokens {sampling.max_tokens})",
+            )
+
+    def _prompt_key(self, prompt: Prompt, sampling: Sampling) -> str:
+        """The cache key of a prompt sent as-is: its whole text and stops, not languages."""
+        text = json.dumps([list(prompt.messages), prompt.text, list(prompt.stop)], ensure_ascii=False)
+        return cache_key(self.engine.model_name, "", "", text, sampling.as_dict(), {"as_sent": True})
+
+    async def complete(self, prompts: list[Prompt], sampling: Sampling, request_id: str) -> list[Completion]:
+        """Each prompt as sent (checked with check_prompt first), all at once: cache, coalescing, metrics."""
+        keys = [self._prompt_key(prompt, sampling) for prompt in prompts]
+        answers: list[Completion | None] = [None] * len(prompts)
+        pending: list[tuple[int, asyncio.Task[tuple[Generation, bool]]]] = []
+        for index, (key, prompt) in enumerate(zip(keys, prompts, strict=True)):
+            hit = await self.cache.get(key)
+            if hit is not None:
+                answers[index] = Completion(Generation(hit[0], 0, 0, "stop"), cached=True)
+                self.metrics.cache_hits.labels(layer=hit[1]).inc()
+                continue
+            self.metrics.cache_misses.inc()
+            engine_id = f"{request_id}-{index}-{next(self._ids)}"
+            pending.append(
+                (index, asyncio.create_task(self._shared_generate(key, prompt, sampling, engine_id)))
+            )
+        try:
+            done = await asyncio.gather(*(task for _, task in pending))
+        except BaseException:
+            for _, task in pending:
+                task.cancel()
+            raise
+        for (index, _), (generation, coalesced) in zip(pending, done, strict=True):
+            answers[index] = Completion(generation, cached=False)
+            if not coalesced:
+                self.cache.put(keys[index], generation.text)
+        return [answer for answer in answers if answer is not None]
+
+    def stream_translation(self, req: TranslateRequest, request_id: str) -> AsyncGenerator[Delta, None]:
+        """translate() for one text, as it is generated; every check runs before the first delta."""
+        features = self._features(req)
+        prompt = self._prompts(req, features)[0]
+        self._check_budget([self.engine.count_prompt_tokens(prompt)], req)
+        key = self._key(req, req.texts[0], features[0], req.sampling.as_dict())
+        return self._stream(prompt, req.sampling, request_id, key)
+
+    def stream_prompt(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, where: str
+    ) -> AsyncGenerator[Delta, None]:
+        """A prompt as sent, as it is generated; the budget is checked before the first delta."""
+        self.check_prompt(prompt, sampling, where)
+        return self._stream(prompt, sampling, request_id, self._prompt_key(prompt, sampling))
+
+    async def _stream(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, key: str
+    ) -> AsyncGenerator[Delta, None]:
+        # Never coalesced: each stream reads its own engine request. The final text is cached.
+        hit = await self.cache.get(key)
+        if hit is not None:
+            self.metrics.cache_hits.labels(layer=hit[1]).inc()
+            yield Delta(hit[0])
+            yield Delta("", Generation(hit[0], 0, 0, "stop"), cached=True)
+            return
+        self.metrics.cache_misses.inc()
+        final: Generation | None = None
+        engine_id = f"{request_id}-s{next(self._ids)}"
+        try:
+            async with contextlib.aclosing(self.engine.stream(prompt, sampling, engine_id)) as deltas:
+                async for delta in deltas:
+                    final = delta.final or final
+                    yield delta
+        finally:
+            if final is None:
+                self.metrics.aborts.inc()
+        if final is None:
+            return
+        self.metrics.prompt_tokens.inc(final.prompt_tokens)
+        self.metrics.generation_tokens.inc(final.output_tokens)
+        self.metrics.engine_latency.observe(final.engine_s)
+        self.cache.put(key, final.text)
 
     def inflight_calls(self) -> int:
         return len(self._inflight)

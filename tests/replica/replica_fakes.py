@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.prompts import Prompt
-from hunyuan_serve.replica.engine import EngineStats, Generation, Sampling
+from hunyuan_serve.replica.engine import Delta, EngineStats, Generation, Sampling
 from tests.support.stacks import free_port
 
 
@@ -36,6 +36,8 @@ class FakeEngine:
         self.start_error = start_error
         self.calls = 0
         self.samplings: list[Sampling] = []
+        self.given: list[Prompt] = []  # what generate() and stream() were given, in call order
+        self.streams = 0
         self.running: set[str] = set()
         self.aborted: list[str] = []
         self.finished: list[str] = []
@@ -70,6 +72,7 @@ class FakeEngine:
     async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
         self.calls += 1
         self.samplings.append(sampling)
+        self.given.append(prompt)
         self.running.add(request_id)
         self.stats.record(len(self.running), 0)
         try:
@@ -83,6 +86,31 @@ class FakeEngine:
         self.finished.append(request_id)
         content = prompt.messages[0]["content"] if prompt.is_chat else prompt.text
         return Generation(f"<{len(content)}>", self.count_prompt_tokens(prompt), 1, "stop")
+
+    async def stream(
+        self, prompt: Prompt, sampling: Sampling, request_id: str
+    ) -> AsyncGenerator[Delta, None]:
+        """generate()'s answer in two deltas: its first character, then (after delay and hold) the rest;
+        a stream closed or cancelled in between counts as aborted."""
+        self.calls += 1
+        self.streams += 1
+        self.samplings.append(sampling)
+        self.given.append(prompt)
+        self.running.add(request_id)
+        content = prompt.messages[0]["content"] if prompt.is_chat else prompt.text
+        answer = f"<{len(content)}>"
+        try:
+            yield Delta(answer[:1])
+            await asyncio.sleep(self.delay)
+            await _wait_set(self._may_finish)
+            yield Delta(answer[1:])
+        except (asyncio.CancelledError, GeneratorExit):
+            self.aborted.append(request_id)
+            raise
+        finally:
+            self.running.discard(request_id)
+        self.finished.append(request_id)
+        yield Delta("", Generation(answer, self.count_prompt_tokens(prompt), 2, "stop"))
 
     async def abort(self, request_id: str) -> None:
         self.aborted.append(request_id)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import polib
 
 from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, splice
+from hunyuan_serve.client.placeholders import find_placeholders
 
 # Plural-Forms of the service's 38 languages (gettext's and CLDR's rules), by language code.
 PLURAL_FORMS: dict[str, str] = {
@@ -71,7 +72,7 @@ def parse_po(content: str, options: Options) -> Document:
         )
         for text in (entry.msgid, entry.msgid_plural) if entry.msgid_plural else (entry.msgid,):
             segments.append(text)
-            labels.append(f"line {entry.linenum}" + (f" ({entry.msgctxt})" if entry.msgctxt else ""))
+            labels.append(f"line {msgid_line + 1}" + (f" ({entry.msgctxt})" if entry.msgctxt else ""))
             contexts.append(entry.msgctxt or None)
     nplurals = _nplurals(po, options.target)
     header = _header_edits(content, lines, starts, po, options.target, newline)
@@ -92,9 +93,9 @@ def parse_po(content: str, options: Options) -> Document:
 
 
 def _entry_start(lines: Sequence[str], index: int) -> int:
-    """The first line of the entry's msgctxt/msgid (polib's line number may be either)."""
-    while index > 0 and lines[index - 1].lstrip().startswith(("msgctxt", '"')):
-        index -= 1
+    """The line of the entry's msgctxt or msgid (polib counts an entry from its first comment)."""
+    while index < len(lines) and not lines[index].lstrip().startswith(("msgctxt", "msgid")):
+        index += 1
     return index
 
 
@@ -115,7 +116,13 @@ def _msgstr_block(lines: Sequence[str], starts: Sequence[int], index: int) -> tu
 def _msgstr_lines(entry: polib.POEntry, texts: Sequence[str], nplurals: int, newline: str) -> str:
     if not entry.msgid_plural:
         return f'msgstr "{polib.escape(texts[0])}"'
-    forms = [texts[0] if n == 0 and nplurals > 1 else texts[1] for n in range(nplurals)]
+    # Form 0 covers more than n == 1 in languages of three or more forms (Russian: 1, 21, 31...): there
+    # the singular's translation serves only when it holds the same placeholders as the plural's.
+    same = sorted(p.text for p in find_placeholders(entry.msgid)) == sorted(
+        p.text for p in find_placeholders(entry.msgid_plural)
+    )
+    singular = nplurals == 2 or (nplurals > 2 and same)
+    forms = [texts[0] if n == 0 and singular else texts[1] for n in range(nplurals)]
     return newline.join(f'msgstr[{n}] "{polib.escape(text)}"' for n, text in enumerate(forms))
 
 

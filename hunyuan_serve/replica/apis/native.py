@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from hunyuan_serve.languages import LANGUAGES
+from hunyuan_serve.replica.apis import sse
 from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.engine import Delta
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.schema import TranslateRequest, parse_translate
@@ -45,9 +49,47 @@ async def _translate(replica: Replica, call: Call) -> Response:
     call.log.update(source_lang=req.source.code, target_lang=req.target.code, texts=len(req.texts))
     if req.asked().used():
         call.log["features"] = list(req.asked().used())
+    if req.stream:
+        # Checked here (prompt, budget), before the response starts, so a refusal is a plain 4xx.
+        deltas = replica.translator.stream_translation(req, call.id)
+        return sse.response(_events(replica, req, call, deltas), call)
     outcome = await call.run(replica.translator.translate(req, call.id))
     call.note(outcome)
     return JSONResponse(_answer(replica, req, outcome, call), headers={"X-Request-ID": call.id})
+
+
+async def _events(
+    replica: Replica, req: TranslateRequest, call: Call, deltas: AsyncGenerator[Delta, None]
+) -> AsyncIterator[str]:
+    """`stream: true`: {"delta": text} events as the text grows, then {"done": true, ...the answer}.
+
+    A deadline or engine failure after the first byte is a last {"error": {...}} event.
+    """
+    final: Delta | None = None
+    try:
+        # Closed with this generator (the client left): the engine request is aborted at once.
+        async with contextlib.aclosing(sse.within(deltas, call, replica.cfg.request_timeout_s)) as steps:
+            async for delta in steps:
+                if delta.final is not None:
+                    final = delta
+                elif delta.text:
+                    yield sse.event({"delta": delta.text})
+    except ApiError as err:
+        yield sse.event({"error": {"code": err.code, "message": err.message}})
+        return
+    if final is None or final.final is None:
+        return
+    done = final.final
+    outcome = Outcome(
+        results=[done.text],
+        cached=[final.cached],
+        prompt_tokens=done.prompt_tokens,
+        output_tokens=done.output_tokens,
+        queue_s=done.queue_s,
+        engine_s=done.engine_s,
+    )
+    call.note(outcome)
+    yield sse.event({"done": True, **_answer(replica, req, outcome, call)})
 
 
 @router.post("/translate")

@@ -1,0 +1,141 @@
+"""gettext through `translate`: Django's real catalog kept byte for byte, plurals, msgctxt, fuzzy, header."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import polib
+import pytest
+import scripted_service
+from scripted_service import ScriptedService
+
+from hunyuan_serve.client.command import main
+from hunyuan_serve.client.formats import FormatError, Options, parse
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+DJANGO_PO = DATA / "django" / "humanize-de.po"
+
+
+@pytest.fixture(autouse=True)
+def _german(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stand-in service also offers German and Russian (the catalog's and a 3-plural language)."""
+    extra = [{"code": "de", "name": "German"}, {"code": "ru", "name": "Russian"}]
+    monkeypatch.setattr(scripted_service, "LANGUAGES", [*scripted_service.LANGUAGES, *extra])
+
+
+def identity(text: str, target: str) -> str:
+    return text
+
+
+def translate(service: ScriptedService, tmp_path: Path, src: Path, *args: str) -> tuple[int, Path, dict]:
+    dst, report = tmp_path / f"out{src.suffix}", tmp_path / "report.json"
+    flags = ["--no-cache", "--no-progress", "--report", str(report)]
+    code = main(["--url", service.url, "--from", "en", *args, str(src), "-o", str(dst), *flags])
+    return code, dst, json.loads(report.read_text()) if report.exists() else {}
+
+
+def msgfmt_check(path: Path) -> None:
+    done = subprocess.run(["msgfmt", "--check", "-o", "/dev/null", str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_translated_catalog_comes_back_byte_identical(service: ScriptedService, tmp_path: Path) -> None:
+    service.state.translate = identity
+    code, dst, report = translate(service, tmp_path, DJANGO_PO, "--to", "de")
+    assert code == 0 and report["total"] == 0  # every entry has a translation: kept, nothing sent
+    assert dst.read_bytes() == DJANGO_PO.read_bytes()
+    assert service.state.sent_texts() == []
+
+
+def test_crlf_and_bom_survive(service: ScriptedService, tmp_path: Path) -> None:
+    src = tmp_path / "crlf.po"
+    src.write_bytes(b"\xef\xbb\xbf" + DJANGO_PO.read_bytes().replace(b"\n", b"\r\n"))
+    service.state.translate = identity
+    code, dst, _ = translate(service, tmp_path, src, "--to", "de")
+    assert code == 0 and dst.read_bytes() == src.read_bytes()
+
+
+def test_overwrite_through_identity_changes_only_msgstr(service: ScriptedService, tmp_path: Path) -> None:
+    service.state.translate = identity
+    code, dst, report = translate(service, tmp_path, DJANGO_PO, "--to", "de", "--overwrite")
+    assert code == 0 and report["failed"] == 0
+    msgfmt_check(dst)
+    before, after = polib.pofile(str(DJANGO_PO)), polib.pofile(str(dst))
+    assert [(e.msgctxt, e.msgid, e.msgid_plural, e.flags, e.comment, e.tcomment) for e in after] == [
+        (e.msgctxt, e.msgid, e.msgid_plural, e.flags, e.comment, e.tcomment) for e in before
+    ]
+    for entry in after:
+        if entry.msgid_plural:
+            assert entry.msgstr_plural == {0: entry.msgid, 1: entry.msgid_plural}
+        else:
+            assert entry.msgstr == entry.msgid
+    # Outside the msgstr lines, not a byte moved.
+    strip = [line for line in DJANGO_PO.read_text().splitlines() if not line.startswith("msgstr")]
+    assert [line for line in dst.read_text().splitlines() if not line.startswith("msgstr")] == strip
+
+
+def test_target_plurals_header_and_msgctxt_as_context(service: ScriptedService, tmp_path: Path) -> None:
+    code, dst, _ = translate(service, tmp_path, DJANGO_PO, "--to", "ru", "--overwrite")
+    assert code == 0
+    msgfmt_check(dst)
+    po = polib.pofile(str(dst))
+    assert po.metadata["Language"] == "ru"
+    assert po.metadata["Plural-Forms"].startswith("nplurals=3;")
+    day = po.find("%d day", msgctxt="naturaltime-past")
+    assert day is not None
+    assert day.msgstr_plural == {0: "[ru] %d day", 1: "[ru] %d days", 2: "[ru] %d days"}
+    contexts = {(t, body.get("context")) for body in service.state.requests for t in body.get("texts", [])}
+    assert ("%(delta)s ago", "naturaltime") in contexts
+    assert ("now", None) in contexts
+
+
+def test_format_entry_with_broken_placeholder_left_untranslated_and_fuzzy(
+    service: ScriptedService, tmp_path: Path
+) -> None:
+    src = tmp_path / "django.pot"
+    src.write_text(
+        '#, fuzzy\nmsgid ""\nmsgstr ""\n"Language: \\n"\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        '#: a.py:1\n#, python-format\nmsgid "%(count)s files"\nmsgstr ""\n\n'
+        '#: a.py:2\nmsgid "Open"\nmsgstr ""\n\n'
+        'msgid "Saved"\nmsgstr "Gespeichert"\n',
+        encoding="utf-8",
+    )
+    service.state.translate = lambda text, target: text.replace("%(count)s", "(count)")
+    code, dst, report = translate(service, tmp_path, src, "--to", "de")
+    assert code == 1 and report["failed"] == 1 and report["failures"][0]["label"] == "line 9"
+    msgfmt_check(dst)
+    po = polib.pofile(str(dst))
+    files = po.find("%(count)s files")
+    assert files is not None and files.msgstr == "" and files.flags == ["python-format", "fuzzy"]
+    assert po.find("Open").msgstr == "Open"  # type: ignore[union-attr]
+    assert po.find("Saved").msgstr == "Gespeichert"  # type: ignore[union-attr]  # kept: already translated
+    assert po.metadata["Language"] == "de" and "Plural-Forms" in po.metadata
+
+
+def test_malformed_catalog_names_file_and_line_and_writes_nothing(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "bad.po"
+    src.write_text('msgid "a"\nmsgstr "b"\nnonsense here\n', encoding="utf-8")
+    dst = tmp_path / "out.po"
+    dst.write_text("keep me", encoding="utf-8")
+    code = main(["--url", service.url, "--to", "de", str(src), "-o", str(dst), "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{src}: line 3: " in err and "Syntax error" in err
+    assert dst.read_text(encoding="utf-8") == "keep me" and service.state.requests == []
+
+
+def test_parse_error_carries_the_line() -> None:
+    with pytest.raises(FormatError) as caught:
+        parse('msgid "a"\nmsgstr "b"\n\nmsgid "c"\nbad\n', "po", Options(target="de"))
+    assert caught.value.line == 5
+
+
+def test_copy_of_the_real_catalog_is_unchanged_by_a_run(service: ScriptedService, tmp_path: Path) -> None:
+    src = tmp_path / "de.po"
+    shutil.copy(DJANGO_PO, src)
+    translate(service, tmp_path, src, "--to", "ru", "--overwrite")
+    assert src.read_bytes() == DJANGO_PO.read_bytes()
