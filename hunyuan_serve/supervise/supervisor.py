@@ -26,6 +26,7 @@ from hunyuan_serve.supervise.render import environment, render_nginx
 from hunyuan_serve.supervise.routing import Routing, UpstreamServer, routing_from_states
 from hunyuan_serve.supervise.seams import Clock, NginxControl, Prober, Proc, Runner
 from hunyuan_serve.supervise.state import STATE_FILE, write_json_atomic
+from hunyuan_serve.supervise.targets import write_targets
 
 Emit = Callable[..., None]
 
@@ -362,6 +363,8 @@ class Supervisor:
         """Nginx now routes by `routing`: the one place admitted and evicted events come from."""
         old = self.routed or Routing(tuple(UpstreamServer(s.addr, True) for s in routing.servers))
         self.routed = routing
+        names = [(r.plan.name, r.plan.device) for r in self.replicas]
+        write_targets(self.run_dir, routing, names, self.cfg.nginx.status_port)  # what Prometheus scrapes
         for replica, was, now in zip(self.replicas, old.servers, routing.servers, strict=True):
             name = replica.plan.name
             if was.down and not now.down:

@@ -168,7 +168,9 @@ class FakeProber:
         self.closed = True
 
 
-_SERVER = re.compile(r"^\s*server (\S+) max_fails=\S+ fail_timeout=\S+?( down)?;$", re.MULTILINE)
+_SERVER = re.compile(
+    r"^\s*server (\S+) max_fails=\S+ fail_timeout=\S+?(?: max_conns=\d+)?( down)?;$", re.MULTILINE
+)
 
 
 class FakeNginx:
