@@ -37,7 +37,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
     rcfg = cfg.replica
     lifecycle = Lifecycle()
     admission = Admission(lifecycle, rcfg.max_in_flight, rcfg.retry_after_s)
-    metrics = Metrics(engine, in_flight=lambda: admission.in_flight)
+    metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
     cache = TranslationCache(rcfg.cache_entries, rcfg.cache_path, rcfg.cache_busy_timeout_s)
     return Replica(
         engine=engine,

@@ -14,7 +14,7 @@ LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 class Metrics:
     """Requests by status, latency, in-flight, rejections, cache, tokens, and the engine's batch size."""
 
-    def __init__(self, engine: Engine, in_flight: Callable[[], int]) -> None:
+    def __init__(self, engine: Engine, in_flight: Callable[[], int], max_in_flight: int = 0) -> None:
         """`in_flight` reads the admission's count, which stays the one place that counts."""
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -32,6 +32,9 @@ class Metrics:
         )
         admitted = Gauge("hunyuan_requests_in_flight", "Translate requests admitted now.", registry=r)
         admitted.set_function(in_flight)
+        # Beside in-flight, for the admission-saturation alert: in_flight / max_in_flight.
+        limit = Gauge("hunyuan_max_in_flight", "Requests this replica admits at once.", registry=r)
+        limit.set(max_in_flight)
         self.rejections = Counter(
             "hunyuan_rejections", "Requests refused before the engine, by reason.", ["reason"], registry=r
         )
