@@ -110,8 +110,8 @@ def test_format_entry_with_broken_placeholder_left_untranslated_and_fuzzy(
     po = polib.pofile(str(dst))
     files = po.find("%(count)s files")
     assert files is not None and files.msgstr == "" and files.flags == ["python-format", "fuzzy"]
-    assert po.find("Open").msgstr == "Open"  # type: ignore[union-attr]
-    assert po.find("Saved").msgstr == "Gespeichert"  # type: ignore[union-attr]  # kept: already translated
+    assert po.find("Open").msgstr == "Open"
+    assert po.find("Saved").msgstr == "Gespeichert"  # kept: already translated
     assert po.metadata["Language"] == "de" and "Plural-Forms" in po.metadata
 
 

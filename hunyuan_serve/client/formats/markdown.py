@@ -104,7 +104,8 @@ def _segmenter(language: str) -> pysbd.Segmenter:
 
 def split_sentences(segmenter: pysbd.Segmenter, text: str) -> list[str]:
     """text cut into sentences that join back to it; no cut falls inside a placeholder (code, URL, tag)."""
-    cuts = sorted({span.start for span in segmenter.segment(text)} - {0})
+    # A line break inside a paragraph is only a soft wrap: pysbd sees a space there (same offsets).
+    cuts = sorted({span.start for span in segmenter.segment(text.replace("\n", " "))} - {0})
     inside = [(ph.start, ph.end) for ph in find_placeholders(text)]
     cuts = [cut for cut in cuts if 0 < cut < len(text) and not any(a < cut < b for a, b in inside)]
     bounds = [0, *cuts, len(text)]

@@ -16,7 +16,7 @@ def parse_srt(content: str, options: Options) -> Document:
         cues = list(srt.parse(content))
     except srt.SRTParseError as err:
         raise FormatError(
-            f"not a subtitle cue: {err.unmatched_content[:60]!r}", line_of(content, err.actual_start)
+            f"not a subtitle cue: {err.unmatched_content[:60]!r}", line_of(content, err.expected_start)
         ) from None
     except ValueError as err:
         raise FormatError(f"bad timing: {err}") from None
@@ -51,8 +51,10 @@ def wrap(text: str, lines: int) -> list[str]:
     if lines <= 1 or not flat:
         return [flat]
     width = max(1, -(-len(flat) // lines))
+    # Text written without spaces (Chinese, Japanese) may break anywhere; a word may not.
+    unspaced = " " not in flat and not flat.isascii()
     while True:
-        wrapped = textwrap.wrap(flat, width=width, break_on_hyphens=False)
+        wrapped = textwrap.wrap(flat, width=width, break_on_hyphens=False, break_long_words=unspaced)
         if len(wrapped) <= lines:
             return wrapped
         width += 1

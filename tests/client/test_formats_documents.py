@@ -1,0 +1,156 @@
+"""Subtitles and Markdown through `translate`: real files byte-identical via identity, structure kept."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import srt
+from markdown_it import MarkdownIt
+from scripted_service import ScriptedService
+
+from hunyuan_serve.client.command import main
+from hunyuan_serve.client.formats import FormatError, Options, parse
+from hunyuan_serve.client.formats.markdown import _segmenter, split_sentences
+from hunyuan_serve.client.formats.subtitles import wrap
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "pysubs2"
+REAL_FILES = [DATA / "README.md", DATA / "test_video.srt"]
+
+
+def identity(text: str, target: str) -> str:
+    return text
+
+
+def translate(service: ScriptedService, tmp_path: Path, src: Path, *args: str) -> tuple[int, Path, dict]:
+    dst, report = tmp_path / f"out{src.suffix}", tmp_path / "report.json"
+    flags = ["--no-cache", "--no-progress", "--report", str(report)]
+    code = main(["--url", service.url, "--from", "en", "--to", "zh", *args, str(src), "-o", str(dst), *flags])
+    return code, dst, json.loads(report.read_text()) if report.exists() else {}
+
+
+def blocks(markdown: str) -> list[tuple[str, str]]:
+    """The block structure (token types, fences and code verbatim) that translation must not change."""
+    kept = ("fence", "code_block", "html_block")
+    return [
+        (t.type, t.content if t.type in kept else "")
+        for t in MarkdownIt("commonmark").enable("table").parse(markdown)
+        if t.type != "inline"
+    ]
+
+
+@pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: p.name)
+@pytest.mark.parametrize("crlf_bom", [False, True], ids=["as-is", "crlf-bom"])
+def test_real_file_through_identity_is_byte_identical(
+    service: ScriptedService, tmp_path: Path, path: Path, crlf_bom: bool
+) -> None:
+    src = tmp_path / path.name
+    data = path.read_bytes()
+    src.write_bytes(b"\xef\xbb\xbf" + data.replace(b"\n", b"\r\n") if crlf_bom else data)
+    service.state.translate = identity
+    code, dst, report = translate(service, tmp_path, src)
+    assert code == 0 and report["translated"] > 0  # the texts did go to the service
+    assert dst.read_bytes() == src.read_bytes()
+
+
+def test_subtitles_keep_numbers_timings_and_line_count(service: ScriptedService, tmp_path: Path) -> None:
+    code, dst, report = translate(service, tmp_path, DATA / "test_video.srt")
+    assert code == 0 and report["translated"] == 20
+    before, after = list(srt.parse(REAL_FILES[1].read_text())), list(srt.parse(dst.read_text()))
+    assert [(c.index, c.start, c.end) for c in after] == [(c.index, c.start, c.end) for c in before]
+    for old, new in zip(before, after, strict=True):
+        assert 1 <= len(new.content.splitlines()) <= len(old.content.splitlines())
+        assert " ".join(new.content.split()) == "[zh] " + " ".join(old.content.split())
+
+
+def test_markdown_translates_prose_only(service: ScriptedService, tmp_path: Path) -> None:
+    code, dst, _ = translate(service, tmp_path, DATA / "README.md")
+    source, out = (DATA / "README.md").read_text(), dst.read_text()
+    assert code == 0
+    assert blocks(out) == blocks(source)  # headings, lists, fences (code verbatim) all where they were
+    assert "pip install pysubs2\npysubs2 --shift 0.3s *.srt" in out
+    sent = service.state.sent_texts()
+    assert "pysubs2 is a Python library for editing subtitle files." in sent  # a sentence, not the paragraph
+    assert any(
+        text.startswith("It’s based on *SubStation Alpha*, the native format of\n[Aegisub]") for text in sent
+    )
+    assert not any("pip install" in text for text in sent)
+
+
+def test_markdown_front_matter_and_code_kept(service: ScriptedService, tmp_path: Path) -> None:
+    src = tmp_path / "page.md"
+    src.write_text(
+        "---\ntitle: Hello world\n---\n# Install it\n\n"
+        "Run `pip install x` first. Then see https://x.org/a.b now.\n"
+        "\n    indented code stays\n\n| Name | Use |\n|------|-----|\n| srt | Subtitles here |\n",
+        encoding="utf-8",
+    )
+    code, dst, _ = translate(service, tmp_path, src)
+    assert code == 0
+    assert dst.read_text(encoding="utf-8") == (
+        "---\ntitle: Hello world\n---\n# [zh] Install it\n\n"
+        "[zh] Run `pip install x` first. [zh] Then see https://x.org/a.b now.\n"
+        "\n    indented code stays\n\n| [zh] Name | [zh] Use |\n|------|-----|\n"
+        "| [zh] srt | [zh] Subtitles here |\n"
+    )
+
+
+def test_long_document_fans_out_and_comes_back_in_order(service: ScriptedService, tmp_path: Path) -> None:
+    sentences = [f"Sentence number {n} is here." for n in range(40)]
+    src = tmp_path / "long.md"
+    src.write_text(
+        "\n\n".join(" ".join(sentences[i : i + 4]) for i in range(0, 40, 4)) + "\n", encoding="utf-8"
+    )
+    service.state.hold = 4  # the first requests wait until four are in flight at once
+    code, dst, report = translate(service, tmp_path, src, "--batch-size", "3", "--concurrency", "4")
+    assert code == 0 and report["translated"] == 40 and report["requests"] == 14
+    assert service.state.max_in_flight == 4
+    paragraphs = dst.read_text().strip().split("\n\n")
+    assert paragraphs == [" ".join(f"[zh] {s}" for s in sentences[i : i + 4]) for i in range(0, 40, 4)]
+
+
+def test_sentences_split_by_pysbd_never_inside_code() -> None:
+    text = "Hello there. Use `a. b` now. Next one."
+    pieces = split_sentences(_segmenter("en"), text)
+    assert pieces == ["Hello there. ", "Use `a. b` now. ", "Next one."]
+    assert "".join(pieces) == text
+
+
+def test_wrap_fits_the_cue_lines() -> None:
+    assert wrap("one two three four", 2) == ["one two", "three four"]
+    assert wrap("一二三四五六七八", 2) == ["一二三四", "五六七八"]
+    assert wrap("short", 3) == ["short"]
+
+
+def test_malformed_subtitles_name_the_line() -> None:
+    with pytest.raises(FormatError) as caught:
+        parse("1\n00:00:01,000 --> 00:00:02,000\nHi\n\n2\n00:00:0x --> 00:00:03,000\nHo\n", "srt", Options())
+    assert caught.value.line == 5
+
+
+def test_unknown_format_names_the_supported_ones(
+    service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["--url", service.url, "--to", "zh", "--format", "docx", str(DATA / "README.md")])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'docx'" in err and "po" in err and "srt" in err and "markdown" in err
+    with pytest.raises(FormatError, match="supported: text, json, po, srt, markdown"):
+        parse("x", "docx")
+
+
+def test_output_onto_the_input_is_refused(service: ScriptedService, tmp_path: Path) -> None:
+    src = tmp_path / "a.md"
+    src.write_text("Hello.\n", encoding="utf-8")
+    assert main(["--url", service.url, "--to", "zh", str(src), "-o", str(src), "--no-cache"]) == 2
+    assert src.read_text(encoding="utf-8") == "Hello.\n" and service.state.requests == []
+
+
+def test_help_lists_the_formats(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for line in ("po        .po .pot", "srt       .srt", "markdown  .md .markdown"):
+        assert line in out
