@@ -99,6 +99,16 @@ class ReplicaConfig(Section):
     )
     max_context_chars: int = Field(20_000, ge=1, description="Longest context text, in characters.")
     max_style_chars: int = Field(500, ge=1, description="Longest style text, in characters.")
+    # Source auto-detection (hunyuan_serve.detect), when a request has no source or says "auto".
+    detect_short_text_chars: int = Field(
+        40, ge=0, description="Texts this short take their batch's majority language (as LibreTranslate)."
+    )
+    detect_sure_confidence: float = Field(
+        0.8, ge=0, le=1, description="A short text detected at least this sure keeps its own language."
+    )
+    detect_max_chars: int = Field(
+        2000, ge=1, description="Characters of each text the language detector reads (the rest is skipped)."
+    )
     cache_entries: int = Field(10_000, ge=0, description="In-process LRU cache size (0 disables).")
     cache_path: str | None = Field(None, description="SQLite cache file shared by replicas on a host.")
     cache_busy_timeout_s: float = Field(

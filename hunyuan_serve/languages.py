@@ -139,3 +139,13 @@ def find_language(code: str) -> Language:
 def is_chinese(lang: Language) -> bool:
     """Simplified or Traditional Chinese: the model card's Chinese-prompt languages."""
     return lang.code in ("zh", "zh-Hant")
+
+
+# A request's source before detection (hunyuan_serve.detect): never among LANGUAGES nor found by
+# find_language, so it cannot reach a prompt unnoticed (the translation core refuses it).
+AUTO = Language("auto", "Detect language", "自动检测", "auto")
+
+
+def is_auto(code: str) -> bool:
+    """Whether a source code asks for detection: 'auto' in any case, as LibreTranslate and others send it."""
+    return normalize_key(code) == "auto"
