@@ -1,4 +1,5 @@
-// The translate page: languages from GET /languages, text through POST /translate, clear errors.
+// The translate page: languages from GET /languages, text through POST /translate (streamed: the text shows
+// as it is generated), clear errors.
 "use strict";
 
 const SETTINGS = {
@@ -21,6 +22,12 @@ class HttpError extends Error {
   }
 }
 
+function transportError(err) {
+  const timedOut = err.name === "AbortError";
+  return new HttpError(0, timedOut ? "timeout" : "network",
+    timedOut ? "The service did not answer in time." : "Cannot reach the translation service.");
+}
+
 async function request(path, options) {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), SETTINGS.requestTimeoutMs);
@@ -28,12 +35,14 @@ async function request(path, options) {
   try {
     response = await fetch(path, { ...options, signal: controller.signal });
   } catch (err) {
-    const timedOut = err.name === "AbortError";
-    throw new HttpError(0, timedOut ? "timeout" : "network",
-      timedOut ? "The service did not answer in time." : "Cannot reach the translation service.");
+    throw transportError(err);
   } finally {
     clearTimeout(timer);
   }
+  return readJson(response);
+}
+
+async function readJson(response) {
   let body = null;
   try {
     body = await response.json();
@@ -78,6 +87,68 @@ function setBusy(busy) {
   $("translate").disabled = busy;
   $("translate").textContent = busy ? "Translating…" : "Translate";
   $("form").setAttribute("aria-busy", String(busy));
+}
+
+// An error event after the stream began: the status it would have had as a plain answer.
+const STREAM_ERROR_STATUS = { deadline_exceeded: 504, overloaded: 503, engine_error: 503 };
+
+function parseEvent(block) {
+  const data = block.split("\n").filter((line) => line.startsWith("data:")).map((line) => line.slice(5).trim());
+  if (!data.length) return null;
+  try {
+    return JSON.parse(data.join("\n"));
+  } catch (_) {
+    return null;
+  }
+}
+
+// POST with stream: true; onDelta gets each piece of text as it comes; resolves to the final answer.
+// A refusal before the stream starts is a plain JSON error (HttpError), as without streaming.
+async function streamRequest(path, body, onDelta) {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), SETTINGS.requestTimeoutMs);
+  try {
+    let response;
+    try {
+      response = await fetch(path, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ ...body, stream: true }),
+        signal: controller.signal,
+      });
+    } catch (err) {
+      throw transportError(err);
+    }
+    if (!response.ok || !(response.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
+      return await readJson(response);
+    }
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for (;;) {
+      let chunk;
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        throw transportError(err);
+      }
+      if (chunk.done) break;
+      buffer += decoder.decode(chunk.value, { stream: true }).replace(/\r\n/g, "\n");
+      for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+        const data = parseEvent(buffer.slice(0, end));
+        buffer = buffer.slice(end + 2);
+        if (!data) continue;
+        if (data.error) {
+          throw new HttpError(STREAM_ERROR_STATUS[data.error.code] || 500, data.error.code, data.error.message, null);
+        }
+        if (data.done) return data;
+        if (typeof data.delta === "string") onDelta(data.delta);
+      }
+    }
+    throw new HttpError(0, "network", "The connection closed before the translation was complete.");
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -133,10 +204,10 @@ async function translate() {
   try {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const data = await request("/translate", {
-          method: "POST",
-          headers: { "Content-Type": "application/json" },
-          body: JSON.stringify(body),
+        $("result").textContent = "";
+        const data = await streamRequest("/translate", body, (delta) => {
+          showError("");
+          $("result").textContent += delta;
         });
         showResult(data, performance.now() - started);
         return;

@@ -37,6 +37,12 @@ class Reply:
     drop: bool = False  # close the connection without answering
 
 
+def _open_gate() -> threading.Event:
+    gate = threading.Event()
+    gate.set()
+    return gate
+
+
 @dataclass
 class ServiceState:
     """What the server will answer next and what it saw."""
@@ -50,6 +56,8 @@ class ServiceState:
     in_flight: int = 0
     max_in_flight: int = 0
     hold: int = 0  # when set, requests wait until this many were in flight at once (or HOLD_TIMEOUT_S)
+    # `stream: true` requests get SSE: the first half of the text, then (once this is set) the rest.
+    stream_gate: threading.Event = field(default_factory=lambda: _open_gate())
     lock: threading.Condition = field(default_factory=threading.Condition)
 
     def reset(self) -> None:
@@ -58,6 +66,7 @@ class ServiceState:
             self.translate = mock_translate
             self.delay_s = 0.0
             self.hold = 0
+            self.stream_gate = _open_gate()
             self.model = None
             self.requests.clear()
             self.times.clear()
@@ -103,7 +112,10 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(state.delay_s)
             if reply is None:
                 reply = self._translate(body, state)
-            self._send(reply)
+            if reply.status == 200 and body.get("stream") and "result" in reply.body:
+                self._send_stream(reply.body["result"], state)
+            else:
+                self._send(reply)
         finally:
             with state.lock:
                 state.in_flight -= 1
@@ -120,6 +132,21 @@ class _Handler(BaseHTTPRequestHandler):
         return Reply(
             200, {"result": state.translate(body["text"], target), "cached": False, "latency_ms": 1.0}
         )
+
+    def _send_stream(self, text: str, state: ServiceState) -> None:
+        """/translate's `stream: true` answer: two delta events with the gate between, then the answer."""
+        half = max(1, len(text) // 2)
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")  # no length: the body ends with the connection
+        self.end_headers()
+        self.close_connection = True
+        self.wfile.write(f"data: {json.dumps({'delta': text[:half]})}\n\n".encode())
+        state.stream_gate.wait(HOLD_TIMEOUT_S)
+        self.wfile.write(f"data: {json.dumps({'delta': text[half:]})}\n\n".encode())
+        done = {"done": True, "result": text, "cached": False, "latency_ms": 1.0}
+        self.wfile.write(f"data: {json.dumps(done)}\n\n".encode())
 
     def _send_static(self) -> None:
         """The page's files, as Nginx serves them at / in the real stack."""

@@ -1,4 +1,4 @@
-"""The static page in headless chromium against a real scripted server: errors, overload retries."""
+"""The static page in headless chromium against a real scripted server: streaming, errors, busy retries."""
 
 from __future__ import annotations
 
@@ -27,7 +27,25 @@ def test_languages_fill_the_pickers_and_a_translation_shows(page: Any, service: 
     assert page.text_content("#result") == "[fr] Hello world"
     assert "ms" in page.text_content("#latency")
     assert page.is_hidden("#error")
-    assert service.state.requests == [{"text": "Hello world", "target_lang": "fr", "source_lang": "en"}]
+    sent = {"text": "Hello world", "target_lang": "fr", "source_lang": "en", "stream": True}
+    assert service.state.requests == [sent]
+
+
+def test_partial_text_shows_while_the_rest_is_generated(page: Any, service: ScriptedService) -> None:
+    open_page(page, service)
+    service.state.stream_gate.clear()  # the server sends the first half, then waits for the test
+    page.fill("#text", "Hello streaming world")
+    page.click("#translate")
+    full = "[zh] Hello streaming world"
+    first = full[: len(full) // 2]
+    page.wait_for_function(f"document.querySelector('#result').textContent === {first!r}")
+    assert page.is_disabled("#translate")  # still translating: the rest is held by the server
+    assert page.text_content("#latency") == ""
+    service.state.stream_gate.set()
+    page.wait_for_function(f"document.querySelector('#result').textContent === {full!r}")
+    page.wait_for_selector("#translate:enabled")
+    assert "ms" in page.text_content("#latency")
+    assert page.is_hidden("#error")
 
 
 def test_unsupported_language_is_explained(page: Any, service: ScriptedService) -> None:
