@@ -40,6 +40,9 @@ FORMATS: dict[str, FormatInfo] = {
         FormatInfo("text", (".txt", ".text"), "plain text, a segment a line", "plain:parse_text_options"),
         FormatInfo("json", (".json",), "JSON object of strings, flat or nested", "plain:parse_json_options"),
         FormatInfo("po", (".po", ".pot"), "gettext catalog: plurals, msgctxt, flags", "gettext:parse_po"),
+        FormatInfo(
+            "android", ("strings.xml",), "Android string resources: plurals, arrays", "android:parse_android"
+        ),
         FormatInfo("srt", (".srt",), "SubRip subtitles: numbering and timings kept", "subtitles:parse_srt"),
         FormatInfo(
             "markdown",

@@ -1,0 +1,100 @@
+"""Android strings.xml through `translate`: AOSP Calculator byte-identical, escapes, arrays, plurals."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from scripted_service import ScriptedService
+
+from hunyuan_serve.client.command import main
+from hunyuan_serve.client.formats import FormatError, Options, detect_format, parse
+
+CALCULATOR = Path(__file__).resolve().parents[1] / "data" / "aosp-calculator" / "strings.xml"
+RESOURCES = """<?xml version="1.0" encoding="utf-8"?>
+<resources xmlns:xliff="urn:oasis:names:tc:xliff:document:1.2">
+    <!-- kept -->
+    <string name="app" translatable="false">Calculator</string>
+    <string name="euler">Euler\\'s number</string>
+    <string-array name="planets">
+        <item>Mercury</item>
+        <item><![CDATA[<b>Venus</b> & Earth]]></item>
+    </string-array>
+    <string-array name="codes" translatable="false"><item>en</item></string-array>
+    <plurals name="songs">
+        <item quantity="one">%1$d song</item>
+        <item quantity="other">%1$d songs by <xliff:g id="artist">%2$s</xliff:g></item>
+    </plurals>
+    <string name="empty"/>
+</resources>
+"""
+
+
+def run(service: ScriptedService, tmp_path: Path, src: Path) -> tuple[int, Path, dict]:
+    dst, report = tmp_path / "values-zh" / "strings.xml", tmp_path / "report.json"
+    dst.parent.mkdir(exist_ok=True)
+    flags = ["--no-cache", "--no-progress", "--report", str(report)]
+    code = main(["--url", service.url, "--from", "en", "--to", "zh", str(src), "-o", str(dst), *flags])
+    return code, dst, json.loads(report.read_text()) if report.exists() else {}
+
+
+def shape(path: Path) -> list[tuple[str, dict[str, str]]]:
+    """Every element and its attributes, in order: what translation must not change."""
+    return [(e.tag, dict(e.attrib)) for e in ET.parse(path).iter()]
+
+
+def test_aosp_calculator_through_identity_is_byte_identical(service: ScriptedService, tmp_path: Path) -> None:
+    service.state.translate = lambda text, target: text
+    code, dst, report = run(service, tmp_path, CALCULATOR)
+    assert code == 0 and report["total"] == 30 and report["translated"] == 30
+    assert "Euler's number" in service.state.sent_texts()  # the \' escape is undone for the model...
+    assert dst.read_bytes() == CALCULATOR.read_bytes()  # ...and written back as it was
+
+
+def test_aosp_calculator_translated_keeps_structure_and_escapes(
+    service: ScriptedService, tmp_path: Path
+) -> None:
+    code, dst, _ = run(service, tmp_path, CALCULATOR)
+    assert code == 0 and shape(dst) == shape(CALCULATOR)
+    text = dst.read_text(encoding="utf-8")
+    assert '<string name="desc_const_e">[zh] Euler\\\'s number</string>' in text
+    assert (
+        "<!-- Content description for 'e' button. [CHAR_LIMIT=NONE] -->" in text and "<eat-comment />" in text
+    )
+
+
+def test_arrays_plurals_cdata_and_untranslatable(service: ScriptedService, tmp_path: Path) -> None:
+    src = tmp_path / "strings.xml"
+    src.write_text(RESOURCES, encoding="utf-8")
+    code, dst, report = run(service, tmp_path, src)
+    assert code == 0 and report["total"] == 5
+    assert shape(dst) == shape(src)
+    root = ET.parse(dst).getroot()
+    assert root.find("string[@name='app']").text == "Calculator"  # type: ignore[union-attr]
+    items = [item.text for item in root.iterfind("string-array[@name='planets']/item")]
+    assert items == ["[zh] Mercury", "[zh] <b>Venus</b> & Earth"]  # CDATA kept as CDATA
+    assert "<item><![CDATA[[zh] <b>Venus</b> & Earth]]></item>" in dst.read_text()
+    assert root.find("string-array[@name='codes']/item").text == "en"  # type: ignore[union-attr]
+    other = root.find("plurals/item[@quantity='other']")
+    assert other is not None and other.text == "[zh] %1$d songs by "
+    assert other[0].attrib == {"id": "artist"} and other[0].text == "%2$s"
+    assert "Euler\\'s" not in service.state.sent_texts()
+
+
+def test_translation_with_quotes_and_ampersand_is_escaped_for_aapt() -> None:
+    doc = parse('<resources><string name="a">x</string></resources>', "android", Options())
+    out = doc.render(['It\'s "A & B" <now>'])
+    assert out == '<resources><string name="a">It\\\'s \\"A &amp; B\\" &lt;now&gt;</string></resources>'
+    assert doc.render(["@home"]) == '<resources><string name="a">\\@home</string></resources>'
+
+
+def test_malformed_xml_names_the_line() -> None:
+    with pytest.raises(FormatError) as caught:
+        parse('<resources>\n<string name="a">x</strin>\n</resources>', "android", Options())
+    assert caught.value.line == 2 and "mismatched tag" in str(caught.value)
+
+
+def test_detected_from_the_file_name() -> None:
+    assert detect_format("app/src/main/res/values/strings.xml", "") == "android"
