@@ -8,6 +8,7 @@ RATE = "rate"
 REPEAT = "repeat"
 UNEQUAL = "unequal"
 CHAOS = "chaos"
+OVERLOAD = "overload"
 
 # Setups: the first column of every table.
 STACK = "stack"
@@ -19,6 +20,7 @@ SECOND_PASS = "stack, second pass"
 LEAST_CONN = "stack, least_conn"
 ROUND_ROBIN = "stack, round robin"
 KILLED = "stack, replica killed"
+OVERLOADED = "stack, overloaded"
 # The baselines every ramp of the stack is compared with, in the report's column order.
 BASELINES = (SERIAL, VLLM)
 

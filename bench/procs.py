@@ -122,6 +122,24 @@ def cpu_hog(core: int, count: int = 1) -> Iterator[list[int]]:
             proc.wait()
 
 
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory (MB) of a process and its live descendants; 0 when it is gone."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue
+    return total / 2**20
+
+
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds (user + system) a process and its live descendants have used so far."""
     import psutil

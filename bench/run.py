@@ -21,7 +21,7 @@ if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m ben
 
 from bench import names, targets
 from bench.k6run import find_k6
-from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, warm_up
+from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, tree_rss_mb, warm_up
 from bench.report import best_rate
 from bench.session import Bench, Plan
 from bench.setups import SetupPlan, plan_setups
@@ -157,6 +157,7 @@ def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
     for attempt, setup_name in (("first", names.FIRST_PASS), ("second", names.SECOND_PASS)):
         result = b.k6("pass.js", f"pass-{attempt}", env, meter)
         b.add(names.REPEAT, setup_name, result, cached=attempt == "second")
+    bench_overload(b, url, run_dir, meter)
     if replicas < 2:
         b.notes.append("Unequal replicas and chaos need two replicas or more: skipped.")
         return
@@ -187,6 +188,47 @@ def bench_unequal(
     b.notes.append(
         f"Unequal replicas: {b.plan.hogs} busy loop(s) pinned to replica 1's core; open loop at {rate} req/s."
     )
+
+
+def _capacity(b: Bench) -> tuple[float, float]:
+    """The stack's measured capacity (req/s) and its p95 there (ms): the highest offered rate of the open
+    loop that held the targets, else the most requests/s any of those runs served."""
+    rows = [r for r in b.results.get(names.RATE, []) if r.setup == names.STACK]
+    best = best_rate(rows, b.plan.p95_ms, b.plan.fail_rate)
+    if best is not None and best.offered:
+        return best.offered, best.result.latency_ms("p(95)")
+    top = max(rows, key=lambda r: r.result.req_per_s, default=None)
+    if top is None or top.result.req_per_s <= 0:
+        return 1.0, 0.0
+    return top.result.req_per_s, top.result.latency_ms("p(95)")
+
+
+def _stack_rss_mb(run_dir: Path) -> tuple[float, float]:
+    """Resident memory (MB) of the stack's Nginx (master and workers) and of all its replicas' trees."""
+    status = targets.stack_status(run_dir)
+    nginx_pid = int((status.get("nginx") or {}).get("pid") or 0)
+    pids = [int(r.get("pid") or 0) for r in status.get("replicas", [])]
+    return (tree_rss_mb(nginx_pid) if nginx_pid else 0.0), sum(tree_rss_mb(p) for p in pids if p)
+
+
+def bench_overload(b: Bench, url: str, run_dir: Path, meter: Sequence[str]) -> None:
+    """The open loop at overload_factor times the measured capacity: the excess should be refused at
+    the edge in milliseconds (JSON 503, Retry-After) while the accepted requests stay served."""
+    capacity, p95 = _capacity(b)
+    rate = max(1, round(capacity * b.plan.overload_factor))
+    nginx_before, replicas_before = _stack_rss_mb(run_dir)
+    env = b.env(url, stack=True, rate=rate, duration=b.plan.overload_duration, vus=b.plan.overload_vus)
+    result = b.k6("overload.js", "overload", env, meter)
+    nginx_after, replicas_after = _stack_rss_mb(run_dir)
+    b.overload = {
+        "capacity_rps": capacity,
+        "capacity_p95_ms": p95,
+        "nginx_mb_before": nginx_before,
+        "nginx_mb_after": nginx_after,
+        "replicas_mb_before": replicas_before,
+        "replicas_mb_after": replicas_after,
+    }
+    b.add(names.OVERLOAD, names.OVERLOADED, result, offered=rate, cached=True)
 
 
 def _replica_core(run_dir: Path, index: int) -> int:

@@ -32,6 +32,9 @@ class Plan:
     chaos_duration_s: int = 30
     chaos_kill_at_s: float = 10.0
     unequal_duration: str = "30s"
+    overload_factor: int = 10  # the overload's open loop: this many times the measured capacity
+    overload_duration: str = "30s"
+    overload_vus: int = 1500  # enough for every replica full (max_in_flight each) plus the refusals
     hogs: int = 2  # busy loops on replica 1's core (CPU): it keeps a third of the core
     baselines: tuple[str, ...] = (names.STEP_SERIAL, names.STEP_VLLM)
     unequal: bool = True
@@ -52,6 +55,7 @@ class Plan:
             pass_vus=16,
             chaos_duration_s=20,
             chaos_kill_at_s=6.0,
+            overload_duration="15s",
             baselines=(names.STEP_SERIAL,),
             unequal=False,
             one_replica=False,
@@ -80,6 +84,8 @@ class Bench:
     results: dict[str, list[Row]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     chaos_kill_time: float | None = None
+    # The overload run's context: capacity it was sized from, p95 there, memory before and after (MB).
+    overload: dict[str, float] = field(default_factory=dict)
     cursor: int = 0  # how many requests the stack has answered: where its next run starts
     started: float = field(default_factory=time.monotonic)
 

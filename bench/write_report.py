@@ -70,6 +70,7 @@ def headline(b: Bench) -> list[str]:
             f"- Chaos: {r.failed} failed of {r.requests} requests ({r.failure_rate * 100:.2f}%) with one "
             f"replica killed; p95 {r.latency_ms('p(95)'):.0f} ms, max {r.latency_ms('max'):.0f} ms."
         )
+    lines += overload_headline(b)
     repeat = b.results.get(names.REPEAT, [])
     first, second = _find(repeat, names.FIRST_PASS), _find(repeat, names.SECOND_PASS)
     if first and second:
@@ -87,6 +88,58 @@ def headline(b: Bench) -> list[str]:
                 f"({setup}): {best.offered:g} req/s."
             )
     return lines
+
+
+def overload_headline(b: Bench) -> list[str]:
+    rows = b.results.get(names.OVERLOAD, [])
+    if not rows:
+        return []
+    r, o = rows[0].result, b.overload
+    return [
+        f"- Overload at {rows[0].offered:g} req/s ({b.plan.overload_factor}x the measured "
+        f"{o.get('capacity_rps', 0):g}): refusals p99 {r.value('refused_latency', 'p(99)'):.0f} ms "
+        f"({r.value('refused', 'rate') * 100:.0f}% refused), accepted p95 "
+        f"{r.value('accepted_latency', 'p(95)'):.0f} ms vs {o.get('capacity_p95_ms', 0):.0f} ms at capacity; "
+        f"{r.failed} failed."
+    ]
+
+
+def overload_section(b: Bench) -> list[str]:
+    """The overload run: what was refused and how fast, what was served and how fast, memory."""
+    rows = b.results.get(names.OVERLOAD, [])
+    if not rows:
+        return []
+    r, o = rows[0].result, b.overload
+    refused = round(r.value("refused", "passes"))
+    accepted = round(r.value("accepted_latency", "count"))
+
+    def stat(metric: str, s: str) -> str:
+        return f"{r.value(metric, s):.0f}"
+
+    head = ["offered/s", "capacity/s", "requests", "accepted", "refused", "failed", "dropped"]
+    head += ["refused p50 ms", "refused p95 ms", "refused p99 ms", "accepted p95 ms", "p95 at capacity ms"]
+    head += ["Nginx MB before → after", "replicas MB before → after"]
+    cells = [f"{rows[0].offered:g}", f"{o.get('capacity_rps', 0):g}", str(r.requests), str(accepted)]
+    cells += [str(refused), str(r.failed), str(r.dropped)]
+    cells += [stat("refused_latency", s) for s in ("med", "p(95)", "p(99)")]
+    cells += [stat("accepted_latency", "p(95)"), f"{o.get('capacity_p95_ms', 0):.0f}"]
+    cells += [
+        f"{o.get('nginx_mb_before', 0):.0f} → {o.get('nginx_mb_after', 0):.0f}",
+        f"{o.get('replicas_mb_before', 0):.0f} → {o.get('replicas_mb_after', 0):.0f}",
+    ]
+    return [
+        f"## Overload: {b.plan.overload_factor}x the measured capacity for {b.plan.overload_duration}",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        "| " + " | ".join(cells) + " |",
+        "",
+        "Refused = a JSON 503 with Retry-After (Nginx's own once every replica is at max_conns, or a",
+        "replica's); failed = anything else that is not a 200. Capacity: the highest offered rate of the",
+        "open loop that held its targets (else the most req/s it served); p95 at capacity is that run's.",
+        "Memory: resident, Nginx's master and workers, and every replica's process tree.",
+        "",
+    ]
 
 
 def comparisons(
@@ -140,6 +193,7 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool,
         rows = b.results.get(scenario, [])
         if rows:
             md += scenario_section(b, scenario, title, rows, baselines, out, stem)
+    md += overload_section(b)
     md += notes_section(b, timings, summaries.name, hardware)
     path = out / f"report-{stem}.md"
     path.write_text("\n".join(md), encoding="utf-8")

@@ -62,7 +62,7 @@ const items = new SharedArray("items", () => {
 
 const genTokens = new Counter("gen_tokens");
 const cachedHits = new Rate("cached");
-const failed = new Rate("failed_requests");
+export const failed = new Rate("failed_requests");
 const translateLatency = new Trend("translate_latency", true);
 
 function request(item, targetLang) {
@@ -99,21 +99,29 @@ function generatedTokens(res) {
   return [tokens, data.cached === true];
 }
 
-export function translateOne() {
-  // Every iteration takes the next string, so a pass covers the workload in order across all VUs;
-  // OFFSET lets consecutive runs against one server start on strings it has not seen (and cached),
-  // and past the last string the next pass goes on in the next target language.
+// This iteration's request, sent: every iteration takes the next string, so a pass covers the workload
+// in order across all VUs; OFFSET lets consecutive runs against one server start on strings it has not
+// seen (and cached), and past the last string the next pass goes on in the next target language.
+export function sendNext() {
   const position = OFFSET + exec.scenario.iterationInTest;
   const lang = TARGET_LANGS[Math.floor(position / items.length) % TARGET_LANGS.length];
-  const res = request(items[position % items.length], lang);
+  return request(items[position % items.length], lang);
+}
+
+// A 200 answer's figures; false for anything else (which the caller counts as it sees fit).
+export function recordAnswer(res) {
   const ok = check(res, { "status 200": (r) => r.status === 200 });
-  failed.add(!ok);
   if (ok) {
     const [tokens, cached] = generatedTokens(res);
     genTokens.add(tokens);
     cachedHits.add(cached);
     translateLatency.add(res.timings.duration);
   }
+  return ok;
+}
+
+export function translateOne() {
+  failed.add(!recordAnswer(sendNext()));
 }
 
 export function handleSummary(data) {

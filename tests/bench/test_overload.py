@@ -1,0 +1,95 @@
+"""The overload script with the real k6 against a scripted server: a JSON 503 with Retry-After is a
+refusal with its own latency, a 200 an accepted answer, anything else a failure; the report's row."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from bench import names
+from bench.k6run import run_k6
+from bench.session import Bench, Plan, base_env
+from bench.write_report import overload_headline, overload_section
+from hunyuan_serve.families import SamplingDefaults
+
+SAMPLING = SamplingDefaults(temperature=0.3, top_p=0.9, top_k=7, repetition_penalty=1.2)
+PLAN = Plan(max_tokens=11, p95_ms=4321.0, fail_rate=0.002)
+
+
+class Edge(ThreadingHTTPServer):
+    """Answers by arrival: every 4th a 200; every 10th a bare 502; every 7th a 503 with no Retry-After
+    (not a proper refusal); the rest the stack's JSON 503 with Retry-After."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.lock = threading.Lock()
+        self.count = 0
+        self.sent: list[str] = []
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: Edge
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        with self.server.lock:
+            self.server.count += 1
+            n = self.server.count
+            kind = "ok" if n % 4 == 0 else "502" if n % 10 == 0 else "bare503" if n % 7 == 0 else "refused"
+            self.server.sent.append(kind)
+        status = {"ok": 200, "502": 502}.get(kind, 503)
+        body = {"result": "译文"} if kind == "ok" else {"error": {"code": "unavailable", "message": "x"}}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        if kind == "refused":
+            self.send_header("Retry-After", "2")
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def edge() -> Iterator[Edge]:
+    server = Edge()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def test_refusals_accepted_and_failures_are_told_apart(edge: Edge, tmp_path: Path) -> None:
+    data = tmp_path / "items.json"
+    data.write_text(json.dumps({f"string {i}": "x" for i in range(50)}), encoding="utf-8")
+    url = f"http://127.0.0.1:{edge.server_address[1]}"
+    env = {**base_env(PLAN, SAMPLING), "BASE_URL": url, "DATA": str(data), "RATE": "40", "DURATION": "2s"}
+    result = run_k6("overload.js", "overload", tmp_path / "k6", {**env, "VUS": "20"})
+    sent = {kind: edge.sent.count(kind) for kind in ("ok", "502", "bare503", "refused")}
+    assert result.requests == len(edge.sent) and sent["refused"] > 0 and sent["ok"] > 0
+    assert result.value("refused", "passes") == sent["refused"]
+    assert result.value("refused_latency", "count") == sent["refused"]
+    assert result.value("accepted_latency", "count") == sent["ok"]
+    assert result.failed == sent["502"] + sent["bare503"]
+    assert result.returncode == 99  # failures crossed the failure-rate threshold; latency has none
+
+    b = Bench(PLAN, tmp_path, tmp_path, data, "k6", SAMPLING)
+    b.overload = {
+        "capacity_rps": 4.0,
+        "capacity_p95_ms": 900.0,
+        "nginx_mb_before": 10.0,
+        "nginx_mb_after": 11.0,
+    }
+    b.add(names.OVERLOAD, names.OVERLOADED, result, offered=40)
+    table = "\n".join(overload_section(b))
+    assert f"| 40 | 4 | {result.requests} | {sent['ok']} | {sent['refused']} |" in table
+    assert "| 10 → 11 |" in table
+    assert "10x the measured 4" in overload_headline(b)[0]
