@@ -12,7 +12,7 @@ from hunyuan_serve.families import SamplingDefaults
 from hunyuan_serve.families.base import Features, GlossaryInvalid
 from hunyuan_serve.families.build import Limits, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
-from hunyuan_serve.languages import Language, UnknownLanguage, find_language
+from hunyuan_serve.languages import AUTO, Language, UnknownLanguage, find_language, is_auto
 from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.errors import ApiError
 
@@ -117,6 +117,14 @@ def _language(data: dict[str, Any], key: str, alias: str) -> Language:
         raise ApiError(400, "unsupported_language", str(err)) from None
 
 
+def _source(data: dict[str, Any]) -> Language:
+    """The source language, or AUTO (detected from the texts later) when it is missing or 'auto'."""
+    value = data.get("source_lang", data.get("src_lang"))
+    if value is None or (isinstance(value, str) and is_auto(value)):
+        return AUTO
+    return _language(data, "source_lang", "src_lang")
+
+
 def _texts(data: dict[str, Any], cfg: ReplicaConfig) -> tuple[tuple[str, ...], bool]:
     if ("text" in data) == ("texts" in data):
         raise ApiError(
@@ -215,12 +223,18 @@ def parse_translate(
     """Everything checkable without the tokenizer; the token budget is checked once prompts exist."""
     if len(raw) > cfg.max_body_bytes:
         raise ApiError(413, "body_too_large", f"body is {len(raw)} bytes; the limit is {cfg.max_body_bytes}")
-    data = decode_body(raw)
+    return parse_fields(decode_body(raw), cfg, defaults, max_model_len)
+
+
+def parse_fields(
+    data: dict[str, Any], cfg: ReplicaConfig, defaults: SamplingDefaults, max_model_len: int
+) -> TranslateRequest:
+    """A decoded body's fields, checked (the other APIs' adapters build these fields from their own)."""
     unknown = sorted(set(data) - _KNOWN_KEYS)
     if unknown:
         raise ApiError(422, "unknown_field", f"unknown field(s): {', '.join(unknown)[:200]}")
     texts, batch = _texts(data, cfg)
-    source = _language(data, "source_lang", "src_lang")
+    source = _source(data)
     target = _language(data, "target_lang", "tgt_lang")
     sampling = parse_sampling(data, defaults, cfg.max_tokens, max_model_len)
     instructions = _instructions(data, feature_limits(cfg))

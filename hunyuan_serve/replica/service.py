@@ -16,6 +16,7 @@ from hunyuan_serve.families import format_tags
 from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
 from hunyuan_serve.families.glossary import terms_in_text
+from hunyuan_serve.languages import AUTO
 from hunyuan_serve.replica.engine import Delta, Engine, Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.metrics import Metrics
@@ -89,6 +90,8 @@ class Translator:
     def _prompts(self, req: TranslateRequest, features: list[Features]) -> list[Prompt]:
         """The family's prompt per text; a field the family has no template for is a 400 for the request,
         whether or not a glossary term occurs in a given text (so the answer does not depend on the text)."""
+        if req.source is AUTO:  # replica.apis.compat resolves it first; a path that does not says so
+            raise ApiError(400, "source_required", "source_lang is required here (no auto-detection)")
         try:
             check_features(self.family, req.asked())
             return [

@@ -65,7 +65,8 @@ BAD_REQUESTS: list[tuple[bytes, int, str]] = [
     ),
     (json.dumps({**GOOD, "target_lang": "xx"}).encode(), 400, "unsupported_language"),
     (json.dumps({**GOOD, "source_lang": 7}).encode(), 422, "invalid_parameter"),
-    (json.dumps({"text": "a", "target_lang": "zh"}).encode(), 422, "missing_field"),
+    # No source_lang is auto-detection now (tests/replica/test_compat_apis.py); no target_lang is not.
+    (json.dumps({"text": "a", "source_lang": "en"}).encode(), 422, "missing_field"),
     (json.dumps({**GOOD, "temperature": 3}).encode(), 422, "invalid_parameter"),
     (json.dumps({**GOOD, "temperature": "hot"}).encode(), 422, "invalid_parameter"),
     (json.dumps({**GOOD, "top_p": 0}).encode(), 422, "invalid_parameter"),

@@ -10,8 +10,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from hunyuan_serve.languages import LANGUAGES
-from hunyuan_serve.replica.apis import sse
+from hunyuan_serve.languages import AUTO, LANGUAGES
+from hunyuan_serve.replica.apis import compat, sse
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.engine import Delta
 from hunyuan_serve.replica.errors import ApiError
@@ -46,6 +46,10 @@ def _answer(replica: Replica, req: TranslateRequest, outcome: Outcome, call: Cal
 async def _translate(replica: Replica, call: Call) -> Response:
     raw = await call.body()
     req = parse_translate(raw, replica.cfg, replica.sampling, replica.engine.max_model_len)
+    if req.source is AUTO:  # no source_lang: detected (replica.apis.compat); a mixed batch per language
+        req, mixed = compat.detected_source(replica, req)
+        if mixed:
+            return await compat.native_mixed(replica, call, req)
     call.log.update(source_lang=req.source.code, target_lang=req.target.code, texts=len(req.texts))
     if req.asked().used():
         call.log["features"] = list(req.asked().used())
