@@ -18,7 +18,7 @@ from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.prompts import Family, build_prompt
 from hunyuan_serve.replica import ops
-from hunyuan_serve.replica.apis import native, openai
+from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import Replica
 from hunyuan_serve.replica.engine import Engine, Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError
@@ -107,6 +107,9 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.include_router(ops.router)
     app.include_router(native.router)
+    app.include_router(libretranslate.router)
+    app.include_router(deepl.router)
+    app.include_router(immersive.router)
     app.include_router(openai.router)
     auth.install(app, cfg)  # API keys (auth.keys_file): every route but /health, in each dialect's shape
     return app

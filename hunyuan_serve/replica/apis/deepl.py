@@ -1,0 +1,171 @@
+"""DeepL's API v2 at the root: /v2/translate, /v2/languages, /v2/usage, over the one translation core."""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
+
+from hunyuan_serve.languages import AUTO, Language, UnknownLanguage
+from hunyuan_serve.replica.apis import codes, compat
+from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.http import Call
+
+router = APIRouter(prefix="/v2")
+ReplicaDep = Annotated[Replica, Depends(current)]
+# No quota is kept: /v2/usage shows what DeepL shows a Pro account without a cost limit.
+UNLIMITED_CHARACTERS = 1_000_000_000_000
+# Parameters accepted with no effect, each for a reason the answer cannot show: the model translates
+# each text whole (split_sentences), never rewrites formatting (preserve_formatting), has one quality
+# (model_type), finds tags itself (outline_detection, (non_)splitting_tags, tag_handling_version);
+# billed_characters is always sent; keys are checked at the edge (auth_key).
+_NO_EFFECT = {
+    "split_sentences",
+    "preserve_formatting",
+    "model_type",
+    "outline_detection",
+    "splitting_tags",
+    "non_splitting_tags",
+    "tag_handling_version",
+    "show_billed_characters",
+    "enable_beta_languages",
+    "auth_key",
+}
+_HONOURED = {"text", "source_lang", "target_lang", "context", "tag_handling", "ignore_tags", "formality"}
+_HONOURED |= {"custom_instructions"}
+# What the model cannot do, named in the 400 (DeepL's own wording: "... not supported ...").
+_UNSUPPORTED = {
+    "glossary_id": "this server keeps no glossaries (POST /translate takes the terms inline)",
+    "glossary_ids": "this server keeps no glossaries (POST /translate takes the terms inline)",
+    "style_id": "this server keeps no style rules",
+    "style_rule_id": "this server keeps no style rules",
+    "translation_memory_id": "this server keeps no translation memories",
+    "translation_memory_threshold": "this server keeps no translation memories",
+}
+_FORMALITY_OK = ("default", "prefer_less", "prefer_more")
+_TAG_HANDLING = ("html", "xml")
+
+
+def render_error(err: ApiError) -> JSONResponse:
+    """DeepL's error shape: {"message": "..."}; an invalid request is 400 as DeepL answers it."""
+    status = 400 if err.status == 422 else err.status
+    return JSONResponse({"message": err.message}, status_code=status, headers=err.headers)
+
+
+def _bad(message: str) -> ApiError:
+    return ApiError(400, "invalid_request", message)
+
+
+def _check_names(fields: dict[str, Any]) -> None:
+    for name in fields:
+        if name in _UNSUPPORTED:
+            raise _bad(f"Parameter '{name}' not supported: {_UNSUPPORTED[name]}.")
+    unknown = sorted(set(fields) - _HONOURED - _NO_EFFECT)
+    if unknown:
+        raise _bad(f"Parameter(s) not supported by this server: {', '.join(unknown)[:200]}.")
+
+
+def _texts(value: Any, limit: int) -> list[str]:
+    if value is None:
+        raise _bad("Parameter 'text' not specified.")
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        raise _bad("Parameter 'text' not specified.")
+    if len(items) > limit:
+        raise ApiError(
+            413, "too_many_texts", f"Too many texts: {len(items)} in one request; the limit is {limit}."
+        )
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise _bad(f"Parameter 'text' must be a string or a list of strings (text[{index}]).")
+        if not item.strip():
+            raise _bad(f"Parameter 'text' holds an empty text (text[{index}]).")
+    return items
+
+
+def _language(value: Any, name: str) -> Language:
+    if not isinstance(value, str) or not value.strip():
+        raise _bad(f"Value for '{name}' not supported.")
+    try:
+        return codes.deepl_language(value)
+    except UnknownLanguage:
+        raise ApiError(400, "unsupported_language", f"Value for '{name}' not supported.") from None
+
+
+def _tags(fields: dict[str, Any]) -> tuple[bool, list[str]]:
+    handling = fields.get("tag_handling")
+    if handling is not None and handling not in _TAG_HANDLING:
+        raise _bad("Value for 'tag_handling' not supported.")
+    raw = fields.get("ignore_tags") or []
+    items = raw if isinstance(raw, list) else [raw]
+    if not all(isinstance(item, str) for item in items):
+        raise _bad("Value for 'ignore_tags' not supported.")
+    return handling is not None, [tag.strip() for item in items for tag in item.split(",") if tag.strip()]
+
+
+def _instructions(fields: dict[str, Any]) -> dict[str, Any]:
+    """formality (only its defaults), context and custom_instructions (the family's style) as ours."""
+    formality = fields.get("formality", "default")
+    if formality not in _FORMALITY_OK:
+        raise _bad(
+            "Value for 'formality' not supported: the model has no formality control "
+            f"(send one of {', '.join(_FORMALITY_OK)})."
+        )
+    native: dict[str, Any] = {}
+    if fields.get("context") is not None:
+        native["context"] = fields["context"]
+    custom = fields.get("custom_instructions")
+    if custom is not None:
+        items = custom if isinstance(custom, list) else [custom]
+        if not all(isinstance(item, str) for item in items):
+            raise _bad("Parameter 'custom_instructions' must be a list of strings.")
+        native["style"] = "\n".join(items)
+    return native
+
+
+async def _translate(replica: Replica, call: Call) -> Response:
+    fields = await compat.read_fields(call)
+    _check_names(fields)
+    texts = _texts(fields.get("text"), replica.cfg.max_batch_texts)
+    target = _language(fields.get("target_lang"), "target_lang")
+    source = fields.get("source_lang")
+    source_lang = AUTO if source is None or source == "" else _language(source, "source_lang")
+    html, ignore = _tags(fields)
+    native = {"texts": texts, "source_lang": source_lang.code, "target_lang": target.code}
+    req = compat.build_request(replica, {**native, **_instructions(fields)})
+    done = await compat.translate(replica, call, req, html=html, ignore_tags=ignore, by_script=True)
+    translations = [
+        {
+            "detected_source_language": codes.deepl_source_code(found.language),
+            "text": text,
+            "billed_characters": len(original),
+        }
+        for text, found, original in zip(done.texts, done.sources, texts, strict=True)
+    ]
+    return JSONResponse({"translations": translations}, headers={"X-Request-ID": call.id})
+
+
+async def _languages(call: Call) -> Response:
+    fields = await compat.read_fields(call)  # the deepl client sends type=target as a GET body
+    kind = compat.query_or_form(call, fields, "type") or "source"
+    if kind not in ("source", "target"):
+        raise _bad("Value for 'type' not supported.")
+    return JSONResponse(codes.deepl_languages(kind))
+
+
+@router.post("/translate")
+async def translate(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, functools.partial(_translate, replica), render_error)
+
+
+@router.api_route("/languages", methods=["GET", "POST"])
+async def languages(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _languages, render_error)
+
+
+@router.api_route("/usage", methods=["GET", "POST"])
+async def usage() -> Response:
+    return JSONResponse({"character_count": 0, "character_limit": UNLIMITED_CHARACTERS})

@@ -1,0 +1,140 @@
+"""LibreTranslate's API under /libretranslate/: translate, languages and detect, over the one core."""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import JSONResponse
+
+from hunyuan_serve import detect
+from hunyuan_serve.languages import AUTO, LANGUAGES, Language, UnknownLanguage, is_auto
+from hunyuan_serve.replica.apis import codes, compat
+from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.http import Call
+
+PREFIX = "/libretranslate"
+router = APIRouter(prefix=PREFIX)
+ReplicaDep = Annotated[Replica, Depends(current)]
+# LibreTranslate answers every refusal of the input as 400 (libretranslate/app.py abort(400, ...)); a busy
+# replica's 503 and a deadline's 504 keep theirs, so Nginx retries and clients back off as elsewhere.
+_AS_400 = {413, 422}
+# LibreTranslate's CORS header on every answer (its after_request); H11's Nginx may set its own on top.
+_CORS = {"Access-Control-Allow-Origin": "*"}
+_FORMATS = ("text", "html")
+
+
+def render_error(err: ApiError) -> JSONResponse:
+    """LibreTranslate's error shape: {"error": "..."}."""
+    status = 400 if err.status in _AS_400 else err.status
+    return JSONResponse({"error": err.message}, status_code=status, headers={**err.headers, **_CORS})
+
+
+def _bad(message: str) -> ApiError:
+    return ApiError(400, "invalid_request", f"Invalid request: {message}")
+
+
+def _language(value: Any, name: str, auto_ok: bool) -> Language:
+    if value is None or value == "" or value == []:
+        raise _bad(f"missing {name} parameter")
+    if not isinstance(value, str):
+        raise _bad(f"{name} must be a language code string")
+    if auto_ok and is_auto(value):
+        return AUTO
+    try:
+        return codes.libre_language(value)
+    except UnknownLanguage:
+        raise ApiError(400, "unsupported_language", f"{value} is not supported") from None
+
+
+def _texts(q: Any, limit: int) -> tuple[list[str], bool]:
+    if q is None or q == "" or q == []:
+        raise _bad("missing q parameter")
+    batch = isinstance(q, list)
+    items = q if batch else [q]
+    if len(items) > limit:
+        raise _bad(f"request ({len(items)}) exceeds text limit ({limit})")
+    for index, item in enumerate(items):
+        where = f"q[{index}]" if batch else "q"
+        if not isinstance(item, str):
+            raise _bad(f"{where} must be a string")
+        if not item.strip():
+            raise _bad(f"{where} is empty")
+    return items, batch
+
+
+def _alternatives(value: Any) -> int:
+    if value is None or value == "":
+        return 0
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        raise _bad("alternatives parameter is not a number") from None
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+        raise _bad("alternatives parameter is not a number")
+    return max(0, count)
+
+
+def _detected(found: detect.Detection) -> dict[str, Any]:
+    # LibreTranslate's confidence is a percentage (libretranslate/detect.py: confidence * 100).
+    return {"confidence": round(found.confidence * 100, 1), "language": codes.libre_code(found.language)}
+
+
+async def _translate(replica: Replica, call: Call) -> Response:
+    fields = await compat.read_fields(call)
+    texts, batch = _texts(fields.get("q"), replica.cfg.max_batch_texts)
+    source = _language(fields.get("source"), "source", auto_ok=True)
+    target = _language(fields.get("target"), "target", auto_ok=False)
+    text_format = fields.get("format") or "text"
+    if text_format not in _FORMATS:
+        raise ApiError(400, "unsupported_format", f"{text_format} format is not supported")
+    alternatives = _alternatives(fields.get("alternatives"))
+    native = {"texts": texts, "source_lang": source.code, "target_lang": target.code}
+    req = compat.build_request(replica, native)
+    done = await compat.translate(replica, call, req, html=text_format == "html")
+    body: dict[str, Any] = {"translatedText": done.texts if batch else done.texts[0]}
+    if source is AUTO:
+        found = [_detected(each) for each in done.sources]
+        body["detectedLanguage"] = found if batch else found[0]
+    if alternatives:
+        # The model gives one translation per text: the alternatives asked for are an empty list, as
+        # LibreTranslate itself answers for html (its app.py: "Not supported for html yet").
+        body["alternatives"] = [[] for _ in texts] if batch else []
+    return JSONResponse(body, headers={"X-Request-ID": call.id, **_CORS})
+
+
+async def _detect(replica: Replica, call: Call) -> Response:
+    fields = await compat.read_fields(call)
+    q = fields.get("q")
+    texts, _ = _texts(q, replica.cfg.max_batch_texts)
+    text = " ".join(texts)
+    found = detect.candidates(text, replica.cfg.detect_max_chars)[:3] or [detect.detect(text)]
+    call.log.update(texts=len(texts), detected=found[0].language.code)
+    return JSONResponse([_detected(each) for each in found], headers=_CORS)
+
+
+@router.post("/translate")
+async def translate(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, functools.partial(_translate, replica), render_error)
+
+
+@router.post("/detect")
+async def detect_language(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, functools.partial(_detect, replica), render_error)
+
+
+@router.get("/languages")
+async def languages() -> Response:
+    """Every language with every other as a target (the model translates between any two of its 38)."""
+    all_codes = [codes.libre_code(lang) for lang in LANGUAGES]
+    body = [
+        {
+            "code": code,
+            "name": lang.name,
+            "targets": [other for other in all_codes if other != code],
+        }
+        for code, lang in zip(all_codes, LANGUAGES, strict=True)
+    ]
+    return JSONResponse(body, headers=_CORS)
