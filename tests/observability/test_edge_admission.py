@@ -108,3 +108,7 @@ async def test_full_replicas_are_refused_by_nginx_itself(tmp_path: Path, workers
         assert r.json()["error"]["code"] == "unavailable"
     errors = (nginx.prefix / "logs" / "error.log").read_text()
     assert "no live upstreams" in errors
+    # How the access log tells an edge refusal: the upstream group's name in place of a replica address.
+    log = [json.loads(line) for line in nginx.access_log.read_text().splitlines()]
+    edge = [e for e in log if e["status"] == 503]
+    assert len(edge) == 5 and {e["upstream_addr"] for e in edge} == {"hs_replicas"}, edge
