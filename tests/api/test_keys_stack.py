@@ -1,0 +1,70 @@
+"""API keys end to end: `up` (Nginx + a vLLM replica on the tiny model) with auth.keys_file set."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.stacks import cli, free_ports, http_ok, started
+
+pytestmark = [pytest.mark.engine, pytest.mark.nginx]
+
+READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
+KEY = "sk-stack-test-0f9e8d7c6b5a"
+
+
+@dataclass
+class Stack:
+    url: str
+    run: Path
+
+
+def _up_args(model: Path, work: Path, port: int, base: int) -> list[str]:
+    cmd = cli("up", "--model", str(model), "--replicas", "1", "--port", str(port))
+    cmd += ["--base-port", str(base), "--run-dir", str(work / "run")]
+    cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
+    cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16", "--max-tokens", "8"]
+    return cmd
+
+
+@pytest.fixture(scope="module")
+def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    work = tmp_path_factory.mktemp("keys")
+    keys = work / "keys.txt"
+    keys.write_text(f"# test keys\n{KEY}\nsk-second-key\n")
+    port, base = free_ports(2)
+    cmd = [*_up_args(tiny_model_dir, work, port, base), "--keys-file", str(keys)]
+    url = f"http://127.0.0.1:{port}"
+    with started(cmd, log=work / "up.log", ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S):
+        yield Stack(url, work / "run")
+
+
+def test_translate_needs_a_key_and_logs_none(stack: Stack) -> None:
+    body = {"text": "Hello", "source_lang": "en", "target_lang": "zh"}
+    with httpx.Client(base_url=stack.url, trust_env=False, timeout=120) as http:
+        assert http.get("/health").status_code == 200
+        missing = http.post("/translate", json=body)
+        assert missing.status_code == 401 and missing.json()["error"]["code"] == "missing_api_key"
+        wrong = http.post("/translate", json=body, headers={"Authorization": "Bearer sk-nope"})
+        assert wrong.status_code == 403 and wrong.json()["error"]["code"] == "invalid_api_key"
+        good = http.post("/translate", json=body, headers={"Authorization": f"Bearer {KEY}"})
+        assert good.status_code == 200 and isinstance(good.json()["result"], str), good.text
+        by_url = http.get("/languages", params={"token": KEY})
+        assert by_url.status_code == 200 and by_url.json()
+    # Neither Nginx's access log nor the replica's log lines name a key.
+    logs = [*stack.run.glob("nginx/logs/*.log"), *stack.run.glob("logs/*.log")]
+    assert logs and not [p for p in logs if KEY in p.read_text(errors="replace")]
+    # The replica read the same keys file from the config up wrote for it.
+    assert any("keys.txt" in p.read_text() for p in stack.run.glob("**/replica-*.yaml"))
+
+
+def test_up_refuses_a_public_listen_without_keys(tiny_model_dir: Path, tmp_path: Path) -> None:
+    port, base = free_ports(2)
+    cmd = [*_up_args(tiny_model_dir, tmp_path, port, base), "--nginx-listen", "0.0.0.0"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "auth.keys_file" in out.stderr and "not loopback" in out.stderr, out.stderr
