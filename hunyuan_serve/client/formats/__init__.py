@@ -43,6 +43,9 @@ FORMATS: dict[str, FormatInfo] = {
         FormatInfo(
             "android", ("strings.xml",), "Android string resources: plurals, arrays", "android:parse_android"
         ),
+        FormatInfo(
+            "xliff", (".xlf", ".xliff"), "XLIFF 1.2 and 2.0: targets and their state", "xliff:parse_xliff"
+        ),
         FormatInfo("srt", (".srt",), "SubRip subtitles: numbering and timings kept", "subtitles:parse_srt"),
         FormatInfo(
             "markdown",
