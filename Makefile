@@ -31,8 +31,10 @@ test: lint typecheck
 
 # QUICK=1: the under-3-minutes version. The report lands in bench/results/ (see bench/README.md).
 QUICK ?=
+# SOAK=1: only the soak run, an hour of steady load with a replica killed every ten minutes (bench/soak.py).
+SOAK ?=
 bench: install
-	$(BIN)/python -m bench.run $(if $(QUICK),--quick) $(ARGS)
+	$(BIN)/python -m bench.run $(if $(QUICK),--quick) $(if $(SOAK),--soak) $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

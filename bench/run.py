@@ -19,7 +19,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m bench.run`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import names, targets
+from bench import names, soak, targets
 from bench.k6run import find_k6
 from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, tree_rss_mb, warm_up
 from bench.report import best_rate
@@ -351,6 +351,25 @@ def _stopping(s: Started) -> Iterator[Started]:
         yield s
 
 
+def run_soak(b: Bench, setup: SetupPlan, args: argparse.Namespace) -> int:
+    """The stack alone, under the soak run's steady load and kills; the report lands beside the others."""
+    s = start_stack(b, setup.stack_flags, setup.replicas, "soak-run")
+    with _stopping(s):
+        s.wait_ready(args.start_timeout_s)
+        warm_up(f"{s.url}/translate", translate_body())
+        path = soak.bench_soak(
+            b,
+            s.url,
+            s.run_dir or b.work,
+            args.out,
+            minutes=args.soak_minutes,
+            kill_every_min=args.soak_kill_every_min,
+            rate=args.soak_rate,
+        )
+    print(f"[bench] soak report: {path} (total {b.elapsed()})", flush=True)
+    return 0
+
+
 def prepare_model(args: argparse.Namespace, work: Path) -> Path:
     if args.model:
         return Path(args.model)
@@ -383,6 +402,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--start-timeout-s", type=float, default=900.0, help="How long every setup may take to start."
     )
+    parser.add_argument("--soak", action="store_true", help="Only the soak run (SOAK=1): see bench/soak.py.")
+    parser.add_argument("--soak-minutes", type=float, default=60.0, help="Length of the soak run.")
+    parser.add_argument("--soak-kill-every-min", type=float, default=10.0, help="Minutes between kills.")
+    parser.add_argument("--soak-rate", type=int, default=4, help="Steady requests/s of the soak run.")
     return parser.parse_args(argv)
 
 
@@ -402,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     build_items(model, items)
     b = Bench(plan, work, model, items, find_k6(), targets.model_sampling(str(model)))
     b.notes.extend(setup.notes)
+    if args.soak:
+        return run_soak(b, setup, args)
     timings = run_steps(b, make_steps(b, hw, setup), args.start_timeout_s, together=setup.together)
     path = write_report(b, args.out, timings, quick=args.quick, hardware=hw)
     print(f"[bench] report: {path} (total {b.elapsed()})", flush=True)
