@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import concurrent.futures
 import contextlib
 import json
@@ -25,6 +26,7 @@ from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, t
 from bench.report import best_rate
 from bench.session import Bench, Plan
 from bench.setups import SetupPlan, plan_setups
+from bench.stream_ttft import chat_body, measure, texts
 from bench.targets import Hardware
 from bench.write_report import write_report
 
@@ -114,6 +116,21 @@ def bench_vllm(b: Bench, s: Started) -> None:
     for rate in b.plan.rates:
         env = b.env(url, api="openai", rate=rate, duration=b.plan.rate_duration)
         b.add(names.RATE, names.VLLM, b.k6("rate.js", f"rate{rate}-vllm", env), offered=rate)
+    bench_streaming(b, url, names.SERVED_NAME, names.VLLM)
+
+
+def bench_streaming(b: Bench, url: str, model: str, setup: str) -> None:
+    """Streamed chat completions (the family's prompt as the user turn, its sampling): TTFT and tokens/s."""
+    from hunyuan_serve import prompts
+    from hunyuan_serve.languages import find_language
+
+    family = targets.model_family(str(b.model))
+    bodies = []
+    for text in texts(b.plan.stream_requests):
+        prompt = prompts.build_prompt(family, find_language("en"), find_language("zh"), text)
+        content = prompt.messages[0]["content"] if prompt.is_chat else prompt.text
+        bodies.append(chat_body(model, content, b.sampling.as_dict(), b.plan.max_tokens))
+    b.streaming[setup] = asyncio.run(measure(url, bodies, b.plan.stream_concurrency))
 
 
 def _ramp_env(b: Bench, url: str, api: str = "translate", *, stack: bool = False) -> dict[str, str]:
@@ -135,6 +152,7 @@ def bench_one_replica(b: Bench, s: Started) -> None:
     meter = targets.replica_metrics(s.run_dir or b.work)
     warm_up(f"{s.url}/translate", translate_body())
     b.add(names.RAMP, names.STACK_1, b.k6("ramp.js", "ramp-stack1", _ramp_env(b, s.url), meter))
+    bench_streaming(b, s.url, _served_model(s.url), names.STACK_1)
 
 
 def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
@@ -157,6 +175,7 @@ def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
     for attempt, setup_name in (("first", names.FIRST_PASS), ("second", names.SECOND_PASS)):
         result = b.k6("pass.js", f"pass-{attempt}", env, meter)
         b.add(names.REPEAT, setup_name, result, cached=attempt == "second")
+    bench_streaming(b, url, _served_model(url), names.STACK)
     bench_overload(b, url, run_dir, meter)
     if replicas < 2:
         b.notes.append("Unequal replicas and chaos need two replicas or more: skipped.")
@@ -164,6 +183,13 @@ def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
     if setup.unequal:
         bench_unequal(b, url, run_dir, setup.stack_flags, base_port, meter)
     bench_chaos(b, url, run_dir, meter)
+
+
+def _served_model(url: str) -> str:
+    """The id the stack's /v1/models gives: what its OpenAI clients send as `model`."""
+    import httpx
+
+    return str(httpx.get(f"{url}/v1/models", timeout=10, trust_env=False).json()["data"][0]["id"])
 
 
 def _chaos_rate(b: Bench) -> int:

@@ -12,6 +12,7 @@ from bench import names
 from bench.k6run import K6Result, run_k6, sampling_env
 from bench.procs import counter_delta, scrape_counter
 from bench.report import Row
+from bench.stream_ttft import StreamFigures
 from hunyuan_serve.families import SamplingDefaults
 
 # The replicas' counter of generated tokens (their /translate answers do not carry token counts).
@@ -42,6 +43,9 @@ class Plan:
     p95_ms: float = 5000.0
     fail_rate: float = 0.001  # a run with this share of failures or more crosses k6's threshold
     max_tokens: int = 32
+    # OpenAI streaming (bench/stream_ttft.py): streamed chat completions per setup, and how many at once.
+    stream_requests: int = 64
+    stream_concurrency: int = 16
 
     @staticmethod
     def quick() -> Plan:
@@ -56,6 +60,8 @@ class Plan:
             chaos_duration_s=20,
             chaos_kill_at_s=6.0,
             overload_duration="15s",
+            stream_requests=24,
+            stream_concurrency=8,
             baselines=(names.STEP_SERIAL,),
             unequal=False,
             one_replica=False,
@@ -86,6 +92,7 @@ class Bench:
     chaos_kill_time: float | None = None
     # The overload run's context: capacity it was sized from, p95 there, memory before and after (MB).
     overload: dict[str, float] = field(default_factory=dict)
+    streaming: dict[str, StreamFigures] = field(default_factory=dict)  # setup -> its streamed chat figures
     cursor: int = 0  # how many requests the stack has answered: where its next run starts
     started: float = field(default_factory=time.monotonic)
 

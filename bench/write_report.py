@@ -20,6 +20,7 @@ from bench.report import (
     scenario_table,
 )
 from bench.session import Bench
+from bench.stream_ttft import HEADER
 from bench.targets import Hardware
 
 SCENARIO_TITLES = {
@@ -167,6 +168,24 @@ def comparisons(
     return []
 
 
+def streaming_section(b: Bench) -> list[str]:
+    """OpenAI streaming: time to first token and tokens/s of each setup measured (bench/stream_ttft.py)."""
+    if not b.streaming:
+        return []
+    plan = b.plan
+    return [
+        "## OpenAI streaming: time to first token",
+        "",
+        f"{plan.stream_requests} streamed `/v1/chat/completions` per setup, "
+        f"{plan.stream_concurrency} at once, the family's prompt and sampling; TTFT is the first "
+        "content delta as the client reads it, tokens are each stream's usage over the run's wall time.",
+        "",
+        HEADER,
+        *[figures.row(setup) for setup, figures in b.streaming.items()],
+        "",
+    ]
+
+
 def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool, hardware: Hardware) -> Path:
     """Write report.md (+ PNGs, summaries/) into out and return the report's path."""
     out.mkdir(parents=True, exist_ok=True)
@@ -194,6 +213,7 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool,
         if rows:
             md += scenario_section(b, scenario, title, rows, baselines, out, stem)
     md += overload_section(b)
+    md += streaming_section(b)
     md += notes_section(b, timings, summaries.name, hardware)
     path = out / f"report-{stem}.md"
     path.write_text("\n".join(md), encoding="utf-8")
