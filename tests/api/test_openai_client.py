@@ -1,0 +1,156 @@
+"""The official `openai` client, unchanged, against the real stack (`up`: Nginx + a vLLM replica on the tiny
+model): models, chat (whole and streamed), completions, Weblate's packed strings, refusals; and our own
+/translate streamed through Nginx.
+
+Random weights emit EOS at once, so the stack runs with the test knob that ignores it: each answer is
+then exactly max_tokens tokens of noise, and the checks are on shapes and counts, not on the text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from hunyuan_serve.replica.apis.openai import WEBLATE_SEPARATOR
+from tests.support.stacks import cli, free_ports, http_ok, started
+
+pytestmark = [pytest.mark.engine, pytest.mark.nginx]
+
+READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
+TOKENS = 6
+
+
+@dataclass
+class Stack:
+    url: str
+    log: Path
+    client: openai.OpenAI
+    model: str
+
+
+@pytest.fixture(scope="module")
+def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    work = tmp_path_factory.mktemp("openai-stack")
+    port, base = free_ports(2)
+    cmd = cli("up", "--model", str(tiny_model_dir), "--replicas", "1", "--port", str(port))
+    cmd += ["--base-port", str(base), "--run-dir", str(work / "run")]
+    cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
+    cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16", "--max-tokens", "12"]
+    env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
+    url = f"http://127.0.0.1:{port}"
+    log = work / "up.log"
+    with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S, env=env):
+        client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=120)
+        with client:
+            yield Stack(url, log, client, client.models.list().data[0].id)
+
+
+def test_models_lists_the_one_served_model(stack: Stack) -> None:
+    models = stack.client.models.list().data
+    assert [m.id for m in models] == [stack.model]
+    assert stack.client.models.retrieve(stack.model).id == stack.model
+
+
+def test_chat_answers_with_usage_and_finish_reason(stack: Stack) -> None:
+    answer = stack.client.chat.completions.create(
+        model=stack.model,
+        messages=[
+            {"role": "system", "content": "You are a translator."},
+            {"role": "user", "content": "Translate into Chinese: Good morning"},
+        ],
+        max_tokens=TOKENS,
+        extra_body={"top_k": 5, "repetition_penalty": 1.05},
+    )
+    choice = answer.choices[0]
+    assert choice.message.role == "assistant" and isinstance(choice.message.content, str)
+    assert choice.finish_reason == "length"
+    assert answer.usage is not None and answer.usage.completion_tokens == TOKENS
+    assert answer.usage.prompt_tokens > 0 and answer.model == stack.model
+
+
+def test_chat_streams_deltas_then_finish_and_usage(stack: Stack) -> None:
+    chunks = list(
+        stack.client.chat.completions.create(
+            model=stack.model,
+            messages=[{"role": "user", "content": "Translate into French: a streamed sentence"}],
+            max_tokens=TOKENS,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    with_text = [c for c in chunks if c.choices and c.choices[0].delta.content]
+    assert len(with_text) >= 2, "the text should arrive in several chunks, not at once"
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == ["length"]
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == TOKENS
+
+
+def test_completions_answers_each_prompt(stack: Stack) -> None:
+    answer = stack.client.completions.create(model=stack.model, prompt=["Hello", "World"], max_tokens=TOKENS)
+    assert [c.index for c in answer.choices] == [0, 1]
+    assert all(c.finish_reason == "length" for c in answer.choices)
+    assert answer.usage is not None and answer.usage.completion_tokens == 2 * TOKENS
+
+
+def test_weblate_packed_strings_come_back_in_the_shape_weblate_parses(stack: Stack) -> None:
+    # What weblate/machinery/openai.py sends: its prompt (languages quoted) and the strings joined.
+    system = (
+        "\nYou are a highly skilled translation assistant, adept at translating text\n"
+        "from language 'en'\nto language 'de'\nwith precision and nuance.\n\n\n"
+        "You always reply with translated string only.\nYou do not include transliteration.\n"
+        f"\nYou receive an input as strings separated by {WEBLATE_SEPARATOR} and\n"
+        f"your answer separates strings by {WEBLATE_SEPARATOR}.\n"
+    )
+    strings = ["Save changes", "Open file", "Delete %s?"]
+    answer = stack.client.chat.completions.create(
+        model=stack.model,
+        messages=[
+            {"role": "system", "content": system},
+            {"role": "user", "content": WEBLATE_SEPARATOR.join(strings)},
+        ],
+        temperature=0,
+        frequency_penalty=0,
+        presence_penalty=0,
+        max_tokens=TOKENS,
+    )
+    content = answer.choices[0].message.content
+    assert content is not None
+    assert len(content.split(WEBLATE_SEPARATOR)) == len(strings)  # Weblate's own parse check
+    assert answer.usage is not None and answer.usage.completion_tokens == len(strings) * TOKENS
+
+
+def test_refusals_are_openai_errors(stack: Stack) -> None:
+    messages = [{"role": "user", "content": "hi"}]
+    with pytest.raises(openai.BadRequestError) as bad:
+        stack.client.chat.completions.create(model=stack.model, messages=messages, n=2)  # type: ignore[arg-type]
+    assert bad.value.code == "unsupported_parameter" and "n=" in bad.value.message
+    with pytest.raises(openai.NotFoundError) as missing:
+        stack.client.chat.completions.create(model="gpt-4o", messages=messages)  # type: ignore[arg-type]
+    assert missing.value.code == "model_not_found"
+    with pytest.raises(openai.BadRequestError) as empty:
+        stack.client.chat.completions.create(model=stack.model, messages=[])
+    assert empty.value.code == "empty_messages"
+
+
+def test_translate_streams_through_nginx(stack: Stack) -> None:
+    body = {"text": "A sentence to stream", "source_lang": "en", "target_lang": "zh", "stream": True}
+    body["max_tokens"] = TOKENS
+    events = []
+    with httpx.stream("POST", stack.url + "/translate", json=body, timeout=120, trust_env=False) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                events.append(json.loads(line.removeprefix("data: ")))
+    deltas = [e["delta"] for e in events if "delta" in e]
+    assert len(deltas) >= 2
+    done = events[-1]
+    assert done["done"] is True and done["result"] == "".join(deltas).strip()
