@@ -7,7 +7,8 @@ import json
 from dataclasses import dataclass
 
 from hunyuan_serve.client.formats.base import Document, FormatError, Options, decode, encode
-from hunyuan_serve.client.formats.plain import parse_json, parse_text
+from hunyuan_serve.client.formats.jsonfile import parse_json
+from hunyuan_serve.client.formats.plain import parse_text
 
 __all__ = [
     "FORMATS",
@@ -38,7 +39,15 @@ FORMATS: dict[str, FormatInfo] = {
     info.name: info
     for info in (
         FormatInfo("text", (".txt", ".text"), "plain text, a segment a line", "plain:parse_text_options"),
-        FormatInfo("json", (".json",), "JSON object of strings, flat or nested", "plain:parse_json_options"),
+        FormatInfo(
+            "json",
+            (".json",),
+            "JSON object of strings, flat or nested (i18next)",
+            "jsonfile:parse_json_options",
+        ),
+        FormatInfo(
+            "arb", (".arb",), "Flutter ARB: messages, @metadata kept, @@locale set", "jsonfile:parse_arb"
+        ),
         FormatInfo("po", (".po", ".pot"), "gettext catalog: plurals, msgctxt, flags", "gettext:parse_po"),
         FormatInfo(
             "android", ("strings.xml",), "Android string resources: plurals, arrays", "android:parse_android"
