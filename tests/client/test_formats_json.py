@@ -9,7 +9,10 @@ import pytest
 from hunyuan_serve.client.formats import Options, detect_format, parse
 
 ODD = '{ "a" :"A\\u00e9\\n" ,\n\t"list":[ "x",1 , {"y" : "Y"} ],\r\n "n":null,"t":true, "e": "" }\n'
-I18NEXT = '{\n  "key_one": "{{count}} item",\n  "key_other": "{{count}} items",\n  "nest": {"deep": "$t(key_one)"}\n}'
+I18NEXT = (
+    '{\n  "key_one": "{{count}} item",\n  "key_other": "{{count}} items",\n'
+    '  "nest": {"deep": "$t(key_one)"}\n}'
+)
 ARB = """{
   "@@locale": "en",
   "helloWorld": "Hello World!",
