@@ -91,6 +91,8 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     status = exc.status_code if isinstance(exc, StarletteHTTPException) else 500
     detail = exc.detail if isinstance(exc, StarletteHTTPException) else type(exc).__name__
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
+    if _request.url.path.startswith("/v1/"):  # OpenAI clients parse only their own shape
+        return openai.render_error(ApiError(status, code, str(detail)))
     return native.render_error(ApiError(status, code, str(detail)))
 
 

@@ -69,6 +69,14 @@ def test_models_lists_the_served_model_and_refuses_another(fake: tuple[FakeEngin
     assert "gpt-4o" in error["message"] and "fake" in error["message"]
 
 
+def test_unknown_routes_and_methods_under_v1_answer_in_openai_shape(
+    fake: tuple[FakeEngine, httpx.Client],
+) -> None:
+    _, client = fake
+    openai_error(client.get("/v1/embeddings"), 404, "not_found")
+    openai_error(client.get("/v1/chat/completions"), 405, "method_not_allowed")
+
+
 def test_chat_sends_the_content_as_is_with_system_text_folded_first(
     fake: tuple[FakeEngine, httpx.Client],
 ) -> None:
