@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
@@ -68,4 +69,8 @@ def check_translation(plan: Plan, translation: str) -> list[str]:
     """Problems of a translation of plan.request (empty when it can be used and cached)."""
     if not translation.strip():
         return ["empty translation"]
+    # Control characters the source did not have break the file formats (msgfmt rejects \x04, XML any).
+    controls = sorted({c for c in translation if unicodedata.category(c) == "Cc" and c not in plan.request})
+    if controls:
+        return ["control characters " + " ".join(f"U+{ord(c):04X}" for c in controls)]
     return placeholder_problems(plan.request, translation, plan.protected)

@@ -139,3 +139,16 @@ def test_copy_of_the_real_catalog_is_unchanged_by_a_run(service: ScriptedService
     shutil.copy(DJANGO_PO, src)
     translate(service, tmp_path, src, "--to", "ru", "--overwrite")
     assert src.read_bytes() == DJANGO_PO.read_bytes()
+
+
+def test_translation_with_control_characters_is_refused(service: ScriptedService, tmp_path: Path) -> None:
+    """The tiny model once returned U+0004, gettext's context separator: msgfmt rejected the file."""
+    service.state.translate = lambda text, target: "x\x04" + text if text == "now" else text
+    code, dst, report = translate(service, tmp_path, DJANGO_PO, "--to", "de", "--overwrite")
+    assert (
+        code == 1
+        and report["failed"] == 1
+        and report["failures"][0]["problem"] == "control characters U+0004"
+    )
+    msgfmt_check(dst)
+    assert polib.pofile(str(dst)).find("now").msgstr == "jetzt"

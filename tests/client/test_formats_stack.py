@@ -1,0 +1,90 @@
+"""Real files through the real stack (`up`: Nginx + a vLLM replica on the tiny model), checked by their tools.
+
+The tiny model emits random tokens: these tests check that each output passes its format's own validator
+(msgfmt --check, the srt parser, markdown-it) with its structure unchanged, not translation quality.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import polib
+import pytest
+import srt
+from markdown_it import MarkdownIt
+
+from hunyuan_serve.client.formats import Options, parse
+from tests.support.stacks import cli, free_ports, http_ok, started, tail
+
+pytestmark = [pytest.mark.engine, pytest.mark.nginx]
+
+READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture(scope="module")
+def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """`hunyuan-serve up` with one replica on the tiny model; stopped after, with nothing left behind."""
+    work = tmp_path_factory.mktemp("stack")
+    port, base = free_ports(2)
+    cmd = cli("up", "--model", str(tiny_model_dir), "--replicas", "1", "--port", str(port))
+    cmd += ["--base-port", str(base), "--run-dir", str(work / "run")]
+    cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
+    cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16", "--max-tokens", "12"]
+    url = f"http://127.0.0.1:{port}"
+    log = work / "up.log"
+    with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S):
+        yield url, log
+
+
+def translate(stack: tuple[str, Path], tmp_path: Path, src: Path, *args: str) -> tuple[Path, dict]:
+    url, log = stack
+    dst, report = tmp_path / f"out{src.suffix}", tmp_path / "report.json"
+    cmd = cli("translate", "--url", url, "--from", "en", *args, str(src), "-o", str(dst))
+    cmd += ["--no-cache", "--report", str(report), "--batch-size", "8", "--concurrency", "4", "--no-progress"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), f"rc {done.returncode}: {done.stderr}\n{tail(log)}"
+    summary = json.loads(report.read_text(encoding="utf-8"))
+    assert summary["aborted"] is None and summary["translated"] + summary["failed"] == summary["total"]
+    return dst, summary
+
+
+def test_gettext_catalog_passes_msgfmt(stack: tuple[str, Path], tmp_path: Path) -> None:
+    src = DATA / "django" / "humanize-de.po"
+    dst, summary = translate(stack, tmp_path, src, "--to", "ru", "--overwrite")
+    done = subprocess.run(["msgfmt", "--check", "-o", "/dev/null", str(dst)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    before, after = polib.pofile(str(src)), polib.pofile(str(dst))
+    assert [(e.msgctxt, e.msgid, e.msgid_plural) for e in after] == [
+        (e.msgctxt, e.msgid, e.msgid_plural) for e in before
+    ]
+    assert all(len(e.msgstr_plural) == 3 for e in after if e.msgid_plural)
+    assert after.metadata["Language"] == "ru" and summary["total"] == 89
+    assert all(f["problem"] for f in summary["failures"])
+
+
+def test_subtitles_reparse_with_timings_kept(stack: tuple[str, Path], tmp_path: Path) -> None:
+    src = DATA / "pysubs2" / "test_video.srt"
+    dst, summary = translate(stack, tmp_path, src, "--to", "zh")
+    before, after = list(srt.parse(src.read_text())), list(srt.parse(dst.read_text()))
+    assert [(c.index, c.start, c.end) for c in after] == [(c.index, c.start, c.end) for c in before]
+    assert all(
+        len(n.content.splitlines()) <= len(o.content.splitlines()) for o, n in zip(before, after, strict=True)
+    )
+    assert summary["total"] == 20
+
+
+def test_markdown_block_structure_kept(stack: tuple[str, Path], tmp_path: Path) -> None:
+    src = DATA / "pysubs2" / "README.md"
+    dst, summary = translate(stack, tmp_path, src, "--to", "fr")
+    kept = ("fence", "code_block", "html_block")
+
+    def blocks(text: str) -> list[tuple[str, str]]:
+        tokens = MarkdownIt("commonmark").enable("table").parse(text)
+        return [(t.type, t.content if t.type in kept else "") for t in tokens if t.type != "inline"]
+
+    assert blocks(dst.read_text(encoding="utf-8")) == blocks(src.read_text(encoding="utf-8"))
+    assert summary["total"] == len(parse(src.read_text(encoding="utf-8"), "markdown", Options()).segments)
