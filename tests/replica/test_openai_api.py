@@ -16,7 +16,7 @@ from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, 
 from hunyuan_serve.families import HUNYUAN_MT, sampling_defaults
 from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.languages import find_language
-from hunyuan_serve.replica.apis.openai import _CHAT_KEYS, WEBLATE_SEPARATOR, fold_system
+from hunyuan_serve.replica.apis.openai_schema import _CHAT_KEYS, WEBLATE_SEPARATOR, fold_system
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.errors import ApiError
 from tests.support.bodies import encode, raw_bytes, values

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import json
-import math
-import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
@@ -16,52 +13,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from hunyuan_serve.config import ReplicaConfig
-from hunyuan_serve.families.base import Prompt
-from hunyuan_serve.languages import Language, UnknownLanguage, find_language
 from hunyuan_serve.replica.apis import sse
+from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR, Parsed, parse_chat, parse_completion
 from hunyuan_serve.replica.context import Replica, current
-from hunyuan_serve.replica.engine import Delta, Generation, Sampling
+from hunyuan_serve.replica.engine import Delta, Generation
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
-from hunyuan_serve.replica.schema import TranslateRequest, decode_body, parse_sampling
 from hunyuan_serve.replica.service import Completion, Outcome
 
 router = APIRouter(prefix="/v1")
 ReplicaDep = Annotated[Replica, Depends(current)]
-
-# Weblate's OpenAI backend (weblate/machinery/openai.py): strings joined by SEPARATOR in one user message,
-# the languages in its system prompt ("from language 'en'\nto language 'cs'"); it splits the answer on it.
-WEBLATE_SEPARATOR = "\n==WEBLATE_PART==\n"
-_WEBLATE_LANGUAGES = re.compile(r"from language '([^'\n]{1,64})'\s+to language '([^'\n]{1,64})'")
-
-# Fields that do not change the answer (accepted, ignored) and those we cannot honour (a 400 naming them,
-# unless sent with the value that means "off").
-_IGNORED = {"user", "store", "metadata", "service_tier", "parallel_tool_calls", "reasoning_effort"}
-_OFF_VALUES: dict[str, tuple[Any, ...]] = {
-    "n": (None, 1),
-    "tools": (None, []),
-    "tool_choice": (None, "none"),
-    "functions": (None, []),
-    "function_call": (None, "none"),
-    "logprobs": (None, False),
-    "top_logprobs": (None, 0),
-    "logit_bias": (None, {}),
-    "response_format": (None, {"type": "text"}),
-    "modalities": (None, ["text"]),
-    "audio": (None,),
-    "prediction": (None,),
-    "seed": (None,),
-    "echo": (None, False),
-    "suffix": (None, ""),
-    "best_of": (None, 1),
-}
-_SAMPLING = {"temperature", "top_p", "top_k", "repetition_penalty", "max_tokens", "max_completion_tokens"}
-_COMMON = {"model", "stream", "stream_options", "stop", "presence_penalty", "frequency_penalty", *_SAMPLING}
-_CHAT_KEYS = {"messages", *_COMMON, *_IGNORED, *_OFF_VALUES} - {"echo", "suffix", "best_of"}
-_COMPLETION_KEYS = {"prompt", *_COMMON, *_IGNORED, *_OFF_VALUES} - {"tools", "tool_choice", "functions"}
-_ROLES = {"system", "developer", "user", "assistant"}
-MAX_STOPS = 4  # OpenAI's own limit
 
 
 def render_error(err: ApiError) -> JSONResponse:
@@ -71,245 +32,6 @@ def render_error(err: ApiError) -> JSONResponse:
     kind = kind or ("server_error" if status >= 500 else "invalid_request_error")
     body = {"error": {"message": err.message, "type": kind, "param": None, "code": err.code}}
     return JSONResponse(body, status_code=status, headers=err.headers)
-
-
-def _bad(code: str, message: str) -> ApiError:
-    return ApiError(400, code, message)
-
-
-@dataclass(frozen=True)
-class Parsed:
-    """A checked request: its prompts (or Weblate's strings), sampling and stream options."""
-
-    prompts: tuple[Prompt, ...]
-    sampling: Sampling
-    stream: bool
-    include_usage: bool
-    weblate: TranslateRequest | None = None
-    weblate_parts: tuple[str, ...] = ()  # every string as sent; blank ones are answered as they came
-
-
-def _check_fields(data: dict[str, Any], known: set[str]) -> None:
-    unknown = sorted(set(data) - known)
-    if unknown:
-        raise _bad("unknown_parameter", f"unrecognized request argument(s): {', '.join(unknown)[:200]}")
-    for key, off in _OFF_VALUES.items():
-        if key in data and data[key] not in off:
-            raise _bad("unsupported_parameter", f"{key}={json.dumps(data[key])[:40]} is not supported here")
-
-
-def _model(data: dict[str, Any], served: str) -> None:
-    model = data.get("model")
-    if model is None:
-        return  # lenient: the one model served
-    if not isinstance(model, str):
-        raise _bad("invalid_parameter", "model must be a string")
-    if model != served:
-        raise ApiError(
-            404, "model_not_found", f"the model '{model[:100]}' does not exist; this server serves '{served}'"
-        )
-
-
-def _penalty(data: dict[str, Any], key: str) -> float:
-    value = data.get(key)
-    if value is None:
-        return 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _bad("invalid_parameter", f"{key} must be a number, got {json.dumps(value)[:40]}")
-    if not -2.0 <= value <= 2.0:
-        raise _bad("invalid_parameter", f"{key} must be in [-2, 2], got {value}")
-    return float(value)
-
-
-def _sampling(data: dict[str, Any], replica: Replica) -> Sampling:
-    """OpenAI's fields onto ours (the family's defaults where none is sent); top_k and repetition_penalty
-    are vLLM's extra body fields."""
-    fields = {key: data[key] for key in _SAMPLING if key in data}
-    if "max_completion_tokens" in fields:
-        fields.setdefault("max_tokens", fields.pop("max_completion_tokens"))
-        fields.pop("max_completion_tokens", None)
-    base = parse_sampling(fields, replica.sampling, replica.cfg.max_tokens, replica.engine.max_model_len)
-    return dataclasses.replace(
-        base,
-        presence_penalty=_penalty(data, "presence_penalty"),
-        frequency_penalty=_penalty(data, "frequency_penalty"),
-    )
-
-
-def _stops(data: dict[str, Any]) -> tuple[str, ...]:
-    stop = data.get("stop")
-    if stop is None:
-        return ()
-    stops = [stop] if isinstance(stop, str) else stop
-    if not isinstance(stops, list) or not all(isinstance(s, str) and s for s in stops):
-        raise _bad("invalid_parameter", "stop must be a non-empty string or a list of them")
-    if len(stops) > MAX_STOPS:
-        raise _bad("invalid_parameter", f"stop has {len(stops)} strings; the limit is {MAX_STOPS}")
-    return tuple(stops)
-
-
-def _stream_options(data: dict[str, Any]) -> tuple[bool, bool]:
-    stream = data.get("stream", False)
-    if stream is None:
-        stream = False
-    if not isinstance(stream, bool):
-        raise _bad("invalid_parameter", "stream must be true or false")
-    options = data.get("stream_options")
-    if options is None:
-        return stream, False
-    if not isinstance(options, dict) or set(options) - {"include_usage", "include_obfuscation"}:
-        raise _bad("invalid_parameter", "stream_options must be an object with include_usage")
-    usage = options.get("include_usage", False)
-    if not isinstance(usage, bool):
-        raise _bad("invalid_parameter", "stream_options.include_usage must be true or false")
-    return stream, usage
-
-
-def _text(value: Any, where: str) -> str:
-    """A message's content: a string, or OpenAI's list of text parts (joined)."""
-    if isinstance(value, list):
-        parts = []
-        for index, part in enumerate(value):
-            if (
-                not isinstance(part, dict)
-                or part.get("type") != "text"
-                or not isinstance(part.get("text"), str)
-            ):
-                raise _bad(
-                    "unsupported_content", f"{where}[{index}] must be a text part; only text is supported"
-                )
-            parts.append(part["text"])
-        value = "\n".join(parts)
-    if not isinstance(value, str):
-        raise _bad("invalid_parameter", f"{where} must be a string or a list of text parts")
-    if "\x00" in value:
-        raise _bad("invalid_text", f"{where} contains a NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _bad("invalid_text", f"{where} contains a lone surrogate (\\u escape)") from None
-    return value
-
-
-def _messages(data: dict[str, Any], cfg: ReplicaConfig) -> list[tuple[str, str]]:
-    messages = data.get("messages")
-    if not isinstance(messages, list):
-        raise _bad("invalid_parameter", "messages must be a list of {role, content} objects")
-    if not messages:
-        raise _bad("empty_messages", "messages must not be empty")
-    if len(messages) > cfg.max_chat_messages:
-        limit = cfg.max_chat_messages
-        raise _bad("too_many_messages", f"{len(messages)} messages; the limit is {limit} (max_chat_messages)")
-    out: list[tuple[str, str]] = []
-    for index, message in enumerate(messages):
-        where = f"messages[{index}]"
-        if not isinstance(message, dict) or set(message) - {"role", "content", "name"}:
-            raise _bad("invalid_parameter", f"{where} must be an object with role and content (name allowed)")
-        role = message.get("role")
-        if role not in _ROLES:
-            raise _bad("unsupported_role", f"{where}.role must be one of {', '.join(sorted(_ROLES))}")
-        content = message.get("content")
-        out.append(
-            (role, "" if content is None and role == "assistant" else _text(content, where + ".content"))
-        )
-    if not any(role == "user" for role, _ in out):
-        raise _bad("missing_user_message", "messages need at least one user message")
-    return out
-
-
-def system_text(messages: list[tuple[str, str]]) -> str:
-    """Every system (or developer) message's text, in order, a blank line between them."""
-    return "\n\n".join(text for role, text in messages if role in {"system", "developer"} and text.strip())
-
-
-def fold_system(messages: list[tuple[str, str]], mode: str) -> tuple[dict[str, str], ...]:
-    """The chat without system turns: the models have no system prompt, so with `prepend` the system
-    text and a blank line open the first user message; `drop` leaves it out; `reject` is a 400."""
-    system = system_text(messages)
-    if system and mode == "reject":
-        raise _bad(
-            "unsupported_system_prompt", "system messages are refused here (system_prompt_mode reject)"
-        )
-    turns: list[dict[str, str]] = []
-    for role, text in messages:
-        if role in {"system", "developer"}:
-            continue
-        if role == "user" and system and mode == "prepend" and not any(t["role"] == "user" for t in turns):
-            text = f"{system}\n\n{text}"
-        turns.append({"role": role, "content": text})
-    return tuple(turns)
-
-
-def _language(code: str) -> Language:
-    try:
-        return find_language(code)
-    except UnknownLanguage as err:
-        raise _bad("unsupported_language", f"Weblate's system prompt names {err}") from None
-
-
-def weblate_request(
-    messages: list[tuple[str, str]], sampling: Sampling, cfg: ReplicaConfig
-) -> tuple[TranslateRequest, tuple[str, ...]] | None:
-    """A Weblate chat (system prompt naming the languages, then one user message of strings) as a batch
-    of its strings, the blank ones left out; None when it is not one."""
-    found = _WEBLATE_LANGUAGES.search(system_text(messages))
-    users = [text for role, text in messages if role == "user"]
-    if (
-        not cfg.weblate_split
-        or found is None
-        or len(users) != 1
-        or any(r == "assistant" for r, _ in messages)
-    ):
-        return None
-    parts = tuple(users[0].split(WEBLATE_SEPARATOR))
-    texts = tuple(part for part in parts if part.strip())
-    if not texts:
-        raise _bad("empty_text", "every string of the Weblate request is empty")
-    if len(texts) > cfg.max_batch_texts:
-        raise _bad(
-            "too_many_texts", f"{len(texts)} strings in one request; the limit is {cfg.max_batch_texts}"
-        )
-    source, target = _language(found.group(1)), _language(found.group(2))
-    return TranslateRequest(texts=texts, batch=True, source=source, target=target, sampling=sampling), parts
-
-
-def parse_chat(raw: bytes, replica: Replica) -> Parsed:
-    data = decode_body(raw)
-    _check_fields(data, _CHAT_KEYS)
-    _model(data, replica.engine.model_name)
-    messages = _messages(data, replica.cfg)
-    stream, usage = _stream_options(data)
-    sampling = _sampling(data, replica)
-    stops = _stops(data)
-    # Weblate's chat is matched on its system text, whatever system_prompt_mode does with others.
-    packed = weblate_request(messages, sampling, replica.cfg)
-    if packed is not None:
-        return Parsed((), sampling, stream, usage, packed[0], packed[1])
-    turns = fold_system(messages, replica.cfg.system_prompt_mode)
-    return Parsed((Prompt(messages=turns, stop=stops),), sampling, stream, usage)
-
-
-def parse_completion(raw: bytes, replica: Replica) -> Parsed:
-    data = decode_body(raw)
-    _check_fields(data, _COMPLETION_KEYS)
-    _model(data, replica.engine.model_name)
-    prompt = data.get("prompt")
-    items = [prompt] if isinstance(prompt, str) else prompt
-    if not isinstance(items, list) or not items:
-        raise _bad("invalid_parameter", "prompt must be a string or a non-empty list of strings")
-    if len(items) > replica.cfg.max_batch_texts:
-        raise _bad("too_many_prompts", f"{len(items)} prompts; the limit is {replica.cfg.max_batch_texts}")
-    texts = [
-        _text(item, f"prompt[{index}]") if isinstance(item, str) else None for index, item in enumerate(items)
-    ]
-    if any(text is None or not text.strip() for text in texts):
-        raise _bad("invalid_parameter", "every prompt must be a non-blank string (token ids are not taken)")
-    stream, usage = _stream_options(data)
-    if stream and len(items) > 1:
-        raise _bad("unsupported_parameter", "stream works with one prompt, not a list")
-    stops = _stops(data)
-    prompts = tuple(Prompt(text=text, stop=stops) for text in texts if text is not None)
-    return Parsed(prompts, _sampling(data, replica), stream, usage)
 
 
 def _finish(reason: str | None) -> str:
