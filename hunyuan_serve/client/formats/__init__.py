@@ -62,6 +62,9 @@ FORMATS: dict[str, FormatInfo] = {
             "Markdown: prose only, sentence by sentence",
             "markdown:parse_markdown",
         ),
+        FormatInfo(
+            "html", (".html", ".htm"), "HTML: text, alt and title; code and scripts kept", "html:parse_html"
+        ),
     )
 }
 Format = str
