@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
-from hunyuan_serve.families import HUNYUAN_MT, sampling_defaults
+from hunyuan_serve.families import HUNYUAN_MT, HY_MT15, sampling_defaults
 from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.apis.openai_schema import _CHAT_KEYS, WEBLATE_SEPARATOR, fold_system
@@ -220,6 +220,48 @@ def test_weblate_strings_are_translated_one_prompt_each_and_joined(
     streamed = events(client.post("/v1/chat/completions", json={**body, "stream": True}))
     text = "".join(c["choices"][0]["delta"].get("content", "") for c in streamed[:-1] if c["choices"])
     assert text.split(WEBLATE_SEPARATOR) == parts
+
+
+WEBLATE_SYSTEM = (
+    "\nYou are a highly skilled translation assistant, adept at translating text\n"
+    "from language 'en'\nto language 'de'\nwith precision and nuance.\n\n\n"
+    "You always reply with translated string only.\n"
+    "\nUse the following glossary during the translation:\nSave\tSpeichern\nfile\tDatei\n\n"
+)
+
+
+def weblate_body(strings: list[str]) -> dict[str, Any]:
+    messages = [
+        {"role": "system", "content": WEBLATE_SYSTEM},
+        {"role": "user", "content": WEBLATE_SEPARATOR.join(strings)},
+    ]
+    return {"model": "fake", "messages": messages, "temperature": 0}
+
+
+def test_weblate_glossary_reaches_a_family_with_a_terminology_prompt() -> None:
+    engine = FakeEngine()
+    with (
+        serve_in_thread(create_app(engine, make_config(), HY_MT15)) as url,
+        httpx.Client(base_url=url, timeout=10) as client,
+    ):
+        wait_ready(client)
+        before = len(engine.given)  # past the warm-up's prompt
+        body = weblate_body(["Save changes", "Close it"])
+        client.post("/v1/chat/completions", json=body).raise_for_status()
+    en, de = find_language("en"), find_language("de")
+    expected = {
+        build_prompt(HY_MT15, en, de, "Save changes", glossary={"Save": "Speichern"}).messages[0]["content"],
+        build_prompt(HY_MT15, en, de, "Close it").messages[0]["content"],
+    }
+    assert {p.messages[0]["content"] for p in engine.given[before:]} == expected
+
+
+def test_weblate_glossary_is_left_out_for_a_family_without_one(fake: tuple[FakeEngine, httpx.Client]) -> None:
+    engine, client = fake
+    before = len(engine.given)
+    client.post("/v1/chat/completions", json=weblate_body(["Save the file"])).raise_for_status()
+    plain = build_prompt(HUNYUAN_MT, find_language("en"), find_language("de"), "Save the file")
+    assert [p.messages for p in engine.given[before:]] == [plain.messages]
 
 
 def test_weblate_with_a_language_we_lack_is_refused(fake: tuple[FakeEngine, httpx.Client]) -> None:

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hunyuan_serve.config import ReplicaConfig
-from hunyuan_serve.families.base import Prompt
+from hunyuan_serve.families.base import GLOSSARY, GlossaryInvalid, Prompt
+from hunyuan_serve.families.build import families_with, feature_limits
+from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import Language, UnknownLanguage, find_language
 from hunyuan_serve.replica.context import Replica
 from hunyuan_serve.replica.engine import Sampling
@@ -20,6 +22,7 @@ from hunyuan_serve.replica.schema import TranslateRequest, decode_body, parse_sa
 # Weblate's OpenAI backend (weblate/machinery/openai.py): strings joined by SEPARATOR in one user message,
 # the languages in its system prompt ("from language 'en'\nto language 'cs'"); it splits the answer on it.
 WEBLATE_SEPARATOR = "\n==WEBLATE_PART==\n"
+_WEBLATE_GLOSSARY = "Use the following glossary during the translation:\n"
 _WEBLATE_LANGUAGES = re.compile(r"from language '([^'\n]{1,64})'\s+to language '([^'\n]{1,64})'")
 
 # Fields that do not change the answer (accepted, ignored) and those we cannot honour (a 400 naming them,
@@ -225,8 +228,27 @@ def _language(code: str) -> Language:
         raise _bad("unsupported_language", f"Weblate's system prompt names {err}") from None
 
 
+def weblate_glossary(system: str, family: str, cfg: ReplicaConfig) -> Terms:
+    """Weblate's glossary (its heading, then `source<TAB>target` lines) for a family with a terminology
+    prompt, each string's prompt getting the terms in it; () for the others, which have no place for it."""
+    head = system.find(_WEBLATE_GLOSSARY)
+    if head < 0 or family not in families_with(GLOSSARY):
+        return ()
+    pairs = []
+    for line in system[head + len(_WEBLATE_GLOSSARY) :].split("\n"):
+        if "\t" not in line:
+            break  # the glossary ends at the first line that is not a pair
+        source, _, target = line.partition("\t")
+        pairs.append({"source": source, "target": target})
+    limits = feature_limits(cfg)
+    try:
+        return parse_request_glossary(pairs, limits.glossary_terms, limits.term_chars)
+    except GlossaryInvalid as err:
+        raise _bad("invalid_glossary", f"Weblate's glossary: {err}") from None
+
+
 def weblate_request(
-    messages: list[tuple[str, str]], sampling: Sampling, cfg: ReplicaConfig
+    messages: list[tuple[str, str]], sampling: Sampling, cfg: ReplicaConfig, family: str
 ) -> tuple[TranslateRequest, tuple[str, ...]] | None:
     """A Weblate chat (system prompt naming the languages, then one user message of strings) as a batch
     of its strings, the blank ones left out; None when it is not one."""
@@ -248,7 +270,11 @@ def weblate_request(
             "too_many_texts", f"{len(texts)} strings in one request; the limit is {cfg.max_batch_texts}"
         )
     source, target = _language(found.group(1)), _language(found.group(2))
-    return TranslateRequest(texts=texts, batch=True, source=source, target=target, sampling=sampling), parts
+    glossary = weblate_glossary(system_text(messages), family, cfg)
+    req = TranslateRequest(
+        texts=texts, batch=True, source=source, target=target, sampling=sampling, glossary=glossary
+    )
+    return req, parts
 
 
 def parse_chat(raw: bytes, replica: Replica) -> Parsed:
@@ -260,7 +286,7 @@ def parse_chat(raw: bytes, replica: Replica) -> Parsed:
     sampling = _sampling(data, replica)
     stops = _stops(data)
     # Weblate's chat is matched on its system text, whatever system_prompt_mode does with others.
-    packed = weblate_request(messages, sampling, replica.cfg)
+    packed = weblate_request(messages, sampling, replica.cfg, replica.translator.family)
     if packed is not None:
         return Parsed((), sampling, stream, usage, packed[0], packed[1])
     turns = fold_system(messages, replica.cfg.system_prompt_mode)
