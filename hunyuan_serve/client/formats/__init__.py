@@ -48,6 +48,12 @@ FORMATS: dict[str, FormatInfo] = {
         FormatInfo(
             "arb", (".arb",), "Flutter ARB: messages, @metadata kept, @@locale set", "jsonfile:parse_arb"
         ),
+        FormatInfo(
+            "yaml",
+            (".yml", ".yaml"),
+            "YAML locale files (Rails): values, root locale key",
+            "yamlfile:parse_yaml",
+        ),
         FormatInfo("po", (".po", ".pot"), "gettext catalog: plurals, msgctxt, flags", "gettext:parse_po"),
         FormatInfo(
             "android", ("strings.xml",), "Android string resources: plurals, arrays", "android:parse_android"
