@@ -136,8 +136,8 @@ def overload_section(b: Bench) -> list[str]:
         "| " + " | ".join(cells) + " |",
         "",
         "Refused = a JSON 503 with Retry-After (Nginx's own once every replica is at max_conns, or a",
-        "replica's); failed = anything else that is not a 200. Capacity: the highest offered rate of the",
-        "open loop that held its targets (else the most req/s it served); p95 at capacity is that run's.",
+        "replica's); failed = anything else that is not a 200. Capacity: the most req/s any earlier run",
+        "of the stack served without failures (ramp, open loop, first pass); p95 at capacity is that run's.",
         "Memory: resident, Nginx's master and workers, and every replica's process tree.",
         "",
     ]
