@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import json
@@ -104,9 +105,11 @@ def load_keys(path: str) -> frozenset[str]:
 
 def key_matches(given: str, keys: frozenset[str]) -> bool:
     """Whether the key is one of the keys, in time that does not depend on where they differ."""
+    # Digests of equal length: compare_digest returns at once on a length mismatch, which would tell it.
+    digest = hashlib.sha256(given.encode()).digest()
     found = False
     for key in keys:  # every key compared, so the time does not tell which one came close
-        found |= hmac.compare_digest(given.encode(), key.encode())
+        found |= hmac.compare_digest(digest, hashlib.sha256(key.encode()).digest())
     return found
 
 
@@ -185,7 +188,8 @@ class KeyCheck:
         dialect = dialect_of(scope["path"])
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         key = header_key(headers.get("authorization", "")) or _query_key(scope.get("query_string", b""))
-        if key is None and dialect.body_key and scope["method"] == "POST":
+        # Any method: libretranslatepy sends its api_key as a form body even on GET /languages.
+        if key is None and dialect.body_key:
             body, receive = await _buffered(receive, self.max_body_bytes)
             key = body_key(body, headers.get("content-type", ""))
         if key is not None and key_matches(key, self.keys):

@@ -29,6 +29,9 @@ PATHS = {
 }
 
 
+FORM = {"content-type": "application/x-www-form-urlencoded"}
+
+
 def message_of(dialect: str, body: dict[str, Any], code: str) -> str:
     """The error's message, asserting the body has exactly the dialect's shape."""
     if dialect in ("native", "immersive"):
@@ -110,9 +113,11 @@ async def _each_way_passes(http: httpx.AsyncClient, key: str) -> None:
         ("/immersive/translate" + query(token=key), {"json": {"text_list": ["a"]}}),
         ("/libretranslate/translate", {"json": {"q": "a", "api_key": key}}),
         ("/libretranslate/translate", {"data": {"q": "a b", "api_key": key}}),
+        # libretranslatepy's GET /languages carries its key as a form body.
+        ("/libretranslate/languages", {"content": f"api_key={key}".encode(), "headers": FORM}),
     ]
     for path, kwargs in ways:
-        method = "GET" if path == "/v1/models" else "POST"
+        method = "GET" if path.endswith(("/models", "/languages")) else "POST"
         answer = await http.request(method, path, **kwargs)
         assert answer.status_code == 200, (path, answer.text)
         echoed = answer.json()
