@@ -153,7 +153,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _load_document(args: argparse.Namespace) -> Any:
     """(document, encoding) of the input, or the usage error that names the file, line and problem."""
-    from hunyuan_serve.client.formats import FormatError, Options, decode, detect_format, parse
+    from hunyuan_serve.client.formats import (
+        FormatError,
+        Options,
+        decode,
+        detect_format,
+        fallback_encoding,
+        parse,
+    )
 
     name = "<stdin>" if args.input == "-" else args.input
     if args.input != "-" and args.output != "-" and _same_file(args.input, args.output):
@@ -163,12 +170,9 @@ def _load_document(args: argparse.Namespace) -> Any:
     except OSError as err:
         return f"cannot read {name}: {err.strerror}"
     try:
-        content, encoding = decode(data)
-        fmt = (
-            detect_format(None if args.input == "-" else args.input, content)
-            if args.format == "auto"
-            else args.format
-        )
+        path = None if args.input == "-" else args.input
+        content, encoding = decode(data, fallback_encoding(path, args.format))
+        fmt = detect_format(path, content) if args.format == "auto" else args.format
         options = Options(target=args.target, source=args.source, overwrite=args.overwrite)
         return parse(content, fmt, options), encoding
     except FormatError as err:
@@ -349,7 +353,8 @@ def _write_output(output: str, text: str, encoding: str = "utf-8") -> None:
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:  # bytes: line endings and the BOM as the input had them
-            handle.write(text.encode(encoding))
+            # Latin-1 is only a .properties fallback: characters beyond it become \\uXXXX, Java's escape.
+            handle.write(text.encode(encoding, "backslashreplace" if encoding == "latin-1" else "strict"))
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -19,6 +19,7 @@ __all__ = [
     "describe_formats",
     "detect_format",
     "encode",
+    "fallback_encoding",
     "parse",
     "parse_json",
     "parse_text",
@@ -33,6 +34,7 @@ class FormatInfo:
     extensions: tuple[str, ...]
     description: str
     parser: str  # "module:function" under this package, imported on first use (keeps the CLI start fast)
+    fallback_encoding: str | None = None  # what a file that is not UTF-8 is read as
 
 
 FORMATS: dict[str, FormatInfo] = {
@@ -60,6 +62,13 @@ FORMATS: dict[str, FormatInfo] = {
         ),
         FormatInfo(
             "xliff", (".xlf", ".xliff"), "XLIFF 1.2 and 2.0: targets and their state", "xliff:parse_xliff"
+        ),
+        FormatInfo(
+            "properties",
+            (".properties",),
+            "Java properties: values, escapes as the file has them",
+            "properties:parse_properties",
+            "latin-1",  # what java.util.Properties.load reads
         ),
         FormatInfo("srt", (".srt",), "SubRip subtitles: numbering and timings kept", "subtitles:parse_srt"),
         FormatInfo(
@@ -93,6 +102,12 @@ def detect_format(name: str | None, content: str) -> Format:
         except json.JSONDecodeError:
             return "text"
     return "text"
+
+
+def fallback_encoding(name: str | None, fmt: Format) -> str | None:
+    """The encoding a non-UTF-8 input of this format (given, or from the name) is read as, if any."""
+    info = FORMATS.get(fmt) if fmt != "auto" else FORMATS.get(detect_format(name, ""))
+    return info.fallback_encoding if info else None
 
 
 def parse(content: str, fmt: Format, options: Options | None = None) -> Document:
