@@ -88,3 +88,50 @@ def test_markdown_block_structure_kept(stack: tuple[str, Path], tmp_path: Path) 
 
     assert blocks(dst.read_text(encoding="utf-8")) == blocks(src.read_text(encoding="utf-8"))
     assert summary["total"] == len(parse(src.read_text(encoding="utf-8"), "markdown", Options()).segments)
+
+
+def _xml_shape(path: Path) -> list[tuple[str, dict[str, str]]]:
+    import xml.etree.ElementTree as ET
+
+    return [
+        (e.tag, {k: v for k, v in e.attrib.items() if k not in ("state", "target-language")})
+        for e in ET.parse(path).iter()
+    ]
+
+
+def test_android_and_xliff_stay_well_formed(stack: tuple[str, Path], tmp_path: Path) -> None:
+    android = DATA / "aosp-calculator" / "strings.xml"
+    dst, summary = translate(stack, tmp_path, android, "--to", "zh")
+    assert _xml_shape(dst) == _xml_shape(android) and summary["total"] == 30
+    xliff = DATA / "symfony" / "sf_form.fr.xlf"
+    dst, summary = translate(stack, tmp_path, xliff, "--to", "de", "--overwrite")
+    tags = [tag for tag, _ in _xml_shape(dst)]
+    assert tags == [tag for tag, _ in _xml_shape(xliff)] and summary["total"] == 1
+
+
+def test_yaml_properties_and_html_reparse(stack: tuple[str, Path], tmp_path: Path) -> None:
+    import yaml
+
+    rails = DATA / "rails" / "en.yml"
+    dst, _ = translate(stack, tmp_path, rails, "--to", "ja")
+    out = yaml.safe_load(dst.read_text(encoding="utf-8"))
+    assert list(out) == ["ja"] and out["ja"].keys() == yaml.safe_load(rails.read_text())["en"].keys()
+    props = DATA / "spring-petclinic" / "messages.properties"
+    dst, _ = translate(stack, tmp_path, props, "--to", "ko")
+    before = parse(props.read_text(), "properties", Options())
+    after = parse(dst.read_bytes().decode("latin-1"), "properties", Options())
+    assert after.labels == before.labels
+    page = DATA / "html5-boilerplate" / "404.html"
+    dst, _ = translate(stack, tmp_path, page, "--to", "es")
+    assert _html_tags(dst.read_text()) == _html_tags(page.read_text())
+
+
+def _html_tags(text: str) -> list[str]:
+    from html.parser import HTMLParser
+
+    tags: list[str] = []
+    parser = HTMLParser()
+    parser.handle_starttag = lambda tag, attrs: tags.append(tag)  # type: ignore[method-assign]
+    parser.handle_endtag = lambda tag: tags.append("/" + tag)  # type: ignore[method-assign]
+    parser.feed(text)
+    return tags
