@@ -137,7 +137,9 @@ def test_unknown_format_names_the_supported_ones(
     assert caught.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'docx'" in err and "po" in err and "srt" in err and "markdown" in err
-    with pytest.raises(FormatError, match="supported: text, json, po, srt, markdown"):
+    with pytest.raises(
+        FormatError, match="supported: text, json, arb, yaml, po, android, xliff, properties, srt,"
+    ):
         parse("x", "docx")
 
 
