@@ -16,7 +16,7 @@ from hunyuan_serve.client.formats.markdown import _segmenter, split_sentences
 from hunyuan_serve.client.formats.subtitles import wrap
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pysubs2"
-REAL_FILES = [DATA / "README.md", DATA / "test_video.srt"]
+REAL_FILES = [DATA / "README.md", DATA / "test_video.srt", DATA / "vtt_example.vtt"]
 
 
 def identity(text: str, target: str) -> str:
@@ -156,3 +156,27 @@ def test_help_lists_the_formats(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for line in ("po        .po .pot", "srt       .srt", "markdown  .md .markdown"):
         assert line in out
+
+
+def test_webvtt_keeps_header_notes_styles_regions_and_settings(
+    service: ScriptedService, tmp_path: Path
+) -> None:
+    src = DATA / "vtt_example.vtt"
+    code, dst, report = translate(service, tmp_path, src)
+    assert code == 0 and report["total"] == 9  # the empty cue and the JSON metadata cue are not prose
+    out, source = dst.read_text(encoding="utf-8"), src.read_text(encoding="utf-8")
+    kept = [
+        line
+        for line in source.splitlines()
+        if "-->" in line or line.startswith(("NOTE", "STYLE", "WEBVTT", "id:"))
+    ]
+    assert [line for line in out.splitlines() if line in kept] == kept
+    assert "[zh] I like <v Salame>lime.</v>" in out and '"type": "WikipediaPage",' in out
+
+
+def test_webvtt_without_header_or_timing_is_refused() -> None:
+    with pytest.raises(FormatError, match="starts with the line WEBVTT"):
+        parse("1\n00:00.000 --> 00:01.000\nHi\n", "vtt", Options())
+    with pytest.raises(FormatError) as caught:
+        parse("WEBVTT\n\nHello there\nno timing\n", "vtt", Options())
+    assert caught.value.line == 3

@@ -72,6 +72,9 @@ FORMATS: dict[str, FormatInfo] = {
         ),
         FormatInfo("srt", (".srt",), "SubRip subtitles: numbering and timings kept", "subtitles:parse_srt"),
         FormatInfo(
+            "vtt", (".vtt",), "WebVTT subtitles: header, notes, styles, timings kept", "subtitles:parse_vtt"
+        ),
+        FormatInfo(
             "markdown",
             (".md", ".markdown"),
             "Markdown: prose only, sentence by sentence",
