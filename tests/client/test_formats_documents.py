@@ -138,7 +138,8 @@ def test_unknown_format_names_the_supported_ones(
     err = capsys.readouterr().err
     assert "invalid choice: 'docx'" in err and "po" in err and "srt" in err and "markdown" in err
     with pytest.raises(
-        FormatError, match="supported: text, json, arb, yaml, po, android, xliff, properties, srt,"
+        FormatError,
+        match="supported: text, json, arb, yaml, po, android, xliff, properties, strings, stringsdict, srt,",
     ):
         parse("x", "docx")
 

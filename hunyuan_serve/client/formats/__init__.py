@@ -70,6 +70,10 @@ FORMATS: dict[str, FormatInfo] = {
             "properties:parse_properties",
             "latin-1",  # what java.util.Properties.load reads
         ),
+        FormatInfo("strings", (".strings",), "Apple .strings: values, comments kept", "apple:parse_strings"),
+        FormatInfo(
+            "stringsdict", (".stringsdict",), "Apple .stringsdict: plural forms", "apple:parse_stringsdict"
+        ),
         FormatInfo("srt", (".srt",), "SubRip subtitles: numbering and timings kept", "subtitles:parse_srt"),
         FormatInfo(
             "vtt", (".vtt",), "WebVTT subtitles: header, notes, styles, timings kept", "subtitles:parse_vtt"
