@@ -68,3 +68,20 @@ def test_up_refuses_a_public_listen_without_keys(tiny_model_dir: Path, tmp_path:
     cmd = [*_up_args(tiny_model_dir, tmp_path, port, base), "--nginx-listen", "0.0.0.0"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "auth.keys_file" in out.stderr and "not loopback" in out.stderr, out.stderr
+
+
+def test_official_clients_send_their_keys_and_read_the_refusals(stack: Stack) -> None:
+    import deepl
+    import openai
+    from libretranslatepy import LibreTranslateAPI
+
+    good = openai.OpenAI(base_url=stack.url + "/v1", api_key=KEY, max_retries=0)
+    assert [m.id for m in good.models.list()]
+    with pytest.raises(openai.AuthenticationError):
+        openai.OpenAI(base_url=stack.url + "/v1", api_key="sk-nope", max_retries=0).models.list()
+    assert deepl.Translator(KEY, server_url=stack.url).get_usage() is not None
+    with pytest.raises(deepl.AuthorizationException):
+        deepl.Translator("sk-nope", server_url=stack.url).get_usage()
+    assert LibreTranslateAPI(stack.url + "/libretranslate/", api_key=KEY).languages()
+    with pytest.raises(Exception, match="403"):
+        LibreTranslateAPI(stack.url + "/libretranslate/", api_key="sk-nope").languages()
