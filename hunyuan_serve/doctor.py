@@ -357,6 +357,6 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="Check this host before the first `up`: Python, vLLM/torch, GPUs, model, disk, nginx, ports.",
         description="A pass/fail table of what `up` needs on this host; exits 1 when a check fails.",
     )
-    add_config_flags(parser, ["top", "engine", "replica", "supervisor", "nginx"])
+    add_config_flags(parser, ["top", "engine", "replica", "supervisor", "nginx", "auth"])
     parser.add_argument("--port", dest="nginx.port", default=argparse.SUPPRESS, help="Same as --nginx-port.")
     parser.set_defaults(func=cmd_doctor)

@@ -129,7 +129,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="Serve one model on one port (FastAPI + vLLM async engine).",
         description="Serve one model: POST /translate, GET /languages, /health, /metrics.",
     )
-    add_config_flags(parser, ["top", "engine", "replica"])
+    add_config_flags(parser, ["top", "engine", "replica", "auth"])
     # The spelling; same destinations as --replica-port / --replica-host.
     parser.add_argument(
         "--port", dest="replica.port", default=argparse.SUPPRESS, help="Alias of --replica-port."
