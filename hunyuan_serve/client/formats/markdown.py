@@ -10,7 +10,7 @@ from functools import lru_cache
 import pysbd
 from markdown_it import MarkdownIt
 
-from hunyuan_serve.client.formats.base import Document, Edit, Options, splice
+from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, splice
 from hunyuan_serve.client.placeholders import find_placeholders
 
 # A translated line starting with one of these would turn a paragraph into another block: escape it.
@@ -86,7 +86,7 @@ def _locate(
         index = first + k
         at = lines[index].find(part, cursor.get(index, 0))
         if at < 0:
-            raise ValueError(f"markdown-it's text {part!r} not found on line {index + 1}")
+            raise FormatError(f"cannot locate the text {part!r} markdown-it read", index + 1)
         cursor[index] = at + len(part)
         if k == 0:
             begin = starts[index] + at
