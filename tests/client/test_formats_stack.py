@@ -135,3 +135,12 @@ def _html_tags(text: str) -> list[str]:
     parser.handle_endtag = lambda tag: tags.append("/" + tag)  # type: ignore[method-assign]
     parser.feed(text)
     return tags
+
+
+def test_long_markdown_bench_row(stack: tuple[str, Path]) -> None:
+    """bench/documents.py's row on the tiny model: figures printed, only the outcome asserted."""
+    from bench.documents import run
+
+    row = run(stack[0], sentences=60, target="zh", concurrency=4, batch_size=8)
+    assert row["exit"] in (0, 1) and row["segments"] >= 60
+    print(f"\nlong Markdown through up: {json.dumps(row)}")
