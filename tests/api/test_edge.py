@@ -132,7 +132,7 @@ async def test_rate_limit_is_per_key_and_speaks_the_dialect(tmp_path: Path) -> N
     port = free_port()
     cfg = edge_config(port, {"auth.key_rate_limit_rps": 0.1, "auth.key_rate_limit_burst": 0})
     with upstreams(1, keys=False) as (_script, ports):
-        async with edge(tmp_path, cfg, ports), client(port) as http:
+        async with edge(tmp_path, cfg, ports) as nginx, client(port) as http:
             first, second = KEYS
             bearer = {"Authorization": f"Bearer {first}"}
             assert (await http.get("/v1/models", headers=bearer)).status_code == 200
@@ -148,6 +148,9 @@ async def test_rate_limit_is_per_key_and_speaks_the_dialect(tmp_path: Path) -> N
             assert (await http.post("/libretranslate/translate", data={"q": "a"})).status_code == 200
             anon = await http.post("/libretranslate/translate", data={"q": "a"})
             assert anon.status_code == 429 and "too many" in message_of("libretranslate", anon.json(), "")
+    # Nginx logs no refusal's request line (it would carry ?token=), nor the key anywhere else.
+    logs = "".join(p.read_text() for p in (nginx.prefix / "logs").glob("*.log"))
+    assert first not in logs and second not in logs and "limiting requests" not in logs
 
 
 async def test_cors_preflight_and_headers_for_allowed_origins_only(tmp_path: Path) -> None:
