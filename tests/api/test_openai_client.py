@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,8 @@ import httpx
 import openai
 import pytest
 
-from hunyuan_serve.replica.apis.openai import WEBLATE_SEPARATOR
+from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR
+from hunyuan_serve.supervise.status import collect_status
 from tests.support.stacks import cli, free_ports, http_ok, started
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
@@ -33,6 +35,15 @@ class Stack:
     log: Path
     client: openai.OpenAI
     model: str
+    run_dir: Path
+
+    def metric(self, name: str) -> float:
+        """A counter or gauge of the (one) replica's /metrics, read where `up` reaches it."""
+        status = collect_status(self.run_dir) or {}
+        addr = status["replicas"][0]["addr"]
+        text = httpx.get(f"http://{addr}/metrics", timeout=10, trust_env=False).text
+        values = [line.split()[-1] for line in text.splitlines() if line.startswith(name + " ")]
+        return float(values[0]) if values else 0.0
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +60,7 @@ def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S, env=env):
         client = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0, timeout=120)
         with client:
-            yield Stack(url, log, client, client.models.list().data[0].id)
+            yield Stack(url, log, client, client.models.list().data[0].id, work / "run")
 
 
 def test_models_lists_the_one_served_model(stack: Stack) -> None:
@@ -154,3 +165,25 @@ def test_translate_streams_through_nginx(stack: Stack) -> None:
     assert len(deltas) >= 2
     done = events[-1]
     assert done["done"] is True and done["result"] == "".join(deltas).strip()
+
+
+def test_a_stream_the_client_leaves_is_aborted_in_the_engine(stack: Stack) -> None:
+    aborts = stack.metric("hunyuan_engine_aborts_total")
+    body = {
+        "model": stack.model,
+        "messages": [{"role": "user", "content": "Translate into German: a long answer nobody waits for"}],
+        "max_tokens": 400,  # far more than it takes to read one chunk and leave
+        "stream": True,
+    }
+    with httpx.stream(
+        "POST", stack.url + "/v1/chat/completions", json=body, timeout=120, trust_env=False
+    ) as r:
+        for line in r.iter_lines():
+            if '"content": "' in line and '"role"' not in line:
+                break  # the first text: now hang up, through Nginx, mid-generation
+    deadline = time.monotonic() + 60
+    while (
+        stack.metric("hunyuan_engine_aborts_total") <= aborts or stack.metric("hunyuan_engine_unfinished") > 0
+    ):
+        assert time.monotonic() < deadline, "the engine request was not aborted after the client left"
+        time.sleep(0.2)
