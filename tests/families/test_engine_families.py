@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import gc
-import os
-from collections.abc import Iterator
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -41,58 +41,33 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-@pytest.fixture
-def llm_for(tiny_family_dirs: dict[str, Path]) -> Iterator[Any]:
-    """Builds vLLM's offline engine in this process (no engine-core subprocess) and frees it afterwards."""
-    engines: list[Any] = []
-
-    def build(kind: str) -> Any:
-        from vllm import LLM
-
-        engines.append(
-            LLM(
-                model=str(tiny_family_dirs[kind]),
-                dtype="float32",
-                enforce_eager=True,
-                max_model_len=512,
-                kv_cache_memory_bytes=64 * 1024 * 1024,
-                distributed_executor_backend="uni",
-                seed=0,
-            )
-        )
-        return engines[-1]
-
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in {
-            "VLLM_TARGET_DEVICE": "cpu",
-            "VLLM_HOST_IP": "127.0.0.1",
-            "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        }.items():
-            mp.setenv(key, os.environ.get(key, value))
-        yield build
-        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
-
-        engines.clear()
-        gc.collect()
-        cleanup_dist_env_and_memory()
+@pytest.fixture(scope="module")
+def engine_results(tiny_family_dirs: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    """Every checkpoint through vLLM in one child process (see tests/support/offline_engine.py for why)."""
+    jobs = []
+    for kind, (fields, _) in CASES.items():
+        family = family_from_config("auto", read_model_config(str(tiny_family_dirs[kind])))
+        prompt = build_prompt(family, find_language("en"), find_language("zh"), "The GPU is fast.", **fields)
+        jobs.append({"model": str(tiny_family_dirs[kind]), "messages": list(prompt.messages)})
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.support.offline_engine"],
+        input=json.dumps(jobs),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=Path(__file__).resolve().parents[2],
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    return dict(zip(CASES, results, strict=True))
 
 
 @pytest.mark.parametrize("kind", list(CASES))
 def test_tiny_checkpoint_serves_its_family_prompt(
-    kind: str, tiny_family_dirs: dict[str, Path], llm_for: Any
+    kind: str, engine_results: dict[str, dict[str, Any]]
 ) -> None:
-    from vllm import SamplingParams
-
-    fields, expected_chat = CASES[kind]
-    family = family_from_config("auto", read_model_config(str(tiny_family_dirs[kind])))
-    prompt = build_prompt(family, find_language("en"), find_language("zh"), "The GPU is fast.", **fields)
-    llm = llm_for(kind)
-    tokenizer = llm.get_tokenizer()
-    chat = tokenizer.apply_chat_template(list(prompt.messages), tokenize=False, add_generation_prompt=True)
-    assert chat == expected_chat
-    ids = tokenizer(chat, add_special_tokens=False)["input_ids"]
-    out = llm.generate(
-        [{"prompt_token_ids": ids}], SamplingParams(max_tokens=4, temperature=0.0, ignore_eos=True)
-    )
-    assert list(out[0].prompt_token_ids) == ids
-    assert len(out[0].outputs[0].token_ids) == 4
+    result = engine_results[kind]
+    assert result["chat"] == CASES[kind][1]
+    assert result["prompt_token_ids"] == result["sent_token_ids"]
+    assert len(result["output_token_ids"]) == 4
