@@ -204,7 +204,6 @@ async def _translate(
             print(f"{error}; retry {attempt} of {settings.max_retries} in {delay:.1f}s", file=sys.stderr)
 
     document, encoding = loaded
-    contexts = [c or args.context for c in document.contexts] if document.contexts else None
     store = None if args.no_cache else TranslationStore(args.cache or default_cache_path(os.environ))
     bar = _ProgressBar(enabled=not args.no_progress)
     try:
@@ -213,6 +212,7 @@ async def _translate(
             problem = await _check_request(client, args, terms)
             if problem:
                 return _usage(problem)
+            contexts = await _segment_contexts(client, args, document)
             texts, summary = await localize(
                 document.segments,
                 document.labels,
@@ -249,27 +249,43 @@ async def _split_glossary(client: Any, args: argparse.Namespace, glossary: Any) 
     both are substituted and checked here, as for any model.
     """
     from hunyuan_serve.client.glossary import load_glossary
+    from hunyuan_serve.families.base import GLOSSARY
 
-    if args.glossary is None or not await _service_has_terminology(client):
+    if args.glossary is None or GLOSSARY not in await _service_features(client):
         return glossary, None
     return load_glossary(None, args.keep), dict(load_glossary(args.glossary).terms)
 
 
-async def _service_has_terminology(client: Any) -> bool:
+async def _service_features(client: Any) -> tuple[str, ...]:
+    """The instruction fields the service's model takes (its /health names the family); none if unknown."""
     import httpx
 
-    from hunyuan_serve.families.base import GLOSSARY
     from hunyuan_serve.families.build import FAMILY_FEATURES, UnknownFamily, canonical_family
 
     try:
         _, body = await client.health()
     except (httpx.HTTPError, ValueError):
-        return False
+        return ()
     family = body.get("family") if isinstance(body, dict) else None
     try:
-        return isinstance(family, str) and GLOSSARY in FAMILY_FEATURES[canonical_family(family)]
+        return FAMILY_FEATURES[canonical_family(family)] if isinstance(family, str) else ()
     except UnknownFamily:
-        return False
+        return ()
+
+
+async def _segment_contexts(client: Any, args: argparse.Namespace, document: Any) -> list[str | None] | None:
+    """Each segment's own context (gettext msgctxt, else --context) when the model takes one.
+
+    A model without a contextual prompt would refuse every such segment: its entries go without.
+    """
+    from hunyuan_serve.families.base import CONTEXT
+
+    if not any(document.contexts):
+        return None
+    if CONTEXT not in await _service_features(client):
+        print("note: the service's model has no contextual prompt; msgctxt is not sent", file=sys.stderr)
+        return None
+    return [c or args.context for c in document.contexts]
 
 
 async def _check_request(client: Any, args: argparse.Namespace, terms: Any = None) -> str | None:

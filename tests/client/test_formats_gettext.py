@@ -26,6 +26,19 @@ def _german(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scripted_service, "LANGUAGES", [*scripted_service.LANGUAGES, *extra])
 
 
+def serve_family(monkeypatch: pytest.MonkeyPatch, family: str) -> None:
+    """The stand-in's /health names a model family, as the replica's does (it decides context support)."""
+    original = scripted_service._Handler.do_GET
+
+    def do_get(self: scripted_service._Handler) -> None:
+        if self.path.startswith("/health"):
+            self._send(scripted_service.Reply(200, {"status": "ready", "family": family}))
+        else:
+            original(self)
+
+    monkeypatch.setattr(scripted_service._Handler, "do_GET", do_get)
+
+
 def identity(text: str, target: str) -> str:
     return text
 
@@ -77,7 +90,10 @@ def test_overwrite_through_identity_changes_only_msgstr(service: ScriptedService
     assert [line for line in dst.read_text().splitlines() if not line.startswith("msgstr")] == strip
 
 
-def test_target_plurals_header_and_msgctxt_as_context(service: ScriptedService, tmp_path: Path) -> None:
+def test_target_plurals_header_and_msgctxt_as_context(
+    service: ScriptedService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    serve_family(monkeypatch, "hy-mt1.5")  # a family with a contextual prompt
     code, dst, _ = translate(service, tmp_path, DJANGO_PO, "--to", "ru", "--overwrite")
     assert code == 0
     msgfmt_check(dst)
@@ -152,3 +168,16 @@ def test_translation_with_control_characters_is_refused(service: ScriptedService
     )
     msgfmt_check(dst)
     assert polib.pofile(str(dst)).find("now").msgstr == "jetzt"
+
+
+def test_msgctxt_not_sent_to_a_model_without_context(
+    service: ScriptedService,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    serve_family(monkeypatch, "hunyuan-mt")  # no contextual prompt: it would refuse every msgctxt entry
+    code, _, report = translate(service, tmp_path, DJANGO_PO, "--to", "ru", "--overwrite")
+    assert code == 0 and report["failed"] == 0
+    assert not any("context" in body for body in service.state.requests)
+    assert "msgctxt is not sent" in capsys.readouterr().err
