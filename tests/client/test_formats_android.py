@@ -98,3 +98,11 @@ def test_malformed_xml_names_the_line() -> None:
 
 def test_detected_from_the_file_name() -> None:
     assert detect_format("app/src/main/res/values/strings.xml", "") == "android"
+
+
+def test_stray_markup_characters_in_a_translation_keep_the_xml_well_formed() -> None:
+    src = '<resources><string name="a">Tap <b>Save</b> &amp; go</string></resources>'
+    doc = parse(src, "android", Options())
+    out = doc.render(["Tippe <b>Speichern</b> &amp; los, 1 < 2 & 3"])
+    assert '<string name="a">Tippe <b>Speichern</b> &amp; los, 1 &lt; 2 &amp; 3</string>' in out
+    assert ET.fromstring(out).find("string") is not None

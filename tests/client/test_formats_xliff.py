@@ -112,3 +112,9 @@ def test_malformed_xliff_names_the_line() -> None:
     with pytest.raises(FormatError) as caught:
         parse('<xliff version="1.2">\n<file>\n<body></file>\n</xliff>', "xliff", Options())
     assert caught.value.line == 3
+
+
+def test_stray_markup_characters_in_a_translation_keep_the_xml_well_formed() -> None:
+    doc = parse(XLIFF12, "xliff", Options(target="de"))
+    out = doc.render(['Hallo <g id="1">%s</g> &amp; a < b', "Tschüss"])
+    assert ET.fromstring(out.encode()) is not None and "&amp; a &lt; b</target>" in out

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from xml.parsers import expat
 from xml.sax.saxutils import escape, unescape
 
-from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, splice
+from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, escape_markup, splice
 
 _TRANSLATED = {"string": None, "item": ("string-array", "plurals")}  # element -> parents it counts under
 _CDATA = ("<![CDATA[", "]]>")
@@ -109,6 +109,6 @@ def _encode(mode: str, text: str, original: str) -> str:
         trail = original[len(original.rstrip()) :]
         return lead + _CDATA[0] + text.replace("]]>", "]]]]><![CDATA[>") + _CDATA[1] + trail
     if mode == "markup":
-        return text
+        return escape_markup(text)
     out = escape(text).replace("'", "\\'").replace('"', '\\"')
     return "\\" + out if out.startswith(("@", "?")) else out

@@ -96,3 +96,20 @@ def decode(data: bytes, fallback: str | None = None) -> tuple[str, str]:
 def encode(text: str, encoding: str) -> bytes:
     """text in the input's encoding, its BOM included when it had one."""
     return text.encode(encoding)
+
+
+def escape_markup(text: str) -> str:
+    """A translation of XML content with tags: its tags and entities as they are, &, < and > in the
+    text around them escaped (a stray '<' from the model would break the file)."""
+    from xml.sax.saxutils import escape
+
+    from hunyuan_serve.client.placeholders import find_placeholders
+
+    out: list[str] = []
+    pos = 0
+    for ph in find_placeholders(text):
+        if ph.kind in ("html", "entity"):
+            out.append(escape(text[pos : ph.start]) + ph.text)
+            pos = ph.end
+    out.append(escape(text[pos:]))
+    return "".join(out)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from xml.parsers import expat
 from xml.sax.saxutils import escape, quoteattr, unescape
 
-from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, splice
+from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, escape_markup, splice
 
 # Per version: the element holding one source/target pair, and the element whose start tag has the state.
 _UNIT = {"1.2": "trans-unit", "2.0": "segment"}
@@ -42,7 +42,7 @@ def parse_xliff(content: str, options: Options) -> Document:
         edits: list[Edit] = []
         for index, (unit, new) in enumerate(zip(chosen, translations, strict=True)):
             if index not in failed:
-                raw = new if "<" in content[slice(*unit.source)] else escape(new)
+                raw = escape_markup(new) if "<" in content[slice(*unit.source)] else escape(new)
                 edits.extend(_unit_edits(content, version, unit, raw))
         # The file names the target language once it holds a translation into it.
         language = _language_edit(content, version, header, options.target) if edits else []
