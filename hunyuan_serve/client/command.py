@@ -22,7 +22,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def add_parser(subparsers: Any) -> None:
-    from hunyuan_serve.client.formats import FORMATS, describe_formats
+    from hunyuan_serve.client.formats import describe_formats
 
     parser = subparsers.add_parser(
         "translate",
@@ -46,17 +46,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--to", dest="target", required=True, help="Target language code, e.g. zh.")
     parser.add_argument("--from", dest="source", default="en", help="Source language code (default en).")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"Service URL (default {DEFAULT_URL}).")
-    parser.add_argument(
-        "--format",
-        choices=("auto", *FORMATS),
-        default="auto",
-        help="Input format (default: from the extension).",
-    )
-    parser.add_argument(
-        "--overwrite",
-        action="store_true",
-        help="Translate entries that already have a translation (gettext).",
-    )
+    _add_format_arguments(parser)
     parser.add_argument(
         "--glossary", type=Path, help="Glossary: JSON object or 'term<TAB>translation' lines."
     )
@@ -83,6 +73,22 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--report", type=Path, help="Write the summary and every failure as JSON here.")
     _add_option_groups(parser)
     parser.set_defaults(func=run)
+
+
+def _add_format_arguments(parser: argparse.ArgumentParser) -> None:
+    from hunyuan_serve.client.formats import FORMATS
+
+    parser.add_argument(
+        "--format",
+        choices=("auto", *FORMATS),
+        default="auto",
+        help="Input format (default: from the extension).",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="Translate entries that already have a translation (gettext).",
+    )
 
 
 def _add_option_groups(parser: argparse.ArgumentParser) -> None:

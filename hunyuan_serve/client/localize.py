@@ -110,14 +110,8 @@ async def localize(
     """
     plans = [plan_segment(segment, glossary) for segment in segments]
     groups = _groups(plans, [context] * len(plans) if contexts is None else list(contexts))
-    model = await _service_model(client) if store is not None else None
-    for group in groups:
-        # not `if store`: an empty store is falsy (it has a length)
-        if store is not None:
-            fields = {**(options or {}), "context": group.context, "style": style}
-            group.profile = cache_profile(model, {**fields, "glossary": dict(terms) if terms else None})
-            group.cached = store.get_many(group.profile, source, target, group.first_plan)
-        group.to_send = [text for text in group.first_plan if text not in group.cached]
+    fields = {**(options or {}), "style": style, "glossary": dict(terms) if terms else None}
+    await _look_up(groups, client, store, fields, source, target)
     if on_total is not None:
         on_total(sum(len(group.to_send) for group in groups))
     done = dict.fromkeys(range(len(groups)), 0)
@@ -144,6 +138,23 @@ async def localize(
 
     await asyncio.gather(*(send_group(number, group) for number, group in enumerate(groups)))
     return _merge(groups, labels, len(plans))
+
+
+async def _look_up(
+    groups: Sequence[_Group],
+    client: AsyncTranslateClient,
+    store: TranslationStore | None,
+    fields: Mapping[str, Any],
+    source: str | None,
+    target: str,
+) -> None:
+    """Each group's cache profile, what the cache already holds, and what is left to send."""
+    model = await _service_model(client) if store is not None else None
+    for group in groups:
+        if store is not None:  # not `if store`: an empty store is falsy (it has a length)
+            group.profile = cache_profile(model, {**fields, "context": group.context})
+            group.cached = store.get_many(group.profile, source, target, group.first_plan)
+        group.to_send = [text for text in group.first_plan if text not in group.cached]
 
 
 def _groups(plans: Sequence[Plan], contexts: Sequence[str | None]) -> list[_Group]:
