@@ -155,8 +155,12 @@ def test_help_lists_the_formats(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])
     out = capsys.readouterr().out
-    for line in ("po        .po .pot", "srt       .srt", "markdown  .md .markdown"):
-        assert line in out
+    for name, extensions in (
+        ("po", ".po .pot"),
+        ("stringsdict", ".stringsdict"),
+        ("markdown", ".md .markdown"),
+    ):
+        assert f"  {name:<12} {extensions}" in out
 
 
 def test_webvtt_keeps_header_notes_styles_regions_and_settings(

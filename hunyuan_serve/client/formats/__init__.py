@@ -94,7 +94,7 @@ Format = str
 
 def describe_formats() -> str:
     """One line per format, for --help."""
-    return "\n".join(f"  {i.name:<9} {' '.join(i.extensions):<16} {i.description}" for i in FORMATS.values())
+    return "\n".join(f"  {i.name:<12} {' '.join(i.extensions):<16} {i.description}" for i in FORMATS.values())
 
 
 def detect_format(name: str | None, content: str) -> Format:
