@@ -98,6 +98,8 @@ def test_malformed_xml_names_the_line() -> None:
 
 def test_detected_from_the_file_name() -> None:
     assert detect_format("app/src/main/res/values/strings.xml", "") == "android"
+    assert detect_format("res/values/arrays.xml", '<?xml version="1.0"?>\n<resources>') == "android"
+    assert detect_format("messages.xml", '<xliff version="1.2">') == "xliff"
 
 
 def test_stray_markup_characters_in_a_translation_keep_the_xml_well_formed() -> None:

@@ -103,6 +103,9 @@ def detect_format(name: str | None, content: str) -> Format:
     for info in FORMATS.values():
         if lower.endswith(info.extensions):
             return info.name
+    if lower.endswith(".xml"):  # values/arrays.xml and the like, or XLIFF saved as .xml: the root says
+        head = content[:2000]
+        return "xliff" if "<xliff" in head else "android" if "<resources" in head else "text"
     if content.lstrip().startswith("{"):
         try:
             return "json" if isinstance(json.loads(content), dict) else "text"
