@@ -1,0 +1,134 @@
+"""The official `libretranslatepy` and `deepl` clients, unchanged, against the real stack (`up`: Nginx + a
+vLLM replica on the tiny model), and Immersive Translate's request shape through the same Nginx.
+
+Random weights emit EOS at once, so the stack runs with the test knob that ignores it: each answer is then
+max_tokens tokens of noise, and the checks are on shapes, codes and detected languages, not on the text.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.error
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import deepl
+import httpx
+import pytest
+from libretranslatepy import LibreTranslateAPI
+
+from tests.support.stacks import cli, free_ports, http_ok, started
+
+pytestmark = [pytest.mark.engine, pytest.mark.nginx]
+
+READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
+ENGLISH = "The weather is nice today, let us go for a walk in the park together."
+TRADITIONAL = "今天天氣很好，我們一起去公園散步吧。"
+
+
+@dataclass
+class Stack:
+    url: str
+    log: Path
+
+
+@pytest.fixture(scope="module")
+def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    work = tmp_path_factory.mktemp("compat-stack")
+    port, base = free_ports(2)
+    cmd = cli("up", "--model", str(tiny_model_dir), "--replicas", "1", "--port", str(port))
+    cmd += ["--base-port", str(base), "--run-dir", str(work / "run")]
+    cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
+    cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16", "--max-tokens", "6"]
+    env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
+    url = f"http://127.0.0.1:{port}"
+    log = work / "up.log"
+    with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S, env=env):
+        yield Stack(url, log)
+
+
+@pytest.fixture(scope="module")
+def libre(stack: Stack) -> LibreTranslateAPI:
+    return LibreTranslateAPI(stack.url + "/libretranslate/", api_key="unused-on-loopback")
+
+
+@pytest.fixture(scope="module")
+def translator(stack: Stack) -> Iterator[deepl.Translator]:
+    client = deepl.Translator("unused-on-loopback", server_url=stack.url, send_platform_info=False)
+    yield client
+    client.close()
+
+
+def test_libretranslatepy_translate(libre: LibreTranslateAPI) -> None:
+    # The tiny model's noise may decode to nothing: the check is that the client finds its field.
+    assert isinstance(libre.translate("Hello, world.", "en", "zh-Hans", timeout=120), str)
+    # source "auto": detected by the replica, the answer's shape is the same for the client.
+    assert isinstance(libre.translate(ENGLISH, "auto", "de", timeout=120), str)
+
+
+def test_libretranslatepy_languages(libre: LibreTranslateAPI) -> None:
+    languages = libre.languages(timeout=30)
+    codes = {each["code"] for each in languages}
+    assert len(languages) == 38 and {"en", "zh-Hans", "zh-Hant", "yue", "bo", "ug"} <= codes
+    assert all(each["name"] and len(each["targets"]) == 37 for each in languages)
+
+
+def test_libretranslatepy_detect(libre: LibreTranslateAPI) -> None:
+    found = libre.detect(TRADITIONAL, timeout=30)
+    assert found[0]["language"] == "zh-Hant" and 50 < found[0]["confidence"] <= 100
+    assert libre.detect(ENGLISH, timeout=30)[0]["language"] == "en"
+
+
+def test_libretranslatepy_sees_errors_as_libretranslate_sends_them(libre: LibreTranslateAPI) -> None:
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        libre.translate("Hello", "en", "xx", timeout=30)
+    assert refused.value.code == 400
+    assert refused.value.read() == b'{"error":"xx is not supported"}'
+
+
+def test_deepl_translate_text_single(translator: deepl.Translator) -> None:
+    result = translator.translate_text(ENGLISH, target_lang="DE")
+    assert isinstance(result, deepl.TextResult)
+    assert isinstance(result.text, str) and result.detected_source_lang == "EN"
+    assert result.billed_characters == len(ENGLISH)
+
+
+def test_deepl_translate_text_list(translator: deepl.Translator) -> None:
+    results = translator.translate_text(["Hello", "World"], source_lang="EN", target_lang="ZH-HANT")
+    assert isinstance(results, list) and len(results) == 2
+    assert all(isinstance(each.text, str) and each.detected_source_lang == "EN" for each in results)
+    traditional = translator.translate_text(TRADITIONAL, target_lang="EN-US")
+    assert isinstance(traditional, deepl.TextResult) and traditional.detected_source_lang == "ZH"
+
+
+def test_deepl_languages(translator: deepl.Translator) -> None:
+    targets = {each.code: each for each in translator.get_target_languages()}
+    assert {"EN-US", "EN-GB", "PT-BR", "PT-PT", "ZH-HANS", "ZH-HANT", "DE"} <= set(targets)
+    assert targets["DE"].supports_formality is False
+    sources = [each.code for each in translator.get_source_languages()]
+    assert "EN" in sources and sources.count("ZH") == 1
+
+
+def test_deepl_usage(translator: deepl.Translator) -> None:
+    usage = translator.get_usage()
+    assert usage.character.valid and not usage.any_limit_reached
+
+
+def test_deepl_refusals_reach_the_client_as_deepl_errors(translator: deepl.Translator) -> None:
+    with pytest.raises(deepl.DeepLException, match="Value for 'target_lang' not supported"):
+        translator.translate_text("Hello", target_lang="XX")
+    with pytest.raises(deepl.DeepLException, match="formality"):
+        translator.translate_text("Hello", target_lang="DE", formality="more")
+
+
+def test_immersive_translate_through_nginx(stack: Stack) -> None:
+    body = {"source_lang": "auto", "target_lang": "zh-CN", "text_list": [ENGLISH, TRADITIONAL]}
+    with httpx.Client(base_url=stack.url, trust_env=False, timeout=120) as http:
+        answer = http.post("/immersive/translate", json=body)
+        assert answer.status_code == 200, answer.text
+        found = answer.json()["translations"]
+        assert [each["detected_source_lang"] for each in found] == ["en", "zh-TW"]
+        assert all(isinstance(each["text"], str) for each in found)
+        refused = http.post("/immersive/translate", json={"target_lang": "zh-CN", "text_list": []})
+        assert refused.status_code == 422 and refused.json()["error"]["code"] == "empty_text"
