@@ -93,6 +93,9 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
     if _request.url.path.startswith("/v1/"):  # OpenAI clients parse only their own shape
         return openai.render_error(ApiError(status, code, str(detail)))
+    dialect = auth.dialect_of(_request.url.path)
+    if dialect.name in ("libretranslate", "deepl"):  # so are DeepL's and LibreTranslate's
+        return JSONResponse(dialect.error(code, str(detail)), status_code=status)
     return native.render_error(ApiError(status, code, str(detail)))
 
 

@@ -441,3 +441,19 @@ def test_nothing_here_answers_5xx(client: httpx.Client) -> None:
             for kind in ("application/json", "application/x-www-form-urlencoded", ""):
                 response = client.post(route, content=content, headers={"content-type": kind} if kind else {})
                 assert response.status_code < 500, (route, content, kind, response.text)
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "shape"),
+    [
+        ("GET", "/v2/glossary-language-pairs", 404, ["message"]),
+        ("GET", "/v2/translate", 405, ["message"]),
+        ("GET", "/libretranslate/translate", 405, ["error"]),
+        ("POST", "/libretranslate/translate_file", 404, ["error"]),
+    ],
+)
+def test_unknown_routes_answer_in_the_dialects_shape(
+    client: httpx.Client, method: str, path: str, status: int, shape: list[str]
+) -> None:
+    response = client.request(method, path)
+    assert response.status_code == status and list(response.json()) == shape, response.text
