@@ -115,7 +115,8 @@ def overload_section(b: Bench) -> list[str]:
     accepted = round(r.value("accepted_latency", "count"))
 
     def stat(metric: str, s: str) -> str:
-        return f"{r.value(metric, s):.0f}"
+        # Tenths: an edge refusal takes well under a millisecond.
+        return f"{r.value(metric, s):.1f}"
 
     head = ["offered/s", "capacity/s", "requests", "accepted", "refused", "failed", "dropped"]
     head += ["refused p50 ms", "refused p95 ms", "refused p99 ms", "accepted p95 ms", "p95 at capacity ms"]
