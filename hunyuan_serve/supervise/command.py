@@ -166,14 +166,19 @@ def build_supervisor(
 # -- commands -----------------------------------------------------------------------------------
 
 
-def _stack_info(cfg: ServeConfig, model: str, events: Path) -> dict[str, Any]:
-    """What `status` shows of the stack: the model, the prompt family every replica will choose (the same
-    rule on the same fetched checkpoint, which with_replica_engine put in engine.model), the events file."""
+def with_family(cfg: ServeConfig) -> ServeConfig:
+    """The prompt family placed once, on the fetched checkpoint (which with_replica_engine put in
+    engine.model), and written into the config: the replicas, `status` and Nginx's /health all read it."""
     from hunyuan_serve.models import model_config, model_family
 
     local = str(cfg.engine.model)
     family = model_family(cfg.engine.prompt_family, local, model_config(local, cfg.engine.revision))
-    return {"model": model, "family": family, "events": str(events)}
+    return cfg.model_copy(update={"engine": cfg.engine.model_copy(update={"prompt_family": family})})
+
+
+def _stack_info(cfg: ServeConfig, model: str, events: Path) -> dict[str, Any]:
+    """What `status` shows of the stack: the model, its prompt family, the events file."""
+    return {"model": model, "family": cfg.engine.prompt_family, "events": str(events)}
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -215,6 +220,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     local = fetch_model(cfg.engine, model)
     # Resolved once, so the replicas' configs and the stack's own /health name the same model.
     cfg = with_replica_engine(cfg, plans, str(local), model)
+    cfg = with_family(cfg)
     write_configs(cfg, plans, run_dir)
     emit = open_events(cfg, plans, run_dir, model)
     sup = cfg.supervisor

@@ -105,6 +105,7 @@ def render_nginx(
         max_conns=edge_max_conns(cfg),
         # What the replicas report as their model (the client keys its cache by it).
         model=cfg.engine.served_model_name or cfg.engine.model or "",
+        family=None if cfg.engine.prompt_family == "auto" else cfg.engine.prompt_family,
     )
 
 

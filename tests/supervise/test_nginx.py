@@ -29,7 +29,11 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
     # A model path Nginx must not read as a variable or a string's end; /health names it as it is.
     model = "/models/it's $HOME\\mt"
     cfg = build_config(
-        {"engine": {"model": model}, "nginx": {"port": port, "worker_processes": 1, "retry_after_s": 3}}, {}
+        {
+            "engine": {"model": model, "prompt_family": "hy-mt1.5"},
+            "nginx": {"port": port, "worker_processes": 1, "retry_after_s": 3},
+        },
+        {},
     )
     nginx = NginxController(cfg.nginx, tmp_path / "nginx")
     web = tmp_path / "web"
@@ -54,6 +58,7 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
             assert health.json() == {
                 "status": "unavailable",
                 "model": model,
+                "family": "hy-mt1.5",
                 "ready": 0,
                 "replicas": 1,
                 "config": 1,
@@ -68,6 +73,7 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
             assert (await client.get("/health")).json() == {
                 "status": "ready",
                 "model": model,
+                "family": "hy-mt1.5",
                 "ready": 1,
                 "replicas": 1,
                 "config": 2,

@@ -254,6 +254,8 @@ def test_requests_flow_through_the_public_port(stack: Stack) -> None:
         assert isinstance(response.json()["result"], str)
         # The stack's own /health names the model its replicas answer with (clients key caches by it).
         assert health.json()["model"] == response.json()["model"] != ""
+        # ...and the prompt family up placed once and every replica was configured with.
+        assert health.json()["family"] == "hunyuan-mt"
         made = client.post(
             "/translate", json={"text": "Good night", "source_lang": "en", "target_lang": "zh"}
         )
