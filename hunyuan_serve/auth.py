@@ -71,7 +71,7 @@ DIALECTS = (
 
 # The errors Nginx makes itself, each with its status; render.py renders them once per dialect.
 EDGE_ERRORS = {
-    "unavailable": (503, "no replica is ready; retry later"),
+    "unavailable": (503, "no replica can take this request now (none ready, or all busy); retry later"),
     "upstream_timeout": (504, "no replica answered in time"),
     "body_too_large": (413, "request body exceeds {limit}"),
     "rate_limited": (429, "too many requests for this key or client; retry later"),

@@ -206,7 +206,7 @@ class NginxConfig(Section):
     rate_limit_rps: float | None = Field(None, gt=0, description="Per-client requests/s; past it a 429.")
     rate_limit_burst: int = Field(50, ge=0, description="Burst allowed above rate_limit_rps.")
     rate_limit_retry_after_s: int = Field(1, ge=0, description="Retry-After on a rate-limit 429.")
-    retry_after_s: int = Field(2, ge=0, description="Retry-After when no replica is ready.")
+    retry_after_s: int = Field(2, ge=0, description="Retry-After when no replica can take a request.")
     balance: Literal["least_conn", "round_robin"] = Field(
         "least_conn", description="Upstream balancing: least_conn, or round_robin (for comparison)."
     )

@@ -58,7 +58,7 @@ async def test_errors_nginx_makes_answer_in_each_dialects_shape(tmp_path: Path) 
         for dialect, path in PATHS.items():
             down = await http.post(path, json={"q": "x"})
             assert down.status_code == 503 and down.headers["retry-after"] == "3", (path, down.text)
-            assert "no replica is ready" in message_of(dialect, down.json(), "unavailable")
+            assert "no replica can take this request now" in message_of(dialect, down.json(), "unavailable")
             big = await http.post(path, content=b"x" * 4096, headers={"content-type": "application/json"})
             assert big.status_code == 413, (path, big.text)
             assert "exceeds 1k" in message_of(dialect, big.json(), "body_too_large")

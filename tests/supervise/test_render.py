@@ -200,7 +200,7 @@ def test_every_dialect_is_proxied_and_nginx_errors_use_one_table() -> None:
         assert f"location {path} {{" in text, path
     for code, (status, _message) in auth.EDGE_ERRORS.items():
         assert f"return {status} $hs_error_{code};" in text, code
-    assert '"~^/v2/" deepl;' in text and 'libretranslate \'{"error":"no replica is ready' in text
+    assert '"~^/v2/" deepl;' in text and 'libretranslate \'{"error":"no replica can take this' in text
     # Keys never reach the log: the query (?token=) is not logged, nor any header.
     assert '"uri":"$uri"' in text and "$request_uri" not in text and '$http_authorization"' not in text
     assert "passing a request to the next server is only possible if nothing" in text
