@@ -123,36 +123,47 @@ class Translator:
         counts = [self.engine.count_prompt_tokens(prompt) for prompt in prompts]
         self._check_budget(counts, req)
         sampling = req.sampling.as_dict()
-        outcome = Outcome(results=[""] * len(prompts), cached=[False] * len(prompts))
-        pending: list[tuple[int, str, asyncio.Task[tuple[Generation, bool]]]] = []
-        for index, (text, prompt) in enumerate(zip(req.texts, prompts, strict=True)):
-            key = self._key(req, text, features[index], sampling)
-            hit = await self.cache.get(key)
-            if hit is not None:
-                outcome.results[index], outcome.cached[index] = hit[0], True
-                self.metrics.cache_hits.labels(layer=hit[1]).inc()
-                continue
-            self.metrics.cache_misses.inc()
-            engine_id = f"{request_id}-{index}-{next(self._ids)}"
-            future = asyncio.create_task(self._shared_generate(key, prompt, req.sampling, engine_id))
-            pending.append((index, key, future))
-        try:
-            done = await asyncio.gather(*(future for _, _, future in pending))
-        except BaseException:
-            for _, _, future in pending:
-                future.cancel()
-            raise
-        for (index, key, _), (generation, coalesced) in zip(pending, done, strict=True):
-            outcome.results[index] = generation.text
+        keys = [self._key(req, text, features[i], sampling) for i, text in enumerate(req.texts)]
+        answers = await self._answer_all(keys, prompts, req.sampling, request_id)
+        outcome = Outcome(results=[a.generation.text for a in answers], cached=[a.cached for a in answers])
+        for answer in answers:
+            generation = answer.generation  # a cached answer counts 0 tokens and 0 s
             outcome.prompt_tokens += generation.prompt_tokens
             outcome.output_tokens += generation.output_tokens
             outcome.queue_s = max(outcome.queue_s, generation.queue_s)
             outcome.engine_s = max(outcome.engine_s, generation.engine_s)
-            if not coalesced:
-                self.cache.put(key, generation.text)
         if req.preserve_format:
             _restore_markup(req.texts, outcome)
         return outcome
+
+    async def _answer_all(
+        self, keys: list[str], prompts: list[Prompt], sampling: Sampling, request_id: str
+    ) -> list[Completion]:
+        """Every prompt at once, each from the cache, an identical call in flight, or the engine."""
+        answers: list[Completion | None] = [None] * len(prompts)
+        pending: list[tuple[int, asyncio.Task[tuple[Generation, bool]]]] = []
+        for index, (key, prompt) in enumerate(zip(keys, prompts, strict=True)):
+            hit = await self.cache.get(key)
+            if hit is not None:
+                answers[index] = Completion(Generation(hit[0], 0, 0, "stop"), cached=True)
+                self.metrics.cache_hits.labels(layer=hit[1]).inc()
+                continue
+            self.metrics.cache_misses.inc()
+            engine_id = f"{request_id}-{index}-{next(self._ids)}"
+            pending.append(
+                (index, asyncio.create_task(self._shared_generate(key, prompt, sampling, engine_id)))
+            )
+        try:
+            done = await asyncio.gather(*(task for _, task in pending))
+        except BaseException:
+            for _, task in pending:
+                task.cancel()
+            raise
+        for (index, _), (generation, coalesced) in zip(pending, done, strict=True):
+            answers[index] = Completion(generation, cached=False)
+            if not coalesced:
+                self.cache.put(keys[index], generation.text)
+        return [answer for answer in answers if answer is not None]
 
     async def _shared_generate(
         self, key: str, prompt: Prompt, sampling: Sampling, engine_id: str
@@ -210,30 +221,7 @@ class Translator:
     async def complete(self, prompts: list[Prompt], sampling: Sampling, request_id: str) -> list[Completion]:
         """Each prompt as sent (checked with check_prompt first), all at once: cache, coalescing, metrics."""
         keys = [self._prompt_key(prompt, sampling) for prompt in prompts]
-        answers: list[Completion | None] = [None] * len(prompts)
-        pending: list[tuple[int, asyncio.Task[tuple[Generation, bool]]]] = []
-        for index, (key, prompt) in enumerate(zip(keys, prompts, strict=True)):
-            hit = await self.cache.get(key)
-            if hit is not None:
-                answers[index] = Completion(Generation(hit[0], 0, 0, "stop"), cached=True)
-                self.metrics.cache_hits.labels(layer=hit[1]).inc()
-                continue
-            self.metrics.cache_misses.inc()
-            engine_id = f"{request_id}-{index}-{next(self._ids)}"
-            pending.append(
-                (index, asyncio.create_task(self._shared_generate(key, prompt, sampling, engine_id)))
-            )
-        try:
-            done = await asyncio.gather(*(task for _, task in pending))
-        except BaseException:
-            for _, task in pending:
-                task.cancel()
-            raise
-        for (index, _), (generation, coalesced) in zip(pending, done, strict=True):
-            answers[index] = Completion(generation, cached=False)
-            if not coalesced:
-                self.cache.put(keys[index], generation.text)
-        return [answer for answer in answers if answer is not None]
+        return await self._answer_all(keys, prompts, sampling, request_id)
 
     def stream_translation(self, req: TranslateRequest, request_id: str) -> AsyncGenerator[Delta, None]:
         """translate() for one text, as it is generated; every check runs before the first delta."""
