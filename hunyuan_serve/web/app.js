@@ -13,6 +13,10 @@ const SETTINGS = {
 
 const $ = (id) => document.getElementById(id);
 
+// With API keys on (auth.keys_file), open the page as /?token=KEY: it sends the key as a Bearer header.
+const API_KEY = new URLSearchParams(window.location.search).get("token");
+const withKey = (headers) => (API_KEY ? { ...headers, Authorization: `Bearer ${API_KEY}` } : headers);
+
 class HttpError extends Error {
   constructor(status, code, message, retryAfter) {
     super(message);
@@ -33,7 +37,7 @@ async function request(path, options) {
   const timer = setTimeout(() => controller.abort(), SETTINGS.requestTimeoutMs);
   let response;
   try {
-    response = await fetch(path, { ...options, signal: controller.signal });
+    response = await fetch(path, { ...options, headers: withKey(options?.headers || {}), signal: controller.signal });
   } catch (err) {
     throw transportError(err);
   } finally {
@@ -112,7 +116,7 @@ async function streamRequest(path, body, onDelta) {
     try {
       response = await fetch(path, {
         method: "POST",
-        headers: { "Content-Type": "application/json" },
+        headers: withKey({ "Content-Type": "application/json" }),
         body: JSON.stringify({ ...body, stream: true }),
         signal: controller.signal,
       });

@@ -52,6 +52,7 @@ class ServiceState:
     delay_s: float = 0.0
     model: str | None = None  # what /health names, when set
     requests: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)  # each request's Authorization
     times: list[float] = field(default_factory=list)
     in_flight: int = 0
     max_in_flight: int = 0
@@ -69,6 +70,7 @@ class ServiceState:
             self.stream_gate = _open_gate()
             self.model = None
             self.requests.clear()
+            self.authorizations.clear()
             self.times.clear()
             self.in_flight = self.max_in_flight = 0
 
@@ -88,6 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/languages":
+            self.server.state.authorizations.append(self.headers.get("Authorization"))
             self._send(Reply(200, {"languages": LANGUAGES}))
         elif self.path.startswith("/health"):
             model = self.server.state.model
@@ -101,6 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(length) or b"{}")
         with state.lock:
             state.requests.append(body)
+            state.authorizations.append(self.headers.get("Authorization"))
             state.times.append(time.monotonic())
             reply = state.script.pop(0) if state.script else None
             state.in_flight += 1

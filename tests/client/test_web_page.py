@@ -95,3 +95,21 @@ def test_empty_text_is_not_sent(page: Any, service: ScriptedService) -> None:
     page.click("#translate")
     assert page.text_content("#error") == "Type some text to translate first."
     assert service.state.requests == []
+
+
+def test_a_token_in_the_page_address_is_sent_as_a_bearer_key(page: Any, service: ScriptedService) -> None:
+    page.goto(service.url + "/?token=k-123")
+    page.wait_for_function("document.querySelectorAll('#target option').length > 0")
+    page.fill("#text", "Hello")
+    page.click("#translate")
+    page.wait_for_function("document.querySelector('#result').textContent.length > 0")
+    # GET /languages, then the POST /translate: both carry the key; without ?token= none is sent.
+    assert service.state.authorizations == ["Bearer k-123", "Bearer k-123"]
+
+
+def test_without_a_token_the_page_sends_no_key(page: Any, service: ScriptedService) -> None:
+    open_page(page, service)
+    page.fill("#text", "Hello")
+    page.click("#translate")
+    page.wait_for_function("document.querySelector('#result').textContent.length > 0")
+    assert service.state.authorizations == [None, None]
