@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,15 @@ def _config(model: Path) -> ServeConfig:
             "replica": {"cache_entries": 0, "warmup_timeout_s": 300},
         }
     )
+
+
+@pytest.fixture(autouse=True)
+def _environ_restored() -> Iterator[None]:
+    """The in-process engine sets vLLM's CPU variables in os.environ; later tests must not inherit them."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 @pytest.mark.parametrize("kind", list(CASES))

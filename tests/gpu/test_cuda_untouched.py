@@ -92,7 +92,10 @@ def _run_gpu_replica(tmp_path: Path, **stub_env: str) -> tuple[subprocess.Comple
     cfg = build_config({}, {})
     (plan,) = plan_replicas(cfg, visible_gpus=[0], cores=[0], run_dir=tmp_path, python=sys.executable)
     log = tmp_path / "stub.log"
-    env = {k: v for k, v in os.environ.items() if k not in dict(plan.env) and k != "PYTHONPATH"}
+    # The test run's own vLLM settings (an in-process CPU engine sets VLLM_TARGET_DEVICE=cpu) are not
+    # what `up` hands a GPU replica: start from the environment without them.
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_") and k != "PYTHONPATH"}
+    env = {k: v for k, v in inherited.items() if k not in dict(plan.env)}
     env.update(dict(plan.env))
     stubs = _stubs(tmp_path / "stubs")
     env.update(PYTHONPATH=str(stubs), STUB_LOG=str(log), **stub_env)
