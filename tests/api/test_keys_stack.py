@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.support.stacks import cli, free_ports, http_ok, started
+from tests.support.stacks import free_ports, http_ok, started, tiny_up
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
@@ -25,11 +25,7 @@ class Stack:
 
 
 def _up_args(model: Path, work: Path, port: int, base: int) -> list[str]:
-    cmd = cli("up", "--model", str(model), "--replicas", "1", "--port", str(port))
-    cmd += ["--base-port", str(base), "--run-dir", str(work / "run")]
-    cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
-    cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16", "--max-tokens", "8"]
-    return cmd
+    return tiny_up(model, work / "run", port, base, max_tokens=8)
 
 
 @pytest.fixture(scope="module")

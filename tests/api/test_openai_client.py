@@ -21,7 +21,7 @@ import pytest
 
 from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR
 from hunyuan_serve.supervise.status import collect_status
-from tests.support.stacks import cli, free_ports, http_ok, started
+from tests.support.stacks import free_ports, http_ok, started, tiny_up
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
@@ -50,10 +50,7 @@ class Stack:
 def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("openai-stack")
     port, base = free_ports(2)
-    cmd = cli("up", "--model", str(tiny_model_dir), "--replicas", "1", "--port", str(port))
-    cmd += ["--base-port", str(base), "--run-dir", str(work / "run")]
-    cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
-    cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16", "--max-tokens", "12"]
+    cmd = tiny_up(tiny_model_dir, work / "run", port, base, max_tokens=12)
     env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
     url = f"http://127.0.0.1:{port}"
     log = work / "up.log"

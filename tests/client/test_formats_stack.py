@@ -17,7 +17,7 @@ import srt
 from markdown_it import MarkdownIt
 
 from hunyuan_serve.client.formats import Options, parse
-from tests.support.stacks import cli, free_ports, http_ok, started, tail
+from tests.support.stacks import cli, free_ports, http_ok, started, tail, tiny_up
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
@@ -30,10 +30,7 @@ def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """`hunyuan-serve up` with one replica on the tiny model; stopped after, with nothing left behind."""
     work = tmp_path_factory.mktemp("stack")
     port, base = free_ports(2)
-    cmd = cli("up", "--model", str(tiny_model_dir), "--replicas", "1", "--port", str(port))
-    cmd += ["--base-port", str(base), "--run-dir", str(work / "run")]
-    cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
-    cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16", "--max-tokens", "12"]
+    cmd = tiny_up(tiny_model_dir, work / "run", port, base, max_tokens=12)
     url = f"http://127.0.0.1:{port}"
     log = work / "up.log"
     with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S):

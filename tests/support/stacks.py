@@ -64,6 +64,15 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "hunyuan_serve", *args]
 
 
+def tiny_up(model: Path, run_dir: Path, port: int, base_port: int, max_tokens: int) -> list[str]:
+    """`hunyuan-serve up` with one replica on a tiny checkpoint, sized for two shared cores."""
+    cmd = cli("up", "--model", str(model), "--replicas", "1", "--port", str(port))
+    cmd += ["--base-port", str(base_port), "--run-dir", str(run_dir)]
+    cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
+    cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16"]
+    return [*cmd, "--max-tokens", str(max_tokens)]
+
+
 def http_ok(url: str) -> Callable[[], bool]:
     """A readiness condition: GET url answers 200 (not listening yet counts as not ready)."""
 
