@@ -1,8 +1,10 @@
-"""Fixtures every test directory shares: the tiny random-weight Hunyuan checkpoint."""
+"""Fixtures every test directory shares: the tiny random-weight checkpoints and the headless browser."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,3 +30,34 @@ def tiny_family_dirs(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: P
         if kind not in dirs:
             dirs[kind] = build_tiny_model(tmp_path_factory.mktemp(f"tiny-{kind}-"), kind=kind)
     return dirs
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's chromium driven by playwright (no browser download); one per module.
+
+    Not per session: playwright's sync API keeps an event loop running in the main thread while it
+    is open, and asyncio.run() in later modules (the translate command, async tests) would then fail.
+    """
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} missing: run deploy/install.sh (apt package chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as driver:
+        chromium = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()

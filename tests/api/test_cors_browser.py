@@ -18,9 +18,6 @@ from hunyuan_serve.config import ServeConfig
 from tests.support.edge import KEYS, edge, edge_config, upstreams
 from tests.support.stacks import free_port
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-
 pytestmark = [
     pytest.mark.nginx,
     pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx not installed"),
@@ -66,20 +63,6 @@ def page_port() -> Iterator[int]:
         server.shutdown()
         server.server_close()
         thread.join(5)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} missing: run deploy/install.sh (apt package chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as driver:
-        chromium = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
 
 
 def test_allowed_origin_calls_the_stack_and_another_is_blocked(
