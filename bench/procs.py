@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -122,26 +122,8 @@ def cpu_hog(core: int, count: int = 1) -> Iterator[list[int]]:
             proc.wait()
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory (MB) of a process and its live descendants; 0 when it is gone."""
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
-    total = 0
-    for proc in procs:
-        try:
-            total += proc.memory_info().rss
-        except psutil.Error:
-            continue
-    return total / 2**20
-
-
-def tree_cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) a process and its live descendants have used so far."""
+def _tree_sum(pid: int, measure: Callable[[Any], float]) -> float:
+    """`measure` summed over a process and its live descendants; 0 when it is gone."""
     import psutil
 
     try:
@@ -152,11 +134,25 @@ def tree_cpu_s(pid: int) -> float:
     total = 0.0
     for proc in procs:
         try:
-            times = proc.cpu_times()
-        except psutil.Error:
+            total += measure(proc)
+        except psutil.Error:  # exited between the listing and the reading
             continue
-        total += times.user + times.system
     return total
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory (MB) of a process and its live descendants; 0 when it is gone."""
+    return _tree_sum(pid, lambda proc: proc.memory_info().rss) / 2**20
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process and its live descendants have used so far."""
+
+    def cpu(proc: Any) -> float:
+        times = proc.cpu_times()
+        return float(times.user + times.system)
+
+    return _tree_sum(pid, cpu)
 
 
 def scrape_counter(url: str, name: str) -> float | None:
