@@ -3,6 +3,7 @@ minutes; Nginx's and the replicas' memory and open files, and p95, over time, pl
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -103,8 +104,12 @@ def plot_soak(log: SoakLog, result: K6Result, path: Path) -> None:
         mem.plot(minutes, [s.rss_mb for s in mine], label=who)
         fds.plot(minutes, [s.open_files for s in mine], label=who)
     per_minute = p95_per_minute(result)
+    # Each minute's p95 at the middle of its minute (minutes are whole clock minutes, not the run's).
     lat.plot(
-        [(t - t0) / 60 for t, _, _ in per_minute], [p for _, p, _ in per_minute], marker=".", label="p95"
+        [max(0.0, (t + 30 - t0) / 60) for t, _, _ in per_minute],
+        [p for _, p, _ in per_minute],
+        marker=".",
+        label="p95",
     )
     for ax, label in ((mem, "resident MB"), (fds, "open files"), (lat, "p95 ms (200s), per minute")):
         ax.set_ylabel(label)
@@ -134,10 +139,37 @@ def bench_soak(
         meter.join(30)
     sample_stack(run_dir, log)
     out.mkdir(parents=True, exist_ok=True)
+    # The raw samples beside the report, so a plot or table can be made again without an hour's run.
+    raw = {"samples": [vars(s) for s in log.samples], "kills": log.kills}
+    (out / "soak-samples.json").write_text(json.dumps(raw) + "\n", encoding="utf-8")
     plot_soak(log, result, out / "soak.png")
     path = out / "soak.md"
     path.write_text("\n".join(soak_report(log, result, minutes, rate)) + "\n", encoding="utf-8")
     return path
+
+
+def window_table(log: SoakLog, result: K6Result, window_s: float) -> list[str]:
+    """Per window of the run: p95 of the 200s, failures, and the largest resident MB and open files of
+    each process in it; flat columns are the goal."""
+    t0 = min((s.t for s in log.samples), default=0.0)
+    whos = sorted({s.who for s in log.samples})
+    rows: dict[int, list[tuple[float, bool]]] = {}
+    for t, value, ok in read_samples(result.samples_path):
+        rows.setdefault(int(max(0.0, t - t0) // window_s), []).append((value, ok))
+    head = "| minutes | requests | failed | p95 ms | " + " | ".join(f"{w} MB / files" for w in whos) + " |"
+    md = [f"Per {window_s / 60:g} minutes:", "", head, "|" + "---|" * (4 + len(whos))]
+    for index in sorted(rows):
+        good = sorted(v for v, ok in rows[index] if ok)
+        p95 = good[min(len(good) - 1, int(0.95 * len(good)))] if good else 0.0
+        cells = []
+        for who in whos:
+            mine = [s for s in log.samples if s.who == who and int((s.t - t0) // window_s) == index]
+            rss = max((s.rss_mb for s in mine), default=0.0)
+            cells.append(f"{rss:.0f} / {max((s.open_files for s in mine), default=0)}")
+        span = f"{index * window_s / 60:g}-{(index + 1) * window_s / 60:g}"
+        failed = sum(1 for _, ok in rows[index] if not ok)
+        md.append(f"| {span} | {len(rows[index])} | {failed} | {p95:.0f} | " + " | ".join(cells) + " |")
+    return [*md, ""]
 
 
 def soak_report(log: SoakLog, result: K6Result, minutes: float, rate: int) -> list[str]:
@@ -158,4 +190,5 @@ def soak_report(log: SoakLog, result: K6Result, minutes: float, rate: int) -> li
             f"| {who} | {first.rss_mb:.0f} | {last.rss_mb:.0f} | {first.open_files} | {last.open_files} |"
         )
     md += ["", "A killed replica starts again as a new process: its line restarts from its start-up.", ""]
+    md += window_table(log, result, window_s=600.0)
     return [*md, "![memory, open files and p95 over time](soak.png)"]
