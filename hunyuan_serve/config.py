@@ -267,14 +267,43 @@ class AuthConfig(Section):
     )
     key_rate_limit_burst: int = Field(20, ge=0, description="Burst allowed above key_rate_limit_rps.")
     allow_open: bool = Field(
-        False, description="Let `up` listen on a non-loopback address with no keys_file (anyone may call)."
+        False,
+        description="Let `up` listen (nginx.listen, replica.host) on a non-loopback address with no "
+        "keys_file or peer_secret_file (anyone may call).",
+    )
+    # Multi-host: the secret the gateway's Nginx sends to every replica (X-Hunyuan-Peer), which the
+    # replicas, the supervisor's probes and the host's own Nginx check (hunyuan_serve/auth.py).
+    peer_secret_file: str | None = Field(
+        None,
+        description="File holding the secret shared by the gateway and its hosts; set: every replica "
+        "and this host's Nginx refuse requests without it (403). Unset: single host.",
     )
 
-    @field_validator("keys_file")
+    @field_validator("keys_file", "peer_secret_file")
     @classmethod
     def _absolute(cls, value: str | None) -> str | None:
         # Replicas run elsewhere than `up`'s working directory; they get the same file.
         return str(Path(value).expanduser().absolute()) if value else None
+
+
+class GatewayConfig(Section):
+    """The multi-host front (`hunyuan-serve gateway`): how it finds hosts and probes their replicas."""
+
+    discovery_interval_s: float = Field(1.0, gt=0, description="Time between polls of a host's replica list.")
+    discovery_timeout_s: float = Field(1.0, gt=0, description="Deadline of one poll of a host.")
+    host_down_after: int = Field(
+        3, ge=1, description="Failed polls in a row after which a host is down and its replicas evicted."
+    )
+    probe_interval_s: float = Field(0.5, gt=0, description="Time between health probes of each replica.")
+    probe_timeout_s: float = Field(1.0, gt=0, description="Deadline of one replica health probe.")
+    unhealthy_threshold: int = Field(3, ge=1, description="Failed probes in a row that evict a replica.")
+    readmit_backoff_s: float = Field(
+        0.5, ge=0, description="Wait after an eviction before the replica is probed for readmission."
+    )
+    readmit_backoff_max_s: float = Field(
+        10.0, ge=0, description="Longest such wait (it doubles per eviction since the replica was ready)."
+    )
+    drain_timeout_s: float = Field(10.0, ge=0, description="Time in-flight requests get on shutdown.")
 
 
 class ServeConfig(Section):

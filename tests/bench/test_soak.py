@@ -6,7 +6,7 @@ import gzip
 from pathlib import Path
 
 from bench.k6run import K6Result
-from bench.soak import Sample, SoakLog, p95_per_minute, plot_soak, soak_report
+from bench.soak import Sample, SoakLog, p95_per_minute, plot_soak, soak_report, window_table
 
 
 def _result(tmp_path: Path, rows: list[tuple[float, float, int]]) -> K6Result:
@@ -33,3 +33,16 @@ def test_report_and_plot(tmp_path: Path) -> None:
     assert "| nginx | 10 | 11 | 20 | 21 |" in text and "(1 kills)" in text
     plot_soak(log, result, tmp_path / "soak.png")
     assert (tmp_path / "soak.png").stat().st_size > 1000
+
+
+def test_window_table_gives_each_window_its_own_p95_failures_and_largest_memory(tmp_path: Path) -> None:
+    samples = [
+        Sample(0.0, "nginx", 10.0, 20),
+        Sample(300.0, "nginx", 12.0, 22),
+        Sample(700.0, "nginx", 11.0, 21),
+    ]
+    rows = [(1.0 + i, float(i), 200) for i in range(20)] + [(650.0, 40.0, 200), (660.0, 1.0, 502)]
+    table = window_table(SoakLog(samples, []), _result(tmp_path, rows), window_s=600.0)
+    assert table[2] == "| minutes | requests | failed | p95 ms | nginx MB / files |"
+    assert table[4] == "| 0-10 | 20 | 0 | 19 | 12 / 22 |"
+    assert table[5] == "| 10-20 | 2 | 1 | 40 | 11 / 21 |"
