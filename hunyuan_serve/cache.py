@@ -1,4 +1,4 @@
-"""Translation cache: a bounded in-process LRU before an optional SQLite (WAL) file shared by replicas."""
+"""Translation cache: an in-process LRU before one shared layer, a SQLite file (one host) or Redis (many)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,41 @@ import logging
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
-Layer = Literal["memory", "sqlite"]
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from hunyuan_serve.config import ReplicaConfig
+
+Layer = Literal["memory", "sqlite", "redis"]
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 logger = logging.getLogger(__name__)
+
+
+class CacheEvents(Protocol):
+    """What the cache tells its owner (the replica's metrics): errors by layer and op, a layer up or down."""
+
+    def cache_error(self, layer: str, op: str) -> None: ...
+
+    def cache_layer_up(self, layer: str, up: bool) -> None: ...
+
+
+class NoEvents:
+    """A cache nobody watches."""
+
+    def cache_error(self, layer: str, op: str) -> None:
+        pass
+
+    def cache_layer_up(self, layer: str, up: bool) -> None:
+        pass
 
 
 def cache_key(
@@ -101,52 +127,215 @@ class SqliteCache:
         self._db.close()
 
 
-class TranslationCache:
-    """Memory first, then the shared file; a file hit is copied into memory.
+def redacted(url: str) -> str:
+    """The URL as logs may show it: a password becomes ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
-    The file is used on one I/O thread of its own: SQLite waits for another replica's write lock
-    (up to busy_timeout_s) and fsyncs at checkpoints, and neither may stall the event loop.
-    Writes are not awaited: the answer is in memory already, and a lost write only costs a miss.
+
+@dataclass(frozen=True)
+class RedisSettings:
+    """The Redis layer's settings (replica.cache_redis_* in the config)."""
+
+    url: str
+    prefix: str = "hunyuan-serve:"
+    ttl_s: int = 0
+    connect_timeout_s: float = 0.25
+    timeout_s: float = 0.25
+    retry_s: float = 1.0
+
+
+class RedisCache:
+    """The layer every host shares: keys under a prefix, an optional TTL, each call bounded by short timeouts.
+
+    An error is a miss (get) or a dropped write (set), and marks Redis down: for retry_s after it the
+    layer is not asked at all, so a Redis that is away costs no request a connection attempt. Then the
+    next call tries again on the client's pool, which reconnects by itself. Each change of state is
+    logged once, and every call Redis did not serve (failed, or skipped while down) is an error event.
     """
 
-    def __init__(self, capacity: int, path: str | Path | None = None, busy_timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        settings: RedisSettings,
+        events: CacheEvents | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self.events = events or NoEvents()
+        self.up: bool | None = None  # None until the first call answers or fails
+        self._clock = clock
+        self._down_until = 0.0
+        self._client: Redis = _client(settings)
+
+    async def get(self, key: str) -> str | None:
+        value = await self._call("get", lambda: self._client.get(self.settings.prefix + key))
+        return None if value is None else str(value)
+
+    async def set(self, key: str, value: str) -> None:
+        ttl = self.settings.ttl_s or None
+        await self._call("set", lambda: self._client.set(self.settings.prefix + key, value, ex=ttl))
+
+    async def _call(self, op: str, command: Callable[[], Awaitable[T]]) -> T | None:
+        if self.up is False and self._clock() < self._down_until:
+            self.events.cache_error("redis", op)
+            return None
+        limit = self.settings.connect_timeout_s + self.settings.timeout_s
+        try:
+            result = await asyncio.wait_for(command(), limit)
+        except (TimeoutError, OSError, _redis_errors()) as err:
+            self._down(op, err)
+            return None
+        if self.up is not True:
+            logger.info("redis cache %s answers", redacted(self.settings.url))
+            self.up = True
+            self.events.cache_layer_up("redis", True)
+        return result
+
+    def _down(self, op: str, err: BaseException) -> None:
+        self._down_until = self._clock() + self.settings.retry_s
+        self.events.cache_error("redis", op)
+        if self.up is not False:
+            why = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+            logger.warning(
+                "redis cache %s unavailable (%s): going on without it, trying again every %gs",
+                redacted(self.settings.url),
+                why,
+                self.settings.retry_s,
+            )
+            self.up = False
+            self.events.cache_layer_up("redis", False)
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+
+def _client(settings: RedisSettings) -> Redis:
+    from redis.asyncio import Redis
+    from redis.asyncio.retry import Retry
+    from redis.backoff import NoBackoff
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    # One retry, at once, on a fresh connection: a connection the pool kept from before a Redis restart
+    # fails its first use. No more: a failed call is a miss now, and RedisCache bounds the whole call.
+    return Redis.from_url(
+        settings.url,
+        socket_connect_timeout=settings.connect_timeout_s,
+        socket_timeout=settings.timeout_s,
+        retry=Retry(NoBackoff(), 1, (RedisConnectionError,)),
+        decode_responses=True,
+    )
+
+
+def _redis_errors() -> type[Exception]:
+    # Imported when needed: redis.asyncio takes most of a second to import, and most replicas never use it.
+    from redis.exceptions import RedisError
+
+    return RedisError
+
+
+class TranslationCache:
+    """Memory first, then the one shared layer (a SQLite file or Redis); a shared hit is copied into memory.
+
+    The file is used on one I/O thread of its own: SQLite waits for another replica's write lock
+    (up to busy_timeout_s) and fsyncs at checkpoints, and neither may stall the event loop. Redis is
+    asynchronous and bounded by its own short timeouts. Writes are not awaited: the answer is in
+    memory already, and a lost write only costs a miss.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        path: str | Path | None = None,
+        busy_timeout_s: float = 5.0,
+        redis: RedisSettings | None = None,
+        events: CacheEvents | None = None,
+    ) -> None:
+        if path and redis:
+            raise ValueError("one shared cache layer: a SQLite path or Redis, not both")
+        self.events = events or NoEvents()
         self.memory: LruCache[str, str] = LruCache(capacity)
         self.file = SqliteCache(path, busy_timeout_s) if path else None
+        self.redis = RedisCache(redis, self.events) if redis else None
         # Its thread starts with the first file access, so a cache without a file never has one.
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cache-io")
+        self._writes: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_config(cls, cfg: ReplicaConfig, events: CacheEvents | None = None) -> TranslationCache:
+        redis = None
+        if cfg.cache_redis_url:
+            redis = RedisSettings(
+                cfg.cache_redis_url,
+                cfg.cache_redis_prefix,
+                cfg.cache_redis_ttl_s,
+                cfg.cache_redis_connect_timeout_s,
+                cfg.cache_redis_timeout_s,
+                cfg.cache_redis_retry_s,
+            )
+        return cls(cfg.cache_entries, cfg.cache_path, cfg.cache_busy_timeout_s, redis, events)
 
     async def get(self, key: str) -> tuple[str, Layer] | None:
         value = self.memory.get(key)
         if value is not None:
             return value, "memory"
-        if self.file is not None:
-            loop = asyncio.get_running_loop()
-            try:
-                value = await loop.run_in_executor(self._io, self.file.get, key)
-            except sqlite3.Error as err:  # a broken or locked file is a miss, not a failed request
-                logger.warning("cache read failed: %s", err)
-                return None
-            if value is not None:
-                self.memory.put(key, value)
-                return value, "sqlite"
-        return None
+        shared = await self._shared_get(key)
+        if shared is not None:
+            self.memory.put(key, shared[0])
+        return shared
+
+    async def _shared_get(self, key: str) -> tuple[str, Layer] | None:
+        if self.redis is not None:
+            value = await self.redis.get(key)
+            return None if value is None else (value, "redis")
+        if self.file is None:
+            return None
+        loop = asyncio.get_running_loop()
+        try:
+            value = await loop.run_in_executor(self._io, self.file.get, key)
+        except sqlite3.Error as err:  # a broken or locked file is a miss, not a failed request
+            logger.warning("cache read failed: %s", err)
+            self.events.cache_error("sqlite", "get")
+            return None
+        return None if value is None else (value, "sqlite")
 
     def put(self, key: str, value: str) -> Future[None] | None:
-        """Store in memory now; the file write is queued, and its future returned for whoever cares."""
+        """Store in memory now; the shared write is queued (a file write's future is returned)."""
         self.memory.put(key, value)
+        if self.redis is not None:
+            task = asyncio.get_running_loop().create_task(self.redis.set(key, value))
+            self._writes.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(self._writes.discard)
+            return None
         if self.file is None:
             return None
         return self._io.submit(self._write, self.file, key, value)
 
-    @staticmethod
-    def _write(file: SqliteCache, key: str, value: str) -> None:
+    def _write(self, file: SqliteCache, key: str, value: str) -> None:
         try:
             file.put(key, value)
         except sqlite3.Error as err:
             logger.warning("cache write failed: %s", err)
+            self.events.cache_error("sqlite", "set")
+
+    async def flush(self) -> None:
+        """Wait for the Redis writes queued so far (each bounded by the Redis timeouts)."""
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+
+    async def aclose(self) -> None:
+        """Finish the queued writes, then close Redis and the file."""
+        await self.flush()
+        if self.redis is not None:
+            await self.redis.aclose()
+        self.close()
 
     def close(self) -> None:
-        """Finish the writes already queued, then close the file."""
+        """Finish the file writes already queued, then close the file (aclose also closes Redis)."""
         self._io.shutdown(wait=True)
         if self.file is not None:
             self.file.close()

@@ -114,6 +114,27 @@ class ReplicaConfig(Section):
     cache_busy_timeout_s: float = Field(
         5.0, gt=0, description="Longest wait for another replica's lock on the cache file; then a miss."
     )
+    # The cache shared across hosts (hunyuan_serve/cache.py RedisCache). Its timeouts are short: Redis
+    # trouble costs a miss, never a held request.
+    cache_redis_url: str | None = Field(
+        None,
+        description="Redis cache shared by every host, e.g. redis://10.0.0.9:6379/0 (instead of cache_path).",
+    )
+    cache_redis_prefix: str = Field("hunyuan-serve:", description="Prefix of every key in Redis.")
+    cache_redis_ttl_s: int = Field(
+        30 * 86400, ge=0, description="Seconds a Redis entry lives (0: until Redis evicts it)."
+    )
+    cache_redis_connect_timeout_s: float = Field(
+        0.25, gt=0, description="Deadline of a connection to Redis; then a miss."
+    )
+    cache_redis_timeout_s: float = Field(
+        0.25, gt=0, description="Deadline of one Redis get or set; then a miss."
+    )
+    cache_redis_retry_s: float = Field(
+        1.0,
+        gt=0,
+        description="After a Redis error, how long the cache does without Redis before trying again.",
+    )
     health_deep_timeout_s: float = Field(10.0, gt=0, description="Deadline of the deep health probe.")
     stall_timeout_s: float = Field(
         60.0,
@@ -151,6 +172,20 @@ class ReplicaConfig(Section):
     graceful_shutdown_s: float = Field(
         30.0, ge=0, description="On SIGTERM, time in-flight requests get to finish before the replica exits."
     )
+
+    @field_validator("cache_redis_url")
+    @classmethod
+    def _redis_url(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("a Redis URL starts with redis://, rediss:// or unix://")
+        return value or None
+
+    @model_validator(mode="after")
+    def _one_shared_cache(self) -> ReplicaConfig:
+        # One shared layer: two would each miss what the other holds and double every write.
+        if self.cache_path and self.cache_redis_url:
+            raise ValueError("set one shared cache: cache_path (one host) or cache_redis_url (all hosts)")
+        return self
 
 
 class SupervisorConfig(Section):

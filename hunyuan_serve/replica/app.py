@@ -38,7 +38,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
     lifecycle = Lifecycle()
     admission = Admission(lifecycle, rcfg.max_in_flight, rcfg.retry_after_s)
     metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
-    cache = TranslationCache(rcfg.cache_entries, rcfg.cache_path, rcfg.cache_busy_timeout_s)
+    cache = TranslationCache.from_config(rcfg, metrics)
     return Replica(
         engine=engine,
         cfg=rcfg,
@@ -81,7 +81,7 @@ def lifespan(
             loader.cancel()
             await asyncio.gather(loader, return_exceptions=True)
             replica.engine.shutdown()
-            replica.cache.close()
+            await replica.cache.aclose()
 
     return run
 

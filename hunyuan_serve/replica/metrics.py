@@ -42,6 +42,18 @@ class Metrics:
             "hunyuan_cache_hits", "Texts answered from the cache.", ["layer"], registry=r
         )
         self.cache_misses = Counter("hunyuan_cache_misses", "Texts not in the cache.", registry=r)
+        self.cache_errors = Counter(
+            "hunyuan_cache_errors",
+            "Shared-cache calls not served (failed, or skipped while down): a miss or a lost write.",
+            ["layer", "op"],
+            registry=r,
+        )
+        self.cache_up = Gauge(
+            "hunyuan_cache_layer_up",
+            "1 while the shared cache layer answers, 0 after it failed.",
+            ["layer"],
+            registry=r,
+        )
         self.coalesced = Counter(
             "hunyuan_coalesced", "Texts that joined an identical engine call in flight.", registry=r
         )
@@ -62,6 +74,12 @@ class Metrics:
             "hunyuan_engine_unfinished", "Requests submitted to the engine and not finished.", registry=r
         )
         unfinished.set_function(lambda: engine.unfinished())
+
+    def cache_error(self, layer: str, op: str) -> None:
+        self.cache_errors.labels(layer=layer, op=op).inc()
+
+    def cache_layer_up(self, layer: str, up: bool) -> None:
+        self.cache_up.labels(layer=layer).set(1 if up else 0)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
