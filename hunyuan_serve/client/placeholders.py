@@ -20,7 +20,9 @@ _KINDS: tuple[tuple[str, str], ...] = (
     (
         "printf",
         r"%\([A-Za-z0-9_.-]+\)[-#0+ ]*\d*(?:\.\d+)?[sdifeEgGxXoucr]"
-        r"|%[-#0+]?\d*(?:\.\d+)?[sdifeEgGxXouc](?![A-Za-z])",
+        r"|%[-#0+]?\d*(?:\.\d+)?[sdifeEgGxXouc](?![A-Za-z])"
+        # Positional (%1$s: Android, Apple) and with length modifiers or Apple's object %@ (%lld, %1$@).
+        r"|%(?:\d+\$)?[-#0+]?\d*(?:\.\d+)?(?:hh|h|ll|l|q|z|t|j)?[@sdiuxXofeEgGc](?![A-Za-z])",
     ),
     ("html", r"</?[A-Za-z][A-Za-z0-9:-]*(?:\s+[^<>]*?)?\s*/?>"),
     ("entity", r"&(?:[A-Za-z][A-Za-z0-9]{1,31}|#[0-9]{1,7}|#x[0-9A-Fa-f]{1,6});"),

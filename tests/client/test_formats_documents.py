@@ -139,7 +139,8 @@ def test_unknown_format_names_the_supported_ones(
     assert "invalid choice: 'docx'" in err and "po" in err and "srt" in err and "markdown" in err
     with pytest.raises(
         FormatError,
-        match="supported: text, json, arb, yaml, po, android, xliff, properties, strings, stringsdict, srt,",
+        match="supported: text, json, arb, yaml, po, android, xliff, properties, strings, stringsdict, "
+        "xcstrings, srt,",
     ):
         parse("x", "docx")
 
@@ -158,6 +159,7 @@ def test_help_lists_the_formats(capsys: pytest.CaptureFixture[str]) -> None:
     for name, extensions in (
         ("po", ".po .pot"),
         ("stringsdict", ".stringsdict"),
+        ("xcstrings", ".xcstrings"),
         ("markdown", ".md .markdown"),
     ):
         assert f"  {name:<12} {extensions}" in out

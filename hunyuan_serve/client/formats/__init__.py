@@ -74,6 +74,12 @@ FORMATS: dict[str, FormatInfo] = {
         FormatInfo(
             "stringsdict", (".stringsdict",), "Apple .stringsdict: plural forms", "apple:parse_stringsdict"
         ),
+        FormatInfo(
+            "xcstrings",
+            (".xcstrings",),
+            "Apple String Catalog: stringUnits, plural variations",
+            "xcstrings:parse_xcstrings",
+        ),
         FormatInfo("srt", (".srt",), "SubRip subtitles: numbering and timings kept", "subtitles:parse_srt"),
         FormatInfo(
             "vtt", (".vtt",), "WebVTT subtitles: header, notes, styles, timings kept", "subtitles:parse_vtt"
