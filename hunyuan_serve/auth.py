@@ -7,6 +7,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import re
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,9 +17,12 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hunyuan_serve.config import ConfigError, ServeConfig
+from hunyuan_serve.config import AuthConfig, ConfigError, ServeConfig
 
 ACCESS_LOG = "hunyuan_serve.access"
+# Multi-host: the header carrying the shared secret (auth.peer_secret_file) from the gateway to a host.
+PEER_HEADER = "X-Hunyuan-Peer"
+PEER_REFUSED = "only the gateway of this deployment may call this host (X-Hunyuan-Peer missing or wrong)"
 
 
 # -- dialects: the one table of path prefixes and error shapes (the app's and Nginx's) ------------
@@ -29,7 +33,8 @@ def _native(code: str, message: str) -> dict[str, Any]:
 
 
 def _openai(code: str, message: str) -> dict[str, Any]:
-    kind = "invalid_request_error" if code in ("invalid_api_key", "body_too_large") else "server_error"
+    refused = ("invalid_api_key", "body_too_large", "peer_refused")
+    kind = "invalid_request_error" if code in refused else "server_error"
     if code == "rate_limited":
         kind = "rate_limit_error"
     return {"error": {"message": message, "type": kind, "code": code}}
@@ -75,6 +80,7 @@ EDGE_ERRORS = {
     "upstream_timeout": (504, "no replica answered in time"),
     "body_too_large": (413, "request body exceeds {limit}"),
     "rate_limited": (429, "too many requests for this key or client; retry later"),
+    "peer_refused": (403, PEER_REFUSED),
 }
 
 
@@ -138,20 +144,102 @@ def body_key(body: bytes, content_type: str) -> str | None:
     return values[0] or None
 
 
-def open_listen_problem(cfg: ServeConfig) -> str | None:
-    """Why `up` must not start as configured: a public address with no keys, or an unusable keys file."""
-    if cfg.auth.keys_file:
-        try:
+def open_listen_problem(cfg: ServeConfig, *, peer_guards_listen: bool = True) -> str | None:
+    """Why `up` (or the gateway) must not start as configured: an unusable keys or secret file, or a
+    non-loopback address that nothing guards. peer_guards_listen: the peer secret guards nginx.listen
+    (a host's Nginx refuses callers without it; a gateway's public front does not)."""
+    try:
+        if cfg.auth.keys_file:
             load_keys(cfg.auth.keys_file)
-        except ConfigError as err:
-            return str(err)
-        return None
-    if is_loopback(cfg.nginx.listen) or cfg.auth.allow_open:
+        peer = peer_secret(cfg.auth) is not None
+    except ConfigError as err:
+        return str(err)
+    if not (is_loopback(cfg.replica.host) or peer or cfg.auth.allow_open):
+        return (
+            f"replica.host {cfg.replica.host} is not loopback and no auth.peer_secret_file is set, so anyone "
+            "on that network could call the replicas; set auth.peer_secret_file (the gateway's), or "
+            "auth.allow_open: true"
+        )
+    if (
+        is_loopback(cfg.nginx.listen)
+        or cfg.auth.keys_file
+        or cfg.auth.allow_open
+        or (peer and peer_guards_listen)
+    ):
         return None
     return (
         f"nginx.listen {cfg.nginx.listen} is not loopback and no auth.keys_file is set, so anyone could "
-        "call the API; set auth.keys_file, or auth.allow_open: true to serve it open"
+        "call the API; set auth.keys_file, auth.peer_secret_file on a host behind a gateway, or "
+        "auth.allow_open: true to serve it open"
     )
+
+
+# -- the peer secret of a multi-host deployment ---------------------------------------------------
+
+# It travels in a header and sits in Nginx's config as a quoted string: nothing that would need escaping.
+_PEER_SECRET = re.compile(r"^[A-Za-z0-9._~+/=-]{16,}$")
+
+
+def load_peer_secret(path: str) -> str:
+    """The secret of a peer_secret_file: its text without the whitespace (newline) around it."""
+    try:
+        secret = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"auth.peer_secret_file: cannot read {path}: {err}") from err
+    if not secret:
+        raise ConfigError(f"auth.peer_secret_file: {path} is empty")
+    if not _PEER_SECRET.match(secret):
+        raise ConfigError(
+            f"auth.peer_secret_file: {path}: the secret must be 16 or more letters, digits or ._~+/=- "
+            "(e.g. `openssl rand -hex 32`)"
+        )
+    return secret
+
+
+def peer_secret(cfg: AuthConfig) -> str | None:
+    """The deployment's shared secret, read from its file now; None on a single host."""
+    return load_peer_secret(cfg.peer_secret_file) if cfg.peer_secret_file else None
+
+
+def peer_headers(cfg: AuthConfig) -> dict[str, str]:
+    """The header every request to a host's replicas (and the host's Nginx) carries; none unset."""
+    secret = peer_secret(cfg)
+    return {PEER_HEADER: secret} if secret else {}
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("latin-1", errors="replace")).digest()
+
+
+def peer_matches(given: str | None, secret: str) -> bool:
+    """Whether the header holds the secret, in time that does not depend on where they differ."""
+    return given is not None and hmac.compare_digest(_digest(given), _digest(secret))
+
+
+class PeerCheck:
+    """ASGI middleware: every request, /health and /metrics too, carries the peer secret or gets a 403
+    in the path's dialect (a multi-host replica answers its gateway and its own host only)."""
+
+    def __init__(self, app: ASGIApp, secret: str) -> None:
+        self.app = app
+        self.secret = secret
+        self.header = PEER_HEADER.lower().encode("latin-1")
+        self.log = logging.getLogger(ACCESS_LOG)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = next((v.decode("latin-1") for k, v in scope["headers"] if k == self.header), None)
+        if peer_matches(given, self.secret):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(dialect_of(scope["path"]).error("peer_refused", PEER_REFUSED)).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 403, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        # Neither the secret nor what was sent in its place is logged.
+        self.log.info(json.dumps({"path": scope["path"], "status": 403, "error": "peer_refused"}))
 
 
 def is_loopback(address: str) -> bool:
@@ -248,8 +336,12 @@ async def _buffered(receive: Receive, limit: int) -> tuple[bytes, Receive]:
 
 
 def install(app: Starlette, cfg: ServeConfig) -> None:
-    """Put the key check in front of the app when a keys file is configured (read once, at start)."""
+    """Put the key check in front of the app when a keys file is configured, and the peer check in
+    front of that when a peer secret is (both read once, at start)."""
     if cfg.auth.keys_file:
         app.add_middleware(
             KeyCheck, keys=load_keys(cfg.auth.keys_file), max_body_bytes=cfg.replica.max_body_bytes
         )
+    secret = peer_secret(cfg.auth)
+    if secret is not None:  # added last, so it runs first: a caller without it learns nothing else
+        app.add_middleware(PeerCheck, secret=secret)

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "hunyuan_serve.client.command",  # translate
     "hunyuan_serve.families.command",  # prompt
     "hunyuan_serve.doctor",  # doctor
+    "hunyuan_serve.gateway.command",  # gateway, gateway status
 )
 
 

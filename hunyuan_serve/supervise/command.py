@@ -141,6 +141,7 @@ def build_supervisor(
     before_spawn: Callable[[ReplicaPlan], Awaitable[None]] | None = None,
 ) -> Supervisor:
     """The supervisor on the real adapters: subprocesses, HTTP probes, Nginx, the monotonic clock."""
+    from hunyuan_serve.auth import peer_headers
     from hunyuan_serve.supervise.nginx import NginxController
     from hunyuan_serve.supervise.probe import HttpProber
     from hunyuan_serve.supervise.procs import SubprocessRunner
@@ -151,8 +152,8 @@ def build_supervisor(
         cfg,
         plans,
         runner=SubprocessRunner(before_spawn),
-        prober=HttpProber(cfg.supervisor.probe_timeout_s),
-        nginx=NginxController(cfg.nginx, run_dir / "nginx"),
+        prober=HttpProber(cfg.supervisor.probe_timeout_s, headers=peer_headers(cfg.auth)),
+        nginx=NginxController(cfg.nginx, run_dir / "nginx", headers=peer_headers(cfg.auth)),
         clock=RealClock(),
         emit=emit,
         run_dir=run_dir,

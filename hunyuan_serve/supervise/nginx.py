@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
@@ -31,8 +32,9 @@ def loopback_for(listen: str) -> str:
 class NginxController:
     """Owns one Nginx master process and the config file it reads."""
 
-    def __init__(self, cfg: NginxConfig, prefix: Path) -> None:
+    def __init__(self, cfg: NginxConfig, prefix: Path, headers: Mapping[str, str] | None = None) -> None:
         self.cfg = cfg
+        self.headers = dict(headers or {})  # its own checks carry the peer secret a host's Nginx asks for
         self.binary = cfg.binary
         self.prefix = prefix
         self.conf_path = prefix / "nginx.conf"
@@ -82,7 +84,8 @@ class NginxController:
         env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
         self.proc = await procs.spawn(self._argv(self.conf_path), env, log_path)
         deadline = time.monotonic() + self.timeout_s
-        async with httpx.AsyncClient(timeout=self.cfg.check_request_timeout_s, trust_env=False) as client:
+        timeout = self.cfg.check_request_timeout_s
+        async with httpx.AsyncClient(timeout=timeout, trust_env=False, headers=self.headers) as client:
             while time.monotonic() < deadline:
                 if self.proc.returncode is not None:
                     raise NginxError(f"nginx exited with code {self.proc.returncode}; see {self.error_log}")
@@ -108,7 +111,9 @@ class NginxController:
         deadline = time.monotonic() + self.timeout_s
         limits = httpx.Limits(max_keepalive_connections=0)
         timeout = self.cfg.check_request_timeout_s
-        async with httpx.AsyncClient(timeout=timeout, trust_env=False, limits=limits) as client:
+        async with httpx.AsyncClient(
+            timeout=timeout, trust_env=False, limits=limits, headers=self.headers
+        ) as client:
             while time.monotonic() < deadline:
                 # An old worker accepts new connections until it retitles itself "shutting down".
                 accepting_old = [

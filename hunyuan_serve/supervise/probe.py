@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import httpx
@@ -18,11 +19,17 @@ class ProbeResult:
 class HttpProber:
     """GET /health (or /health?deep=1) on a replica; only a 200 counts as healthy."""
 
-    def __init__(self, timeout_s: float, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        timeout_s: float,
+        transport: httpx.AsyncBaseTransport | None = None,
+        headers: Mapping[str, str] | None = None,  # the peer secret's, on a multi-host deployment
+    ) -> None:
         self._client = httpx.AsyncClient(
             timeout=timeout_s,
             trust_env=False,
             transport=transport,
+            headers=dict(headers or {}),
             limits=httpx.Limits(max_keepalive_connections=0),
         )
 

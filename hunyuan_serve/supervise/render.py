@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, NATIVE
+from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, NATIVE, peer_secret
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.supervise.routing import Routing
 
@@ -77,6 +78,37 @@ def edge_max_conns(cfg: ServeConfig) -> int:
     return cfg.replica.max_in_flight if cfg.nginx.max_conns is None else cfg.nginx.max_conns
 
 
+@dataclass(frozen=True)
+class GatewayFront:
+    """What a gateway's Nginx says beside its routing: the model its hosts serve, each host's state."""
+
+    model: str
+    family: str | None
+    hosts: Mapping[str, Any]
+
+
+def _identity(cfg: ServeConfig, front: GatewayFront | None) -> tuple[str, str | None]:
+    """The model (as the replicas report it: the client keys its cache by it) and its prompt family."""
+    if front is not None:
+        return front.model, front.family
+    family = None if cfg.engine.prompt_family == "auto" else cfg.engine.prompt_family
+    return cfg.engine.served_model_name or cfg.engine.model or "", family
+
+
+def _bodies(
+    cfg: ServeConfig, routing: Routing, generation: int, front: GatewayFront | None
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """/health's body, and a host's replica listing (/_hs/replicas; none on a gateway) from the routing."""
+    model, family = _identity(cfg, front)
+    status = "ready" if routing.ready else "unavailable"
+    health: dict[str, Any] = {"status": status, "model": model, "family": family, "ready": routing.ready}
+    health.update(replicas=len(routing.servers), config=generation)
+    if front is not None:
+        return {**health, "hosts": dict(front.hosts)}, None
+    replicas = [{"name": s.name, "addr": s.addr, "ready": not s.down} for s in routing.servers]
+    return health, {"model": model, "family": family, "config": generation, "replicas": replicas}
+
+
 def render_nginx(
     cfg: ServeConfig,
     routing: Routing,
@@ -86,10 +118,14 @@ def render_nginx(
     worker_user: str | None,
     generation: int = 0,
     env: jinja2.Environment | None = None,
+    front: GatewayFront | None = None,
 ) -> str:
-    """The whole nginx.conf for this routing (replicas not routable are listed as `down`)."""
+    """The whole nginx.conf for this routing (replicas not routable are listed as `down`): a host's, or
+    with `front` a gateway's (its upstream spans every host's replicas)."""
     proxied = PROXIED_PATHS + (("/metrics",) if cfg.nginx.expose_metrics else ())
     template = (env or environment()).get_template(NGINX_TEMPLATE)
+    health, listing = _bodies(cfg, routing, generation, front)
+    secret = peer_secret(cfg.auth)  # sent to every replica; a host's Nginx also asks its callers for it
     return template.render(
         nginx=cfg.nginx,
         routing=routing,
@@ -103,9 +139,10 @@ def render_nginx(
         fallback_dialect=NATIVE.name,
         generation=generation,
         max_conns=edge_max_conns(cfg),
-        # What the replicas report as their model (the client keys its cache by it).
-        model=cfg.engine.served_model_name or cfg.engine.model or "",
-        family=None if cfg.engine.prompt_family == "auto" else cfg.engine.prompt_family,
+        health=health,
+        listing=listing,
+        peer_secret=secret,
+        peer_required=secret is not None and front is None,
     )
 
 

@@ -14,6 +14,7 @@ class UpstreamServer:
 
     addr: str
     down: bool
+    name: str = ""  # the replica's, as the host's replica listing (/_hs/replicas) names it
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,12 @@ class Routing:
         return sum(not s.down for s in self.servers)
 
 
-def routing_from_states(members: Sequence[tuple[str, State]]) -> Routing:
+def routing_from_states(members: Sequence[tuple[str, State]], names: Sequence[str] = ()) -> Routing:
     """Servers in replica order; only READY and UNHEALTHY (still under its probe budget) take traffic."""
-    return Routing(tuple(UpstreamServer(addr, not state.routable) for addr, state in members))
+    named = list(names) or [""] * len(members)
+    return Routing(
+        tuple(
+            UpstreamServer(addr, not state.routable, name)
+            for (addr, state), name in zip(members, named, strict=True)
+        )
+    )

@@ -286,7 +286,8 @@ class Supervisor:
     # -- nginx: its own task, so a slow or refused reload never holds up observations -------------
 
     def routing(self) -> Routing:
-        return routing_from_states([(r.plan.addr, r.health.state) for r in self.replicas])
+        members = [(r.plan.addr, r.health.state) for r in self.replicas]
+        return routing_from_states(members, [r.plan.name for r in self.replicas])
 
     def _render(self, routing: Routing) -> str:
         return render_nginx(

@@ -1,0 +1,1 @@
+"""The multi-host front: one Nginx over every ready replica of every host, fed by discovery and probes."""

@@ -1,0 +1,177 @@
+"""`hunyuan-serve gateway` (run the front) and `gateway status`: the composition root of the gateway."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hunyuan_serve.config import default_run_dir
+
+if TYPE_CHECKING:
+    from hunyuan_serve.gateway.inventory import Inventory
+    from hunyuan_serve.gateway.loop import Gateway
+    from hunyuan_serve.supervise.events import JsonEvents
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "gateway",
+        help="Front several `up` hosts with one Nginx (`gateway status`: its hosts and replicas).",
+        description="Run the multi-host front from an inventory file, or with `status` show the "
+        "running one's hosts and replicas.",
+    )
+    parser.add_argument("action", nargs="?", choices=("status",), help="status: show the running gateway.")
+    parser.add_argument("--inventory", metavar="FILE", help="YAML inventory: peer_secret_file, hosts, ...")
+    parser.add_argument("--port", type=int, help="Public port of the front (overrides the inventory's).")
+    parser.add_argument("--run-dir", help="Where its Nginx, state and events go (default: per-user).")
+    parser.add_argument("--json", action="store_true", help="status: print JSON instead of a table.")
+    parser.set_defaults(func=cmd_gateway)
+
+
+def gateway_run_dir(args: argparse.Namespace, inventory: Inventory | None) -> Path:
+    """--run-dir, else the inventory's run_dir, else `gateway` beside `up`'s default run directory."""
+    if args.run_dir:
+        return Path(args.run_dir)
+    if inventory is not None and inventory.run_dir:
+        return Path(inventory.run_dir)
+    return default_run_dir(os.environ) / "gateway"
+
+
+def cmd_gateway(args: argparse.Namespace) -> int:
+    if args.action == "status":
+        return cmd_status(args)
+    from hunyuan_serve.config import ConfigError
+    from hunyuan_serve.gateway.inventory import load_inventory
+
+    if not args.inventory:
+        raise ConfigError("gateway: --inventory FILE is required")
+    inventory = load_inventory(args.inventory)
+    if args.port is not None:
+        nginx = inventory.nginx.model_copy(update={"port": args.port})
+        inventory = inventory.model_copy(update={"nginx": nginx})
+    return run_gateway(inventory, gateway_run_dir(args, inventory))
+
+
+def _problems(inventory: Inventory) -> list[str]:
+    """Why the gateway cannot start: an unguarded public front, an unusable secret, a busy port."""
+    from hunyuan_serve.auth import open_listen_problem
+    from hunyuan_serve.supervise.ports import port_problem
+
+    cfg = inventory.serve_config()
+    problems = [
+        open_listen_problem(cfg, peer_guards_listen=False),
+        port_problem(cfg.nginx.listen, cfg.nginx.port),
+    ]
+    return [p for p in problems if p]
+
+
+def run_gateway(inventory: Inventory, run_dir: Path) -> int:
+    import asyncio
+
+    from hunyuan_serve.supervise.command import _lock_run_dir
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "logs").mkdir(exist_ok=True)
+    lock = _lock_run_dir(run_dir)
+    problems = _problems(inventory)
+    if problems:
+        print("hunyuan-serve gateway: cannot start: " + "; ".join(problems), file=sys.stderr)
+        lock.close()
+        return 1
+    emit = _open_events(inventory, run_dir)
+    try:
+        return asyncio.run(build_gateway(inventory, run_dir, emit).run())
+    finally:
+        emit.close()
+        lock.close()
+
+
+def _open_events(inventory: Inventory, run_dir: Path) -> JsonEvents:
+    from hunyuan_serve.gateway.loop import EVENTS_FILE
+    from hunyuan_serve.supervise.events import JsonEvents
+
+    path = run_dir / EVENTS_FILE
+    path.write_text("", encoding="utf-8")
+    emit = JsonEvents(path)
+    hosts = [{"name": h.name, "url": h.url} for h in inventory.hosts]
+    emit("gateway", pid=os.getpid(), run_dir=str(run_dir), port=inventory.nginx.port, hosts=hosts)
+    return emit
+
+
+def build_gateway(inventory: Inventory, run_dir: Path, emit: JsonEvents) -> Gateway:
+    """The gateway on the real adapters: HTTP discovery and probes with the peer secret, Nginx, the clock."""
+    from hunyuan_serve.auth import peer_headers
+    from hunyuan_serve.gateway.discovery import HttpDiscovery
+    from hunyuan_serve.gateway.loop import Gateway
+    from hunyuan_serve.supervise.command import web_root, worker_user
+    from hunyuan_serve.supervise.nginx import NginxController
+    from hunyuan_serve.supervise.probe import HttpProber
+    from hunyuan_serve.supervise.seams import RealClock
+
+    cfg, gw = inventory.serve_config(), inventory.gateway
+    headers = peer_headers(cfg.auth)
+    return Gateway(
+        inventory,
+        discovery=HttpDiscovery(gw.discovery_timeout_s, headers),
+        prober=HttpProber(gw.probe_timeout_s, headers=headers),
+        nginx=NginxController(cfg.nginx, run_dir / "nginx"),
+        clock=RealClock(),
+        emit=emit,
+        run_dir=run_dir,
+        web_root=web_root(),
+        worker_user=worker_user(),
+    )
+
+
+# -- status ---------------------------------------------------------------------------------------
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from hunyuan_serve.gateway.inventory import load_inventory
+    from hunyuan_serve.gateway.loop import STATE_FILE
+    from hunyuan_serve.supervise.procs import pid_alive
+
+    run_dir = gateway_run_dir(args, load_inventory(args.inventory) if args.inventory else None)
+    try:
+        state = json.loads((run_dir / STATE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        state = None
+    if not isinstance(state, dict):
+        print(f"hunyuan-serve: no gateway has run with run dir {run_dir} (pass --run-dir)", file=sys.stderr)
+        return 1
+    state["running"] = bool(state.get("running")) and pid_alive(int(state.get("pid", 0)))
+    print(json.dumps(state, indent=1) if args.json else format_table(state))
+    return 0 if state["running"] else 3
+
+
+def _cell(value: object) -> str:
+    return "-" if value is None else str(value)
+
+
+def format_table(state: dict[str, Any]) -> str:
+    """One line per replica (a host without any gets one line), then the front."""
+    head = ("HOST", "HOST_STATE", "REPLICA", "ADDR", "STATE", "PROBE_MS", "REASON")
+    rows: list[tuple[str, ...]] = [head]
+    for host in state.get("hosts", []):
+        lead = (_cell(host.get("name")), _cell(host.get("state")))
+        for r in host.get("replicas") or [{}]:
+            reason = r.get("reason") if r else host.get("reason")
+            cells = (r.get("name"), r.get("addr"), r.get("state"), r.get("last_probe_ms"), reason)
+            rows.append(lead + tuple(_cell(c) for c in cells))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head) - 1)]
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1] for row in rows
+    ]
+    nginx = state.get("nginx", {})
+    up = "running" if state.get("running") else "not running"
+    lines.append("")
+    lines.append(f"gateway: {up} (pid {state.get('pid')}), run dir {state.get('run_dir')}")
+    lines.append(
+        f"nginx: pid {nginx.get('pid')} on {nginx.get('listen')}:{nginx.get('port')}, "
+        f"{nginx.get('ready')} of {nginx.get('replicas')} replica(s) in the upstream"
+    )
+    return "\n".join(lines)

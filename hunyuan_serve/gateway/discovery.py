@@ -1,0 +1,59 @@
+"""Asks a host's Nginx which replicas it routes to (GET /_hs/replicas, with the peer secret), over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import httpx
+
+from hunyuan_serve.gateway.fleet import HostListing, parse_listing
+
+LISTING_PATH = "/_hs/replicas"
+
+
+class DiscoveryError(RuntimeError):
+    """A host did not give its listing; the message says why (timeout, refused, HTTP 403...)."""
+
+
+class Discovery(Protocol):
+    async def fetch(self, url: str) -> HostListing:
+        """The listing of the host whose Nginx is at url; DiscoveryError when there is none."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class HttpDiscovery:
+    """The real one: httpx, a deadline per poll, no connection kept (a host may vanish)."""
+
+    def __init__(
+        self,
+        timeout_s: float,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._client = httpx.AsyncClient(
+            timeout=timeout_s,
+            trust_env=False,
+            headers=dict(headers or {}),
+            transport=transport,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
+
+    async def fetch(self, url: str) -> HostListing:
+        try:
+            response = await self._client.get(url + LISTING_PATH)
+        except httpx.TimeoutException:
+            raise DiscoveryError("timeout") from None
+        except httpx.HTTPError as err:
+            raise DiscoveryError(type(err).__name__) from None
+        if response.status_code != 200:
+            raise DiscoveryError(f"HTTP {response.status_code}: {response.text[:120]}")
+        try:
+            return parse_listing(response.json())
+        except ValueError as err:
+            raise DiscoveryError(f"bad listing: {err}") from None
+
+    async def aclose(self) -> None:
+        await self._client.aclose()

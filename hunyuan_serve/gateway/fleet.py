@@ -1,0 +1,240 @@
+"""The gateway's view of its hosts and their replicas: listings and probes in, routing out; no I/O.
+
+Each replica runs through the supervisor's own health machine (supervise/health.py). The gateway owns
+no process, so where the machine says Kill it counts the replica as gone at once (evicted), and its
+"restart" is the readmission probe after a backoff. A host that cannot be polled host_down_after times
+in a row is down: every replica of it is evicted together, and probed again once the host answers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from hunyuan_serve.config import GatewayConfig, SupervisorConfig
+from hunyuan_serve.gateway.inventory import HostEntry
+from hunyuan_serve.supervise import health
+from hunyuan_serve.supervise.health import Health, Kill, State
+from hunyuan_serve.supervise.render import GatewayFront
+from hunyuan_serve.supervise.routing import Routing, UpstreamServer
+
+# What a host lists goes into the gateway's Nginx config: only plain names and HOST:PORT addresses.
+_ADDR = re.compile(r"^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$")
+_REPLICA_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class ListedReplica:
+    name: str
+    addr: str
+    ready: bool  # what the host's own routing says (false: starting, evicted, draining there)
+
+
+@dataclass(frozen=True)
+class HostListing:
+    """A host's answer to GET /_hs/replicas."""
+
+    model: str
+    family: str | None
+    config: int
+    replicas: tuple[ListedReplica, ...]
+
+
+def parse_listing(data: Any) -> HostListing:
+    """A host's /_hs/replicas JSON, checked; ValueError says what is wrong with it."""
+    if not isinstance(data, dict) or not isinstance(data.get("replicas"), list):
+        raise ValueError("not a replica listing (no replicas list)")
+    replicas = []
+    for item in data["replicas"]:
+        if not isinstance(item, dict):
+            raise ValueError("a replica entry is not an object")
+        name, addr, ready = item.get("name"), item.get("addr"), item.get("ready")
+        if not isinstance(addr, str) or not _ADDR.match(addr) or int(addr.rsplit(":", 1)[1]) > 65535:
+            raise ValueError(f"replica addr {addr!r} is not HOST:PORT")
+        if not isinstance(name, str) or not _REPLICA_NAME.match(name):
+            raise ValueError(f"replica name {name!r} is not a plain name")
+        if not isinstance(ready, bool):
+            raise ValueError(f"replica {name}: ready is not true or false")
+        replicas.append(ListedReplica(name, addr, ready))
+    model, family, config = data.get("model"), data.get("family"), data.get("config")
+    return HostListing(
+        model if isinstance(model, str) else "",
+        family if isinstance(family, str) else None,
+        config if isinstance(config, int) else 0,
+        tuple(replicas),
+    )
+
+
+def health_rules(gw: GatewayConfig) -> SupervisorConfig:
+    """The supervisor's health machine with the gateway's thresholds. A remote replica has no startup
+    deadline (until it answers it is just not routed) and is never given up on: its own host's
+    supervisor owns its crash loop."""
+    return SupervisorConfig(
+        unhealthy_threshold=gw.unhealthy_threshold,
+        startup_timeout_s=math.inf,
+        restart_backoff_base_s=gw.readmit_backoff_s,
+        restart_backoff_max_s=gw.readmit_backoff_max_s,
+        restart_backoff_jitter=0.0,
+        crash_loop_budget=sys.maxsize,
+    )
+
+
+@dataclass
+class RemoteReplica:
+    name: str
+    addr: str
+    host_ready: bool
+    health: Health
+    last_probe_ms: float | None = None
+
+
+@dataclass
+class HostView:
+    entry: HostEntry
+    state: str = "unknown"  # unknown (not polled yet), up, down
+    failures: int = 0  # polls failed in a row
+    reason: str = "not polled yet"
+    since: float = 0.0
+    listing: HostListing | None = None
+    replicas: dict[str, RemoteReplica] = field(default_factory=dict)  # by addr, in listing order
+
+    @property
+    def up(self) -> bool:
+        return self.state == "up"
+
+
+Event = tuple[str, dict[str, Any]]
+
+
+class Fleet:
+    """Every host and replica the gateway knows; each method returns the events it caused."""
+
+    def __init__(self, hosts: tuple[HostEntry, ...], gw: GatewayConfig, now: float) -> None:
+        self.gw = gw
+        self.rules = health_rules(gw)
+        self.hosts = {h.name: HostView(h, since=now) for h in hosts}
+
+    # -- discovery ---------------------------------------------------------------------------
+
+    def listed(self, host: str, listing: HostListing, now: float) -> list[Event]:
+        """The host answered its listing: it is up; replicas new to it are probed, gone ones dropped."""
+        view = self.hosts[host]
+        events: list[Event] = []
+        if not view.up:
+            events.append(("host_up", {"host": host, "was": view.state, "replicas": len(listing.replicas)}))
+            view.state, view.since = "up", now
+        view.failures, view.reason, view.listing = 0, "listed", listing
+        old = view.replicas
+        view.replicas = {}
+        for item in listing.replicas:
+            replica = old.get(item.addr) or RemoteReplica(
+                item.name, item.addr, item.ready, health.initial(now)
+            )
+            if item.addr not in old:
+                events.append(("replica_discovered", {"host": host, "replica": item.name, "addr": item.addr}))
+            replica.name, replica.host_ready = item.name, item.ready
+            view.replicas[item.addr] = replica
+        for addr, gone in old.items():
+            if addr not in view.replicas:
+                events.append(("replica_gone", {"host": host, "replica": gone.name, "addr": addr}))
+        return events + self._step_host(view, health.Tick(now))
+
+    def unlisted(self, host: str, detail: str, now: float) -> list[Event]:
+        """A poll of the host failed; the host_down_after-th in a row takes every replica of it out."""
+        view = self.hosts[host]
+        view.failures += 1
+        view.reason = f"{view.failures} failed poll(s): {detail}"
+        if view.failures < self.gw.host_down_after or view.state == "down":
+            return []
+        view.state, view.since = "down", now
+        events: list[Event] = [("host_down", {"host": host, "reason": view.reason})]
+        return events + self._step_host(view, health.Exited(now, None))
+
+    # -- probes and time ---------------------------------------------------------------------
+
+    def to_probe(self) -> list[tuple[str, str]]:
+        """(host, addr) of each replica to probe now: on a host that is up, in a probed state."""
+        return [
+            (view.entry.name, addr)
+            for view in self.hosts.values()
+            if view.up
+            for addr, r in view.replicas.items()
+            if r.health.state.probed
+        ]
+
+    def probed(
+        self, host: str, addr: str, ok: bool, detail: str, latency_ms: float, now: float
+    ) -> list[Event]:
+        view = self.hosts[host]
+        replica = view.replicas.get(addr)
+        if replica is None:  # dropped by a listing while the probe was out
+            return []
+        replica.last_probe_ms = latency_ms
+        return self._step(view, replica, health.Probe(now, ok, detail))
+
+    def tick(self, now: float) -> list[Event]:
+        return [e for view in self.hosts.values() for e in self._step_host(view, health.Tick(now))]
+
+    def _step_host(self, view: HostView, obs: health.Observation) -> list[Event]:
+        return [e for r in list(view.replicas.values()) for e in self._step(view, r, obs)]
+
+    def _step(self, view: HostView, replica: RemoteReplica, obs: health.Observation) -> list[Event]:
+        before = replica.health
+        after, actions = health.step(before, obs, self.rules)
+        if any(isinstance(a, Kill) for a in actions):
+            # No process to kill here: out of the routing now, and probed again after the backoff.
+            after, _ = health.step(after, health.Exited(obs.now, None), self.rules)
+        replica.health = after
+        if after.state is before.state:
+            return []
+        fields = {"host": view.entry.name, "replica": replica.name, "addr": replica.addr}
+        return [
+            (
+                "transition",
+                {**fields, "from": before.state.value, "to": after.state.value, "reason": after.reason},
+            )
+        ]
+
+    # -- what the gateway's Nginx routes to ----------------------------------------------------
+
+    def routed(self, view: HostView, replica: RemoteReplica) -> bool:
+        return view.up and replica.host_ready and replica.health.state.routable
+
+    def routing(self) -> Routing:
+        """Every replica of every host, in inventory and listing order; those not routable are down."""
+        return Routing(
+            tuple(
+                UpstreamServer(addr, not self.routed(view, r), f"{view.entry.name}/{r.name}")
+                for view in self.hosts.values()
+                for addr, r in view.replicas.items()
+            )
+        )
+
+    def front(self) -> GatewayFront:
+        """The model the hosts serve (the first host that listed one) and each host's counts."""
+        listings = [v.listing for v in self.hosts.values() if v.up and v.listing is not None]
+        model = next((x.model for x in listings if x.model), "")
+        family = next((x.family for x in listings if x.family), None)
+        hosts = {
+            name: {
+                "state": view.state,
+                "ready": sum(self.routed(view, r) for r in view.replicas.values()),
+                "replicas": len(view.replicas),
+            }
+            for name, view in self.hosts.items()
+        }
+        return GatewayFront(model, family, hosts)
+
+    def replica_state(self, view: HostView, replica: RemoteReplica) -> str:
+        """What `gateway status` says of a replica, from the gateway's point of view."""
+        state = replica.health.state
+        if not view.up:
+            return "host_down"
+        if not replica.host_ready:
+            return "not_ready_on_host"
+        if state.routable:
+            return state.value
+        return "probing" if state is State.STARTING else "evicted"

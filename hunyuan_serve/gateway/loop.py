@@ -1,0 +1,268 @@
+"""The gateway loop: poll the hosts, probe their replicas, and keep its Nginx on the current routing.
+
+One round every gateway.probe_interval_s: the hosts' listings (when discovery_interval_s has passed)
+and the replicas' probes run at once, each bounded by its own timeout; then time passes in the fleet
+and Nginx gets the new routing if it differs from what it has. Signals only enqueue; the loop stops
+between two rounds. Every effect goes through a small protocol, so the unit tests run it on fakes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
+from hunyuan_serve.gateway.fleet import Event, Fleet, HostListing, HostView
+from hunyuan_serve.gateway.inventory import Inventory
+from hunyuan_serve.supervise.nginx import NginxError
+from hunyuan_serve.supervise.render import GatewayFront, environment, render_nginx
+from hunyuan_serve.supervise.routing import Routing
+from hunyuan_serve.supervise.seams import Clock, NginxControl, Prober
+from hunyuan_serve.supervise.state import write_json_atomic
+
+STATE_FILE = "gateway.json"
+EVENTS_FILE = "gateway-events.jsonl"
+Emit = Callable[..., None]
+View = tuple[Routing, GatewayFront]
+
+
+class Gateway:
+    """Runs the front until a signal (or `request_stop`) asks it to stop; see `run`."""
+
+    def __init__(
+        self,
+        inventory: Inventory,
+        *,
+        discovery: Discovery,
+        prober: Prober,
+        nginx: NginxControl,
+        clock: Clock,
+        emit: Emit,
+        run_dir: Path,
+        web_root: Path,
+        worker_user: str | None,
+        signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM),
+    ) -> None:
+        self.inventory, self.gw, self.cfg = inventory, inventory.gateway, inventory.serve_config()
+        self.discovery, self.prober, self.nginx, self.clock = discovery, prober, nginx, clock
+        self.emit, self.run_dir, self.web_root, self.worker_user = emit, run_dir, web_root, worker_user
+        self.signals = tuple(signals)
+        self.fleet = Fleet(inventory.hosts, self.gw, clock.now())
+        self.queue: asyncio.Queue[int] = asyncio.Queue()
+        self.templates = environment()
+        self.generation = 0
+        self.routed: View | None = None  # what Nginx has loaded
+        self.retry_at = 0.0  # after a refused reload: when to try again
+        self.next_discovery = clock.now()
+        self.nginx_exit: asyncio.Task[int | None] | None = None
+        self.started_at = time.time()
+
+    def request_stop(self, signum: int = signal.SIGTERM) -> None:
+        """What a signal does: enqueue; the loop stops between two rounds."""
+        self.queue.put_nowait(signum)
+
+    async def run(self) -> int:
+        """Discover, start Nginx, then a round per probe interval until asked to stop; an exit code."""
+        loop = asyncio.get_running_loop()
+        for sig in self.signals:
+            loop.add_signal_handler(sig, self.request_stop, sig)
+        try:
+            await self.step()  # the first listings, so Nginx starts with what is already there
+            await self.start_nginx()
+            while await self._pause():
+                await self.step()
+                await self.sync()
+            return 0
+        except NginxError as err:
+            self.emit("nginx_failed", error=str(err))
+            return 1
+        finally:
+            await self._shutdown()
+            for sig in self.signals:
+                loop.remove_signal_handler(sig)
+
+    async def _pause(self) -> bool:
+        """Sleep a probe interval; False when a signal came (it ends the sleep at once)."""
+        sleeper = asyncio.ensure_future(self.clock.sleep(self.gw.probe_interval_s))
+        getter = asyncio.ensure_future(self.queue.get())
+        try:
+            done, _ = await asyncio.wait({sleeper, getter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            getter.cancel()
+        if getter in done:
+            self.emit("signal", signal=signal.Signals(getter.result()).name)
+            return False
+        return True
+
+    # -- one round -------------------------------------------------------------------------------
+
+    async def step(self) -> None:
+        """Poll the hosts when due and probe the replicas (at once), then let time pass in the fleet."""
+        now = self.clock.now()
+        due = now >= self.next_discovery
+        if due:
+            self.next_discovery = now + self.gw.discovery_interval_s
+        await asyncio.gather(self._discover() if due else asyncio.sleep(0), self._probe())
+        self._record(self.fleet.tick(self.clock.now()))
+        self.write_state()
+
+    async def _discover(self) -> None:
+        views = list(self.fleet.hosts.values())
+        results = await asyncio.gather(*(self._fetch(v.entry.url) for v in views))
+        now = self.clock.now()
+        for view, result in zip(views, results, strict=True):
+            name = view.entry.name
+            if isinstance(result, HostListing):
+                self._record(self.fleet.listed(name, result, now))
+            else:
+                self._record(self.fleet.unlisted(name, result, now))
+
+    async def _fetch(self, url: str) -> HostListing | str:
+        try:
+            return await self.discovery.fetch(url)
+        except DiscoveryError as err:
+            return str(err)
+
+    async def _probe(self) -> None:
+        targets = self.fleet.to_probe()
+        results = await asyncio.gather(*(self.prober.probe(addr) for _, addr in targets))
+        now = self.clock.now()
+        for (host, addr), result in zip(targets, results, strict=True):
+            self._record(self.fleet.probed(host, addr, result.ok, result.detail, result.latency_ms, now))
+
+    def _record(self, events: list[Event]) -> None:
+        for name, fields in events:
+            self.emit(name, **fields)
+
+    # -- nginx -----------------------------------------------------------------------------------
+
+    def view(self) -> View:
+        return self.fleet.routing(), self.fleet.front()
+
+    def _render(self, view: View) -> str:
+        routing, front = view
+        return render_nginx(
+            self.cfg,
+            routing,
+            prefix=self.nginx.prefix,
+            web_root=self.web_root,
+            worker_user=self.worker_user,
+            generation=self.generation,
+            env=self.templates,
+            front=front,
+        )
+
+    async def start_nginx(self) -> None:
+        """Start Nginx on the current view; NginxError when it does not come up."""
+        view = self.view()
+        self.generation += 1
+        pid = await self.nginx.start(self._render(view), self.run_dir / "logs" / "nginx.log")
+        self.emit(
+            "nginx_started", pid=pid, port=self.cfg.nginx.port, ready=view[0].ready, config=self.generation
+        )
+        self._routed(view)
+        self.nginx_exit = asyncio.create_task(self.nginx.wait())
+
+    async def sync(self) -> None:
+        """Reload Nginx to the current view if it has another; start it again if it exited."""
+        if self.nginx_exit is not None and self.nginx_exit.done():
+            self.emit("nginx_exited", returncode=self.nginx_exit.result())
+            await self.start_nginx()
+            return
+        view = self.view()
+        if view == self.routed or self.clock.now() < self.retry_at:
+            return
+        self.generation += 1
+        try:
+            timing = await self.nginx.reload(self._render(view), self.generation)
+        except NginxError as err:  # the running Nginx keeps its last good config
+            self.emit("nginx_reload_failed", error=str(err), config=self.generation)
+            self.retry_at = self.clock.now() + self.cfg.nginx.reload_retry_s
+            return
+        self.emit("nginx_reloaded", ready=view[0].ready, config=self.generation, **timing)
+        self._routed(view)
+
+    def _routed(self, view: View) -> None:
+        """Nginx now routes by this view: the one place admitted and evicted events come from."""
+        before = {(s.name, s.addr): s.down for s in self.routed[0].servers} if self.routed else {}
+        self.routed = view
+        now = {(s.name, s.addr): s.down for s in view[0].servers}
+        for (name, addr), down in now.items():
+            was_down = before.get((name, addr), True)
+            if was_down and not down:
+                self.emit("admitted", replica=name, addr=addr)
+            elif down and not was_down:
+                self.emit("evicted", replica=name, addr=addr)
+        for (name, addr), down in before.items():
+            if (name, addr) not in now and not down:
+                self.emit("evicted", replica=name, addr=addr, reason="no longer listed by its host")
+
+    # -- shutdown and state ----------------------------------------------------------------------
+
+    async def _shutdown(self) -> None:
+        self.emit("stopping", drain_timeout_s=self.gw.drain_timeout_s)
+        if self.nginx_exit is not None:
+            self.nginx_exit.cancel()
+            await asyncio.gather(self.nginx_exit, return_exceptions=True)
+        await self.nginx.stop(self.gw.drain_timeout_s)
+        self.emit("nginx_stopped")
+        for closing in (self.prober.aclose, self.discovery.aclose):
+            with contextlib.suppress(Exception):
+                await closing()
+        self.write_state(running=False)
+        self.emit("stopped")
+
+    def _host_state(self, view: HostView) -> dict[str, Any]:
+        now = self.clock.now()
+        replicas = [
+            {
+                "name": r.name,
+                "addr": r.addr,
+                "state": self.fleet.replica_state(view, r),
+                "routed": self.fleet.routed(view, r),
+                "ready_on_host": r.host_ready,
+                "health": r.health.state.value,
+                "reason": r.health.reason,
+                "since_s": round(now - r.health.since, 3),
+                "last_probe_ms": None if r.last_probe_ms is None else round(r.last_probe_ms, 1),
+            }
+            for r in view.replicas.values()
+        ]
+        listing = view.listing
+        return {
+            "name": view.entry.name,
+            "url": view.entry.url,
+            "state": view.state,
+            "reason": view.reason,
+            "since_s": round(now - view.since, 3),
+            "model": listing.model if listing else None,
+            "config": listing.config if listing else None,
+            "replicas": replicas,
+        }
+
+    def write_state(self, running: bool = True) -> None:
+        routing = self.routed[0] if self.routed else None
+        state = {
+            "pid": os.getpid(),
+            "running": running,
+            "started_at": self.started_at,
+            "updated_at": time.time(),
+            "run_dir": str(self.run_dir),
+            "hosts": [self._host_state(v) for v in self.fleet.hosts.values()],
+            "nginx": {
+                "listen": self.cfg.nginx.listen,
+                "port": self.cfg.nginx.port,
+                "ready": routing.ready if routing else 0,
+                "replicas": len(routing.servers) if routing else 0,
+                "config_generation": self.generation,
+                **self.nginx.describe(),
+            },
+        }
+        write_json_atomic(self.run_dir / STATE_FILE, state)

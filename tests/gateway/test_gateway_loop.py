@@ -1,0 +1,289 @@
+"""Gateway histories: the real loop and fleet on fake discovery, probes, Nginx and clock (no sockets)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hunyuan_serve.config import GatewayConfig
+from hunyuan_serve.gateway.discovery import DiscoveryError
+from hunyuan_serve.gateway.fleet import HostListing, ListedReplica, parse_listing
+from hunyuan_serve.gateway.inventory import parse_inventory
+from hunyuan_serve.gateway.loop import Gateway
+from hunyuan_serve.supervise.probe import ProbeResult
+
+A, B = "http://10.77.0.2:8080", "http://10.77.0.3:8080"
+
+
+class Clock:
+    """Time moves only when the test says; a sleep passes its time at once."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def now(self) -> float:
+        return self.t
+
+    async def sleep(self, seconds: float) -> None:
+        self.t += seconds
+        await asyncio.sleep(0)
+
+
+class Discovery:
+    def __init__(self) -> None:
+        self.answers: dict[str, HostListing | str] = {}
+        self.closed = False
+
+    async def fetch(self, url: str) -> HostListing:
+        answer = self.answers[url]
+        if isinstance(answer, str):
+            raise DiscoveryError(answer)
+        return answer
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+class Prober:
+    def __init__(self) -> None:
+        self.failing: set[str] = set()
+        self.probed: list[str] = []
+
+    async def probe(self, addr: str, *, deep: bool = False) -> ProbeResult:
+        self.probed.append(addr)
+        ok = addr not in self.failing
+        return ProbeResult(ok, "200" if ok else "ConnectError", 1.5)
+
+    async def aclose(self) -> None:
+        pass
+
+
+class Nginx:
+    def __init__(self, prefix: Path) -> None:
+        self.prefix = prefix
+        self.configs: list[str] = []
+        self.refuse = False
+        self.stopped = False
+        self._exit: asyncio.Future[int | None] | None = None
+
+    async def start(self, text: str, log_path: Path) -> int:
+        self.configs.append(text)
+        self._exit = asyncio.get_running_loop().create_future()
+        return 4242
+
+    async def reload(self, text: str, generation: int) -> dict[str, float]:
+        from hunyuan_serve.supervise.nginx import NginxError
+
+        if self.refuse:
+            raise NginxError("nginx -t rejected the config: test")
+        self.configs.append(text)
+        return {"check_ms": 1.0, "switch_ms": 1.0}
+
+    async def wait(self) -> int | None:
+        assert self._exit is not None
+        return await self._exit
+
+    async def stop(self, drain_s: float) -> None:
+        self.stopped = True
+
+    def describe(self) -> dict[str, object]:
+        return {"pid": 4242}
+
+    def upstream(self) -> dict[str, bool]:
+        """addr -> routed, as the last config given to Nginx says."""
+        lines = re.findall(r"^\s+server (\S+) max_fails[^;]*?( down)?;$", self.configs[-1], re.M)
+        return {addr: not down for addr, down in lines}
+
+
+def listing(*replicas: tuple[str, str, bool], config: int = 1) -> HostListing:
+    return HostListing("tiny-mt", "hunyuan-mt", config, tuple(ListedReplica(*r) for r in replicas))
+
+
+class Harness:
+    def __init__(self, tmp_path: Path, **gateway: Any) -> None:
+        settings = {"host_down_after": 3, "unhealthy_threshold": 3, "readmit_backoff_s": 1.0, **gateway}
+        data = {"hosts": [{"name": "a", "url": A}, {"name": "b", "url": B}], "gateway": settings}
+        self.inventory = parse_inventory(data, "test.yaml", tmp_path)
+        self.clock, self.discovery, self.prober = Clock(), Discovery(), Prober()
+        self.nginx = Nginx(tmp_path / "nginx")
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        self.discovery.answers = {
+            A: listing(("replica-0", "10.77.0.2:8101", True)),
+            B: listing(("replica-0", "10.77.0.3:8101", True)),
+        }
+        self.gw = Gateway(
+            self.inventory,
+            discovery=self.discovery,
+            prober=self.prober,
+            nginx=self.nginx,
+            clock=self.clock,
+            emit=lambda name, **fields: self.events.append((name, fields)),
+            run_dir=tmp_path,
+            web_root=tmp_path,
+            worker_user=None,
+            signals=(),
+        )
+
+    async def rounds(self, count: int) -> None:
+        """count rounds of the loop: a probe interval passes before each, Nginx synced after each."""
+        for _ in range(count):
+            self.clock.t += self.inventory.gateway.probe_interval_s
+            await self.gw.step()
+            await self.gw.sync()
+
+    async def boot(self) -> None:
+        await self.gw.step()
+        await self.gw.start_nginx()
+        await self.rounds(2)
+
+    def named(self, event: str) -> list[dict[str, Any]]:
+        return [fields for name, fields in self.events if name == event]
+
+
+async def test_boot_admits_every_replica_of_every_host(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    await h.boot()
+    assert h.nginx.upstream() == {"10.77.0.2:8101": True, "10.77.0.3:8101": True}
+    assert [e["replica"] for e in h.named("admitted")] == ["a/replica-0", "b/replica-0"]
+    assert [e["host"] for e in h.named("host_up")] == ["a", "b"]
+    assert (
+        '"hosts":{"a":{"state":"up","ready":1,"replicas":1},"b":{"state":"up","ready":1,"replicas":1}}'
+        in (h.nginx.configs[-1])
+    )
+    assert "least_conn;" in h.nginx.configs[-1] and "proxy_next_upstream error timeout" in h.nginx.configs[-1]
+
+
+async def test_host_down_evicts_all_its_replicas_and_back_readmits_them(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.discovery.answers[A] = listing(
+        ("replica-0", "10.77.0.2:8101", True), ("replica-1", "10.77.0.2:8102", True)
+    )
+    await h.boot()
+    assert all(h.nginx.upstream().values()) and len(h.nginx.upstream()) == 3
+    h.discovery.answers[A] = "timeout"
+    # Discovery runs every second, rounds every half second: two failed polls keep the host.
+    await h.rounds(4)
+    assert h.named("host_down") == [] and all(h.nginx.upstream().values())
+    await h.rounds(2)
+    assert [e["host"] for e in h.named("host_down")] == ["a"]
+    assert h.nginx.upstream() == {"10.77.0.2:8101": False, "10.77.0.2:8102": False, "10.77.0.3:8101": True}
+    assert sorted(e["replica"] for e in h.named("evicted")) == ["a/replica-0", "a/replica-1"]
+    probed = len(h.prober.probed)
+    await h.rounds(6)  # while the host is down its replicas are not probed, nor readmitted
+    assert all(addr.startswith("10.77.0.3") for addr in h.prober.probed[probed:])
+    assert h.nginx.upstream()["10.77.0.2:8101"] is False
+    h.discovery.answers[A] = listing(
+        ("replica-0", "10.77.0.2:8101", True), ("replica-1", "10.77.0.2:8102", True)
+    )
+    await h.rounds(4)
+    assert [e["host"] for e in h.named("host_up")] == ["a", "b", "a"]
+    assert all(h.nginx.upstream().values()) and len(h.nginx.upstream()) == 3
+    assert [e["replica"] for e in h.named("admitted")][-2:] == ["a/replica-0", "a/replica-1"]
+
+
+async def test_one_replica_that_stops_answering_is_evicted_and_readmitted(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    await h.boot()
+    h.prober.failing.add("10.77.0.2:8101")
+    await h.rounds(2)
+    assert h.nginx.upstream()["10.77.0.2:8101"] is True  # under the threshold: still routed
+    await h.rounds(1)
+    assert h.nginx.upstream() == {"10.77.0.2:8101": False, "10.77.0.3:8101": True}
+    assert h.named("host_down") == []
+    await h.rounds(6)  # failing probes after the backoff keep it out
+    assert h.nginx.upstream()["10.77.0.2:8101"] is False
+    h.prober.failing.clear()
+    await h.rounds(2)
+    assert h.nginx.upstream() == {"10.77.0.2:8101": True, "10.77.0.3:8101": True}
+    assert [e["replica"] for e in h.named("evicted")] == ["a/replica-0"]
+
+
+async def test_a_reload_on_a_host_that_moves_a_replica_is_followed(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    await h.boot()
+    # The host's rolling reload: a new replica beside the old one, then the old one drained.
+    h.discovery.answers[A] = listing(
+        ("replica-0", "10.77.0.2:8101", False), ("replica-0", "10.77.0.2:8111", True), config=2
+    )
+    await h.rounds(2)  # the next poll
+    assert h.nginx.upstream()["10.77.0.2:8101"] is False  # the host says not ready: out at once
+    assert h.nginx.upstream()["10.77.0.2:8111"] is False  # not probed yet
+    await h.rounds(1)
+    assert h.nginx.upstream()["10.77.0.2:8111"] is True
+    h.discovery.answers[A] = listing(("replica-0", "10.77.0.2:8111", True), config=3)
+    await h.rounds(2)
+    assert h.nginx.upstream() == {"10.77.0.2:8111": True, "10.77.0.3:8101": True}
+    assert [e["addr"] for e in h.named("replica_gone")] == ["10.77.0.2:8101"]
+    assert [e["addr"] for e in h.named("replica_discovered")][-1] == "10.77.0.2:8111"
+
+
+async def test_no_host_answers_yet_gives_an_upstream_nginx_accepts_and_a_503_health(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.discovery.answers = {A: "ConnectError", B: "HTTP 403: refused"}
+    await h.gw.step()
+    await h.gw.start_nginx()
+    text = h.nginx.configs[-1]
+    assert "server 127.0.0.1:9 down;" in text and "return 503" in text
+    await h.rounds(6)
+    assert sorted(e["host"] for e in h.named("host_down")) == ["a", "b"]
+    assert "failed poll(s): HTTP 403: refused" in h.gw.fleet.hosts["b"].reason
+
+
+async def test_a_refused_reload_keeps_the_last_config_and_is_retried(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    await h.gw.step()
+    await h.gw.start_nginx()
+    h.nginx.refuse = True
+    await h.rounds(2)
+    assert h.named("nginx_reload_failed") and len(h.nginx.configs) == 1
+    h.nginx.refuse = False
+    await h.rounds(3)
+    assert all(h.nginx.upstream().values()) and len(h.nginx.upstream()) == 2
+
+
+async def test_run_stops_on_a_signal_and_stops_nginx(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    task = asyncio.create_task(h.gw.run())
+    for _ in range(50):
+        await asyncio.sleep(0)
+    h.gw.request_stop()
+    assert await asyncio.wait_for(task, 5) == 0
+    assert h.nginx.stopped and h.discovery.closed
+    assert [name for name, _ in h.events][-3:] == ["stopping", "nginx_stopped", "stopped"]
+    assert (tmp_path / "gateway.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({}, "no replicas list"),
+        ({"replicas": [{"name": "r", "addr": "10.0.0.1", "ready": True}]}, "is not HOST:PORT"),
+        ({"replicas": [{"name": "r", "addr": "a:1; evil", "ready": True}]}, "is not HOST:PORT"),
+        ({"replicas": [{"name": "r", "addr": "h:70000", "ready": True}]}, "is not HOST:PORT"),
+        ({"replicas": [{"name": "r x", "addr": "h:1", "ready": True}]}, "not a plain name"),
+        ({"replicas": [{"name": "r", "addr": "h:1", "ready": "yes"}]}, "ready is not true"),
+    ],
+)
+def test_a_bad_listing_is_refused_naming_the_problem(data: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        parse_listing(data)
+
+
+def test_a_listing_as_a_host_renders_it() -> None:
+    got = parse_listing(
+        {
+            "model": "m",
+            "family": None,
+            "config": 4,
+            "replicas": [{"name": "replica-0", "addr": "[::1]:81", "ready": False}],
+        }
+    )
+    assert got == HostListing("m", None, 4, (ListedReplica("replica-0", "[::1]:81", False),))
+
+
+def test_defaults_come_from_the_config_model() -> None:
+    assert parse_inventory({"hosts": [{"name": "a", "url": A}]}, "x", Path(".")).gateway == GatewayConfig()
