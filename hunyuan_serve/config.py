@@ -216,6 +216,16 @@ class SupervisorConfig(Section):
         120.0, ge=0, description="Longest a GPU replica's (re)start waits for its devices' memory to be free."
     )
     gpu_release_poll_s: float = Field(1.0, gt=0, description="Time between GPU memory checks while waiting.")
+    # A GPU holds one engine: its replacement can only start once the old engine has let go of it.
+    reload_order: Literal["auto", "surge", "drain_first"] = Field(
+        "auto",
+        description="How a reload replaces each replica: surge (the new one starts beside the old, which "
+        "is drained once the new one is admitted) or drain_first (the old one is drained, then the new one "
+        "starts on its devices); auto: drain_first for GPU replicas, surge on CPU.",
+    )
+    reload_wait_timeout_s: float = Field(
+        3600.0, gt=0, description="Longest `hunyuan-serve reload` waits for the reload's outcome."
+    )
 
 
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")

@@ -27,6 +27,7 @@ from hunyuan_serve.gpu import visible_gpus
 if TYPE_CHECKING:
     from hunyuan_serve.supervise.events import JsonEvents
     from hunyuan_serve.supervise.plan import ReplicaPlan
+    from hunyuan_serve.supervise.reload import Prepared, Source
     from hunyuan_serve.supervise.supervisor import Supervisor
 
 ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx", "auth")
@@ -43,6 +44,21 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     status.add_argument("--config", metavar="FILE", help="Take the run directory from this config file.")
     status.add_argument("--json", action="store_true", help="Print JSON instead of a table.")
     status.set_defaults(func=cmd_status)
+
+    reload = subparsers.add_parser(
+        "reload", help="Re-read the running `up`'s config and replace its replicas one at a time."
+    )
+    reload.add_argument("--run-dir", help="Run directory of that `up` (default: the per-user one).")
+    reload.add_argument(
+        "--config", metavar="FILE", help="The file `up` was started with (finds its run dir)."
+    )
+    reload.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="Seconds to wait for the outcome (supervisor.reload_wait_timeout_s).",
+    )
+    reload.set_defaults(func=cmd_reload)
 
     render = subparsers.add_parser("render", help="Print the Nginx config or systemd unit `up` would use.")
     render.add_argument("what", choices=("nginx", "systemd"))
@@ -139,6 +155,7 @@ def build_supervisor(
     emit: Callable[..., None],
     info: Mapping[str, Any],
     before_spawn: Callable[[ReplicaPlan], Awaitable[None]] | None = None,
+    reload_source: Source | None = None,
 ) -> Supervisor:
     """The supervisor on the real adapters: subprocesses, HTTP probes, Nginx, the monotonic clock."""
     from hunyuan_serve.auth import peer_headers
@@ -161,6 +178,7 @@ def build_supervisor(
         worker_user=worker_user(),
         base_env=os.environ,
         info=info,
+        reload_source=reload_source,
     )
 
 
@@ -189,22 +207,14 @@ def cmd_up(args: argparse.Namespace) -> int:
     from hunyuan_serve.auth import open_listen_problem
     from hunyuan_serve.doctor import format_table, preflight
     from hunyuan_serve.models import fetch_model, resolve_model
-    from hunyuan_serve.supervise.plan import plan_replicas, with_replica_engine
+    from hunyuan_serve.supervise.plan import with_replica_engine
 
-    cfg = config_from_args(args)
+    cfg = written = config_from_args(args)
     run_dir = run_dir_of(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     lock = _lock_run_dir(run_dir)
-    gpu_facts = gpu.query_gpus()
-    plans = plan_replicas(
-        cfg,
-        visible_gpus=gpu.selectable(gpu_facts, os.environ.get("CUDA_VISIBLE_DEVICES")),
-        cores=sorted(os.sched_getaffinity(0)),
-        run_dir=run_dir,
-        python=sys.executable,
-        gpu_uuids=gpu.uuids_of(gpu_facts),
-    )
+    plans = plan_here(cfg, run_dir)
     problems = busy_ports(cfg, plans) + [p for p in [open_listen_problem(cfg)] if p]
     if problems:
         print("hunyuan-serve: cannot start: " + "; ".join(problems), file=sys.stderr)
@@ -229,9 +239,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     wait = gpu.release_waiter(
         cfg.engine.gpu_memory_utilization, sup.gpu_release_timeout_s, sup.gpu_release_poll_s, emit
     )
-    supervisor = build_supervisor(
-        cfg, plans, run_dir, emit, info=_stack_info(cfg, model, emit.path), before_spawn=wait
-    )
+    info, source = _stack_info(cfg, model, emit.path), reload_source(args, written, run_dir)
+    supervisor = build_supervisor(cfg, plans, run_dir, emit, info, before_spawn=wait, reload_source=source)
     try:
         return asyncio.run(supervisor.run())
     finally:
@@ -303,3 +312,137 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         print(format_table(status))
     return 0 if status["running"] else 3
+
+
+# -- rolling reload (SIGHUP to `up`, or `hunyuan-serve reload`) -----------------------------------
+
+SOURCE_FILE = "reload-source.json"  # in the run dir: the config file and flags `up` was started with
+RELOAD_POLL_S = 0.2  # how often `reload` reads the events file while it waits (a pause, not a deadline)
+
+
+def plan_here(cfg: ServeConfig, run_dir: Path) -> list[ReplicaPlan]:
+    """The replicas' plans on this machine's GPUs (as CUDA_VISIBLE_DEVICES limits them) or cores."""
+    from hunyuan_serve import gpu
+    from hunyuan_serve.supervise.plan import plan_replicas
+
+    facts = gpu.query_gpus()
+    return plan_replicas(
+        cfg,
+        visible_gpus=gpu.selectable(facts, os.environ.get("CUDA_VISIBLE_DEVICES")),
+        cores=sorted(os.sched_getaffinity(0)),
+        run_dir=run_dir,
+        python=sys.executable,
+        gpu_uuids=gpu.uuids_of(facts),
+    )
+
+
+def prepare_reload(cfg: ServeConfig, run_dir: Path) -> Prepared:
+    """What `up` does at start before a replica runs, for a reload: plans, the model fetched, its family."""
+    from hunyuan_serve.auth import open_listen_problem
+    from hunyuan_serve.models import fetch_model, resolve_model
+    from hunyuan_serve.supervise.plan import with_replica_engine
+    from hunyuan_serve.supervise.reload import Prepared
+
+    plans = plan_here(cfg, run_dir)
+    problem = open_listen_problem(cfg)
+    if problem:
+        raise ConfigError(problem)
+    model = resolve_model(cfg.engine, any(p.gpus for p in plans), sys.stderr)
+    local = fetch_model(cfg.engine, model)
+    ready = with_family(with_replica_engine(cfg, plans, str(local), model))
+    return Prepared(ready, plans, {"model": model, "family": ready.engine.prompt_family})
+
+
+def reload_source(args: argparse.Namespace, written: ServeConfig, run_dir: Path) -> Source:
+    """Where a reload reads the config again: the file and flags `up` was started with, recorded in the
+    run dir (for `reload --config`); file reads and model downloads run off the supervisor's loop."""
+    import asyncio
+
+    from hunyuan_serve.config import overrides_from_args
+    from hunyuan_serve.supervise.ports import port_problem
+    from hunyuan_serve.supervise.reload import Source
+    from hunyuan_serve.supervise.state import write_json_atomic
+
+    path = str(Path(args.config).resolve()) if getattr(args, "config", None) else None
+    overrides = overrides_from_args(args)
+    write_json_atomic(run_dir / SOURCE_FILE, {"config": path, "overrides": overrides})
+
+    async def read() -> ServeConfig:
+        return await asyncio.to_thread(lambda: build_config(load_config_file(path), overrides))
+
+    async def prepare(cfg: ServeConfig) -> Prepared:
+        return await asyncio.to_thread(prepare_reload, cfg, run_dir)
+
+    return Source(written, read, prepare, port_problem)
+
+
+def _reload_target(args: argparse.Namespace) -> tuple[Path, float]:
+    """The run dir of the `up` to reload, and how long to wait for the outcome."""
+    if args.config:
+        cfg = build_config(load_config_file(args.config), {})
+        run_dir = Path(args.run_dir) if args.run_dir else run_dir_of(cfg)
+        recorded = _recorded_config(run_dir)
+        if recorded is not None and recorded != str(Path(args.config).resolve()):
+            raise ConfigError(f"the `up` in {run_dir} was started with {recorded}: that is the file it reads")
+    else:
+        run_dir = Path(args.run_dir) if args.run_dir else default_run_dir(os.environ)
+        try:  # the running `up`'s own effective config
+            cfg = build_config(load_config_file(run_dir / "config.yaml"), {})
+        except ConfigError:
+            cfg = build_config({}, {})
+    return run_dir, args.timeout or cfg.supervisor.reload_wait_timeout_s
+
+
+def _recorded_config(run_dir: Path) -> str | None:
+    try:
+        data = json.loads((run_dir / SOURCE_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("config") if isinstance(data, dict) else None
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    import signal
+
+    from hunyuan_serve.supervise.events import read_events
+    from hunyuan_serve.supervise.procs import pid_alive
+    from hunyuan_serve.supervise.state import EVENTS_FILE, read_state
+
+    run_dir, timeout_s = _reload_target(args)
+    state = read_state(run_dir)
+    pid = int(state.get("pid", 0)) if state else 0
+    if not state or not state.get("running") or not pid_alive(pid):
+        print(f"hunyuan-serve: no `up` is running with run dir {run_dir} (pass --run-dir)", file=sys.stderr)
+        return 1
+    events = Path(state.get("events") or run_dir / EVENTS_FILE)
+    mark = len(read_events(events))
+    os.kill(pid, signal.SIGHUP)  # `up` reads its config again; the events say what became of it
+    return _await_reload(events, mark, pid, timeout_s)
+
+
+def _await_reload(events_path: Path, mark: int, pid: int, timeout_s: float) -> int:
+    import time
+
+    from hunyuan_serve.supervise.events import read_events
+    from hunyuan_serve.supervise.procs import pid_alive
+    from hunyuan_serve.supervise.reload import outcome, reload_id
+
+    deadline = time.monotonic() + timeout_s
+    rid: int | None = None
+    while time.monotonic() < deadline:
+        events = read_events(events_path)[mark:]
+        rid = rid or reload_id(events)
+        ended = outcome(events, rid) if rid is not None else None
+        if ended is not None:
+            print(ended[1], file=sys.stdout if ended[0] == 0 else sys.stderr)
+            return ended[0]
+        if not pid_alive(pid):
+            print(f"hunyuan-serve: `up` (pid {pid}) exited before the reload ended", file=sys.stderr)
+            return 1
+        time.sleep(RELOAD_POLL_S)
+    print(
+        f"hunyuan-serve: reload {rid or '?'} has not ended within {timeout_s:g}s; it goes on "
+        "(`hunyuan-serve status` shows it)",
+        file=sys.stderr,
+    )
+    return 1

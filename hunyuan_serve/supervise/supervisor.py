@@ -1,7 +1,9 @@
 """The one supervision loop: observes exits, probes and the clock, applies health.step, acts.
 
 Facts and where they come from: `transition` events are the replicas' health states (from `_apply`);
-`admitted`/`evicted` say what Nginx routes to, emitted only once Nginx has taken a config (`_routed`).
+`admitted`/`evicted` say what Nginx routes to, emitted only once Nginx has taken a config (`_routed`);
+`reload_*` events tell a rolling reload (SIGHUP, `hunyuan-serve reload`), which replaces one replica at a
+time through the same paths (a new Replica started, admitted, then the old one retired).
 """
 
 from __future__ import annotations
@@ -15,23 +17,25 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.supervise import health
+from hunyuan_serve.config import ConfigError, ServeConfig, config_to_yaml
+from hunyuan_serve.supervise import health, reload
 from hunyuan_serve.supervise.health import Abandon, Health, Kill, Reroute, Start, State
 from hunyuan_serve.supervise.nginx import NginxError
 from hunyuan_serve.supervise.plan import ReplicaPlan
 from hunyuan_serve.supervise.render import environment, render_nginx
-from hunyuan_serve.supervise.routing import Routing, UpstreamServer, routing_from_states
+from hunyuan_serve.supervise.routing import Routing, routing_from_states
 from hunyuan_serve.supervise.seams import Clock, NginxControl, Prober, Proc, Runner
-from hunyuan_serve.supervise.state import STATE_FILE, write_json_atomic
+from hunyuan_serve.supervise.state import STATE_FILE, write_json_atomic, write_text_atomic
 from hunyuan_serve.supervise.targets import write_targets
 
 Emit = Callable[..., None]
+_T = TypeVar("_T")
+_Step = dict[str, Any] | str  # a replica replaced (old and new pid, port), or why not
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: a reload has two of one slot's name for a while
 class Replica:
     """A replica's plan, its pure health state and the live handles that go with it."""
 
@@ -43,6 +47,10 @@ class Replica:
     prober: asyncio.Task[None] | None = None  # the probe loop, while the state is probed
     kill_pending: str | None = None  # a Kill that came while the spawn was still in progress
     last_probe_ms: float | None = None
+    config: int = 0  # the reload whose config it runs (0: the one `up` started with)
+    incoming: int | None = None  # the reload that started it, until it takes its slot
+    retiring: bool = False  # replaced (or a failed incoming): out of the routing, stopped, never restarted
+    reload_pid: int | None = None  # the pid it had when a reload retired it
 
 
 @dataclass(frozen=True)
@@ -70,15 +78,24 @@ class _NginxFailed:
 
 
 @dataclass(frozen=True)
+class _Reload:
+    source: str
+
+
+class _Refused(Exception):
+    """A reload that cannot go ahead; nothing has been touched."""
+
+
+@dataclass(frozen=True)
 class _Seen:
-    index: int
+    replica: Replica
     generation: int
     obs: health.Observation
     latency_ms: float | None = None
     pid: int | None = None
 
 
-_Item = _Seen | _Signal | _Tick | _NginxFailed
+_Item = _Seen | _Signal | _Tick | _NginxFailed | _Reload
 
 
 class Supervisor:
@@ -100,7 +117,8 @@ class Supervisor:
         base_env: Mapping[str, str],
         info: Mapping[str, Any],
         rand: Callable[[], float] = random.random,
-        signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM),
+        signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
+        reload_source: reload.Source | None = None,
     ) -> None:
         self.cfg, self.sup = cfg, cfg.supervisor
         self.runner, self.prober, self.nginx, self.clock = runner, prober, nginx, clock
@@ -121,6 +139,17 @@ class Supervisor:
         self.abandoned: list[Abandoned] = []
         self._background: list[asyncio.Task[None]] = []
         self._nginx_exit: asyncio.Task[int | None] | None = None  # ends when the Nginx master exits
+        self.source = reload_source
+        self.written = reload_source.initial if reload_source else None  # the running config as written
+        self.incoming: list[Replica] = []  # started by a reload, not yet in their slot
+        self.retiring: list[Replica] = []  # leaving: evicted, then stopped; never restarted
+        self.reloads = 0  # the last reload id given out
+        self._reload_task: asyncio.Task[None] | None = None
+        self._reload_pending: int | None = None  # requested during a reload: runs after it
+        self.reload_state: dict[str, Any] | None = None  # what `status` shows of the last reload
+        self._cfg_stale = False  # the config changed: Nginx must re-render even on the same routing
+        self._nginx_error: str | None = None  # the last reload Nginx refused, until one is taken
+        self._wake = asyncio.Event()  # set when routing or a replica's state changed: reload steps re-check
 
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
         """What a signal does: enqueue; the loop decides, between two steps, what stopping means."""
@@ -155,7 +184,11 @@ class Supervisor:
             self.queue.put_nowait(_Tick())
 
     def _handle(self, item: _Item) -> None:
-        if isinstance(item, _Signal):
+        if isinstance(item, _Signal) and item.signum == signal.SIGHUP:
+            self._reload_requested("SIGHUP")
+        elif isinstance(item, _Reload):
+            self._reload_requested(item.source)
+        elif isinstance(item, _Signal):
             self.emit("signal", signal=signal.Signals(item.signum).name)
             self.stopping = True
         elif isinstance(item, _NginxFailed):
@@ -165,15 +198,21 @@ class Supervisor:
             self._seen(item)
 
     def _seen(self, item: _Seen) -> None:
-        replica = self.replicas[item.index]
+        replica = item.replica
         if item.generation != replica.generation:
             self._stale(replica, item)
             return
         if isinstance(item.obs, health.Exited):
             if item.pid is not None:  # None: the spawn failed, and replica_spawn_failed said so
-                name, code = replica.plan.name, item.obs.returncode
-                self.emit("replica_exited", replica=name, pid=item.pid, returncode=code)
+                code = item.obs.returncode
+                retired = {"retired": True} if replica.retiring else {}
+                self.emit("replica_exited", **self._tag(replica), pid=item.pid, returncode=code, **retired)
             replica.proc = None
+        if replica.retiring:  # its end was asked for: nothing to decide
+            if replica.proc is None and replica in self.retiring:
+                self.retiring.remove(replica)
+            self._wake.set()
+            return
         if isinstance(item.obs, health.Probe) and item.latency_ms is not None:
             replica.last_probe_ms = item.latency_ms
         self._apply(replica, item.obs)
@@ -186,7 +225,7 @@ class Supervisor:
                 self.abandoned.remove(gone[0])
                 self.emit(
                     "abandoned_exited",
-                    replica=replica.plan.name,
+                    **self._tag(replica),
                     pid=item.pid,
                     returncode=item.obs.returncode,
                 )
@@ -195,7 +234,7 @@ class Supervisor:
         if self.stopping:
             return
         now = self.clock.now()
-        for replica in self.replicas:
+        for replica in self._members():
             self._apply(replica, health.Tick(now))
 
     def _apply(self, replica: Replica, obs: health.Observation) -> None:
@@ -203,9 +242,10 @@ class Supervisor:
         after, actions = health.step(before, obs, self.sup, self.rand())
         replica.health = after
         if after.state is not before.state:
+            self._wake.set()
             self.emit(
                 "transition",
-                replica=replica.plan.name,
+                **self._tag(replica),
                 **{"from": before.state.value},
                 to=after.state.value,
                 reason=after.reason,
@@ -217,20 +257,20 @@ class Supervisor:
             self._act(replica, action)
 
     def _act(self, replica: Replica, action: health.Action) -> None:
-        name = replica.plan.name
+        tag = self._tag(replica)
         if isinstance(action, Start) and not self.stopping:
             self._launch(replica)
         elif isinstance(action, Kill) and replica.proc is not None:
-            self.emit("replica_killed", replica=name, pid=replica.proc.pid, reason=action.reason)
+            self.emit("replica_killed", **tag, pid=replica.proc.pid, reason=action.reason)
             self.runner.kill(replica.proc)
         elif isinstance(action, Kill):
             # The spawn has not landed yet (a slow start, a before_spawn wait): kill it when it does.
             replica.kill_pending = action.reason
-            self.emit("replica_kill_pending", replica=name, reason=action.reason)
+            self.emit("replica_kill_pending", **tag, reason=action.reason)
         elif isinstance(action, Abandon):
             pid = replica.proc.pid if replica.proc is not None else None
-            self.emit("replica_abandoned", replica=name, pid=pid, reason=action.reason)
-            self.abandoned.append(Abandoned(name, replica.proc, replica.waiter))
+            self.emit("replica_abandoned", **tag, pid=pid, reason=action.reason)
+            self.abandoned.append(Abandoned(replica.plan.name, replica.proc, replica.waiter))
             replica.proc, replica.waiter = None, None
         elif isinstance(action, Reroute):
             self.reroute.set()
@@ -248,8 +288,8 @@ class Supervisor:
         try:
             proc = await self.runner.spawn(plan, {**self.base_env, **dict(plan.env)})
         except Exception as err:  # whatever a before_spawn hook raises is a failed start too
-            self.emit("replica_spawn_failed", replica=plan.name, error=str(err) or type(err).__name__)
-            self.queue.put_nowait(_Seen(plan.index, generation, health.Exited(self.clock.now(), None)))
+            self.emit("replica_spawn_failed", **self._tag(replica), error=str(err) or type(err).__name__)
+            self.queue.put_nowait(_Seen(replica, generation, health.Exited(self.clock.now(), None)))
             return
         if generation != replica.generation or self.stopping:
             # Abandoned, or `up` is stopping, while the spawn was in progress: nobody's process.
@@ -257,15 +297,15 @@ class Supervisor:
             await self.runner.wait(proc)
             return
         replica.proc = proc
-        self.emit("replica_started", replica=plan.name, pid=proc.pid, port=plan.port, device=plan.device)
+        self.emit("replica_started", **self._tag(replica), pid=proc.pid, port=plan.port, device=plan.device)
         if replica.kill_pending is not None:
-            self.emit("replica_killed", replica=plan.name, pid=proc.pid, reason=replica.kill_pending)
+            self.emit("replica_killed", **self._tag(replica), pid=proc.pid, reason=replica.kill_pending)
             self.runner.kill(proc)
         else:
             replica.prober = asyncio.create_task(self._probe_loop(replica, generation))
         returncode = await self.runner.wait(proc)
         exited = health.Exited(self.clock.now(), returncode)
-        self.queue.put_nowait(_Seen(plan.index, generation, exited, pid=proc.pid))
+        self.queue.put_nowait(_Seen(replica, generation, exited, pid=proc.pid))
 
     async def _probe_loop(self, replica: Replica, generation: int) -> None:
         count = 0
@@ -275,7 +315,7 @@ class Supervisor:
             deep = deep and replica.health.state is State.READY
             result = await self.prober.probe(replica.plan.addr, deep=deep)
             obs = health.Probe(self.clock.now(), result.ok, result.detail)
-            self.queue.put_nowait(_Seen(replica.plan.index, generation, obs, result.latency_ms))
+            self.queue.put_nowait(_Seen(replica, generation, obs, result.latency_ms))
             await self.clock.sleep(self.sup.probe_interval_s)
 
     def _cancel_prober(self, replica: Replica) -> None:
@@ -285,9 +325,22 @@ class Supervisor:
 
     # -- nginx: its own task, so a slow or refused reload never holds up observations -------------
 
+    def _members(self) -> list[Replica]:
+        """Who the routing lists and the clock drives: every slot's replica and those a reload starts."""
+        return [r for r in (*self.replicas, *self.incoming) if not r.retiring]
+
+    def _known(self) -> list[Replica]:
+        """Every replica with a process or a task to answer for, retiring ones included."""
+        return list({id(r): r for r in (*self.replicas, *self.incoming, *self.retiring)}.values())
+
+    def _tag(self, replica: Replica) -> dict[str, Any]:
+        """How events name a replica; one a reload is starting also names the reload."""
+        return {"replica": replica.plan.name} | ({"reload": replica.incoming} if replica.incoming else {})
+
     def routing(self) -> Routing:
-        members = [(r.plan.addr, r.health.state) for r in self.replicas]
-        return routing_from_states(members, [r.plan.name for r in self.replicas])
+        members = self._members()
+        states = [(r.plan.addr, r.health.state) for r in members]
+        return routing_from_states(states, [r.plan.name for r in members])
 
     def _render(self, routing: Routing) -> str:
         return render_nginx(
@@ -345,7 +398,7 @@ class Supervisor:
     async def _reload_nginx(self) -> bool:
         """Reload to the current routing if Nginx has another; False when the reload failed."""
         routing = self.routing()
-        if routing == self.routed:
+        if routing == self.routed and not self._cfg_stale:
             return True
         self.config_generation += 1
         try:
@@ -355,25 +408,254 @@ class Supervisor:
             self.emit(
                 "nginx_reload_failed", error=str(err), config=self.config_generation, ready=routing.ready
             )
+            self._nginx_error = str(err)
+            self._wake.set()
             return False
+        self._cfg_stale, self._nginx_error = False, None
         self.emit("nginx_reloaded", ready=routing.ready, config=self.config_generation, **timing)
         self._routed(routing)
         return True
 
     def _routed(self, routing: Routing) -> None:
         """Nginx now routes by `routing`: the one place admitted and evicted events come from."""
-        old = self.routed or Routing(tuple(UpstreamServer(s.addr, True) for s in routing.servers))
+        was = {s.addr: not s.down for s in self.routed.servers} if self.routed else {}
+        now = {s.addr: not s.down for s in routing.servers}
         self.routed = routing
-        names = [(r.plan.name, r.plan.device) for r in self.replicas]
+        names = [(r.plan.name, r.plan.device) for r in self._members()]
         write_targets(self.run_dir, routing, names, self.cfg.nginx.status_port)  # what Prometheus scrapes
-        for replica, was, now in zip(self.replicas, old.servers, routing.servers, strict=True):
-            name = replica.plan.name
-            if was.down and not now.down:
-                self.emit("admitted", replica=name, pid=replica.proc.pid if replica.proc else None)
-            elif now.down and not was.down:
-                self.emit(
-                    "evicted", replica=name, state=replica.health.state.value, reason=replica.health.reason
-                )
+        for replica in self._known():  # by address: a reload adds servers and takes them away
+            addr, tag = replica.plan.addr, self._tag(replica)
+            if now.get(addr, False) and not was.get(addr, False):
+                self.emit("admitted", **tag, pid=replica.proc.pid if replica.proc else None)
+            elif was.get(addr, False) and not now.get(addr, False):
+                reason = "replaced by a reload" if replica.retiring else replica.health.reason
+                self.emit("evicted", **tag, state=replica.health.state.value, reason=reason)
+        self._wake.set()
+
+    # -- rolling reload: one at a time, one replica at a time; a request during one is queued ---------
+
+    def request_reload(self, source: str = "request") -> None:
+        """What SIGHUP does: enqueue; the loop starts the reload, or queues it behind the running one."""
+        self.queue.put_nowait(_Reload(source))
+
+    def _reload_requested(self, source: str) -> None:
+        if self.stopping:
+            return
+        if self._reload_task is None or self._reload_task.done():
+            self.reloads += 1
+            self.emit("reload_requested", reload=self.reloads, source=source, queued=False)
+            self._reload_task = asyncio.create_task(self._reloads(self.reloads))
+            return
+        coalesced = self._reload_pending is not None  # one queued reload reads the config for them all
+        if self._reload_pending is None:
+            self.reloads += 1
+            self._reload_pending = self.reloads
+        pending = self._reload_pending
+        self.emit(
+            "reload_requested",
+            reload=pending,
+            source=source,
+            queued=True,
+            coalesced=coalesced,
+            behind=pending - 1,
+        )
+
+    async def _reloads(self, rid: int | None) -> None:
+        while rid is not None and not self.stopping:
+            await self._reload(rid)
+            rid, self._reload_pending = self._reload_pending, None
+
+    async def _reload(self, rid: int) -> None:
+        started = self.clock.now()
+        self.reload_state = {"reload": rid, "phase": "reading the config"}
+        try:
+            prepared, written, order = await self._reload_check(rid)
+        except _Refused as err:
+            self.emit("reload_refused", reload=rid, error=str(err))
+            self.reload_state = {"reload": rid, "outcome": "refused", "error": str(err)}
+            return
+        replaced: list[dict[str, Any]] = []
+        step = self._surge if order == "surge" else self._drain_first
+        for index, plan in enumerate(prepared.plans):
+            name = self.replicas[index].plan.name
+            done = await step(rid, index, prepared, plan)
+            if isinstance(done, str):
+                self.emit("reload_failed", reload=rid, replica=name, error=done, replaced=replaced)
+                self.reload_state = {"reload": rid, "outcome": "failed", "replica": name, "error": done}
+                return
+            replaced.append(done)
+            self.emit("reload_replaced", reload=rid, **done)
+        nginx_error = await self._apply_config(prepared, written)
+        wall_s = round(self.clock.now() - started, 3)
+        extra = {"nginx_error": nginx_error} if nginx_error else {}
+        self.emit("reload_done", reload=rid, replaced=replaced, wall_s=wall_s, **extra)
+        self.reload_state = {"reload": rid, "outcome": "done", "replaced": replaced, "wall_s": wall_s}
+
+    async def _reload_check(self, rid: int) -> tuple[reload.Prepared, ServeConfig, reload.Order]:
+        """The new config read, checked and prepared, or _Refused saying why; touches no replica."""
+        if self.source is None or self.written is None:
+            raise _Refused("this `up` has no config source to read again")
+        try:
+            written = await self.source.read()
+        except ConfigError as err:
+            raise _Refused(str(err)) from None
+        problems = reload.refusals(self.written, written) + reload.port_refusals(written, len(self.replicas))
+        if problems:
+            raise _Refused("; ".join(problems))
+        self.reload_state = {"reload": rid, "phase": "preparing the model"}
+        try:
+            prepared = await self.source.prepare(written)
+        except Exception as err:  # a model that cannot be fetched or read: what prepare raises says why
+            raise _Refused(str(err) or type(err).__name__) from None
+        ports = [reload.next_port(written, i, r.plan.port) for i, r in enumerate(self.replicas)]
+        busy = [self.source.port_problem(prepared.cfg.replica.host, port) for port in ports]
+        if any(busy):
+            raise _Refused("; ".join(b for b in busy if b))
+        order = reload.replace_order(written.supervisor.reload_order, prepared.plans)
+        changed = reload.changed_keys(self.written, written)
+        self.emit("reload_started", reload=rid, order=order, changed=changed, ports=ports)
+        return prepared, written, order
+
+    async def _surge(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> _Step:
+        """The new replica starts beside the old one; once Nginx routes to it, the old one is retired."""
+        old = self.replicas[index]
+        new = self._start_incoming(rid, index, prepared, plan)
+        error = await self._admitted(new)
+        if error is not None:
+            await self._drop(new)
+            return f"{error}; the old process keeps serving"
+        self._take_slot(index, new)
+        await self._retire(old)
+        return self._replaced(rid, old, new)
+
+    async def _drain_first(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> _Step:
+        """The old replica is retired first (its devices freed), then the new one starts in its place."""
+        old = self.replicas[index]
+        self.reload_state = {"reload": rid, "phase": f"draining {old.plan.name} before its replacement"}
+        await self._retire(old)
+        new = self._start_incoming(rid, index, prepared, plan)
+        error = await self._admitted(new)
+        if error is not None:
+            await self._drop(new)
+            # Its devices are free again: the slot goes back to its previous config.
+            self.replicas[index] = Replica(old.plan, health.initial(self.clock.now()), config=old.config)
+            return f"{error}; {old.plan.name} starts again on its previous config"
+        self._take_slot(index, new)
+        return self._replaced(rid, old, new)
+
+    def _start_incoming(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> Replica:
+        old = self.replicas[index]
+        port = reload.next_port(prepared.cfg, index, old.plan.port)
+        plan = reload.incoming_plan(plan, port, rid)
+        write_text_atomic(plan.config_path, config_to_yaml(reload.replica_config(prepared.cfg, port)))
+        new = Replica(plan, health.initial(self.clock.now()), config=rid, incoming=rid)
+        self.incoming.append(new)
+        phase = f"starting {plan.name} on port {port}"
+        self.reload_state = {"reload": rid, "phase": phase, "old_pid": old.proc.pid if old.proc else None}
+        self._apply(new, health.Tick(self.clock.now()))  # starts it now
+        return new
+
+    async def _admitted(self, new: Replica) -> str | None:
+        """None once Nginx routes to the new replica; why not, once it failed (deadline, exit, spawn)."""
+
+        def decided() -> str | None:
+            if self._is_routed(new.plan.addr):
+                return ""
+            failed = new.health.state in (State.RESTARTING, State.EVICTED, State.FAILED)
+            return new.health.reason if failed and new.health.launches else None
+
+        return await self._until(decided) or None
+
+    def _take_slot(self, index: int, new: Replica) -> None:
+        self.incoming.remove(new)
+        new.incoming = None
+        self.replicas[index] = new
+
+    def _replaced(self, rid: int, old: Replica, new: Replica) -> dict[str, Any]:
+        pair = {
+            "replica": new.plan.name,
+            "old_pid": old.reload_pid,
+            "new_pid": new.proc.pid if new.proc else None,
+            "old_port": old.plan.port,
+            "new_port": new.plan.port,
+        }
+        self.reload_state = {"reload": rid, "phase": f"{new.plan.name} replaced"}
+        return pair
+
+    async def _retire(self, old: Replica) -> None:
+        """Out of the routing, then (once Nginx no longer sends it anything) SIGTERM: it drains and exits."""
+        old.retiring, old.reload_pid = True, old.proc.pid if old.proc else None
+        self.retiring.append(old)
+        self._cancel_prober(old)
+        self.reroute.set()
+        await self._until(lambda: None if self._is_routed(old.plan.addr) else True)
+        if old.proc is not None:
+            self.emit(
+                "replica_draining", replica=old.plan.name, pid=old.proc.pid, grace_s=self.sup.kill_timeout_s
+            )
+            await self.runner.stop(old.proc, self.sup.kill_timeout_s)
+        await self._gone(old)
+
+    async def _drop(self, new: Replica) -> None:
+        """A new replica that failed: out, killed, never restarted."""
+        self.incoming.remove(new)
+        new.retiring = True
+        self.retiring.append(new)
+        self._cancel_prober(new)
+        self.reroute.set()
+        if new.proc is not None and new.health.state is not State.EVICTED:  # EVICTED: killed already
+            self.runner.kill(new.proc)
+        await self._gone(new)
+
+    async def _gone(self, replica: Replica) -> None:
+        """Wait (abandon_after_s at most) until its process has exited; a spawn in progress is cancelled."""
+        if replica.proc is None and replica.waiter is not None and not replica.waiter.done():
+            replica.waiter.cancel()  # cancelling it kills what it started
+        if replica.proc is None:
+            if replica in self.retiring:
+                self.retiring.remove(replica)
+            return
+        if (
+            await self._until(lambda: True if replica.proc is None else None, self.sup.abandon_after_s)
+            is None
+        ):
+            pid = replica.proc.pid if replica.proc else None
+            self.emit(
+                "replica_abandoned", replica=replica.plan.name, pid=pid, reason="did not exit when retired"
+            )
+            self.abandoned.append(Abandoned(replica.plan.name, replica.proc, replica.waiter))
+            replica.proc = None
+            self.retiring.remove(replica)
+
+    async def _apply_config(self, prepared: reload.Prepared, written: ServeConfig) -> str | None:
+        """Every replica runs the new config: the supervisor and Nginx take it too (None: Nginx did)."""
+        self.cfg, self.sup, self.written = prepared.cfg, prepared.cfg.supervisor, written
+        self.info.update(prepared.info)
+        write_text_atomic(self.run_dir / "config.yaml", config_to_yaml(prepared.cfg))
+        self._cfg_stale, self._nginx_error = True, None
+        self.reroute.set()
+        return await self._until(lambda: "" if not self._cfg_stale else self._nginx_error) or None
+
+    def _is_routed(self, addr: str) -> bool:
+        """Whether the config Nginx has taken sends traffic to addr."""
+        return self.routed is not None and any(s.addr == addr and not s.down for s in self.routed.servers)
+
+    async def _until(self, check: Callable[[], _T | None], timeout_s: float | None = None) -> _T | None:
+        """check() once it is not None, re-checked whenever the loop sees a change; None after timeout_s."""
+        deadline = None if timeout_s is None else self.clock.now() + timeout_s
+        while (found := check()) is None:
+            if deadline is not None and self.clock.now() >= deadline:
+                return None
+            self._wake.clear()
+            waits: set[asyncio.Future[Any]] = {asyncio.ensure_future(self._wake.wait())}
+            if deadline is not None:
+                waits.add(asyncio.ensure_future(self.clock.sleep(deadline - self.clock.now())))
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiting in waits:
+                    waiting.cancel()
+        return found
 
     # -- shutdown and state ----------------------------------------------------------------------
 
@@ -381,6 +663,9 @@ class Supervisor:
         self.stopping = True
         self.emit("stopping", drain_timeout_s=self.sup.drain_timeout_s)
         self._write_state(running=True, phase="draining")
+        if self._reload_task is not None:  # a reload in progress starts nothing more
+            self._reload_task.cancel()
+            await asyncio.gather(self._reload_task, return_exceptions=True)
         for task in self._background:  # the Nginx task first: it would start a stopped Nginx again
             task.cancel()
         if self._nginx_exit is not None:
@@ -396,17 +681,18 @@ class Supervisor:
 
     async def _stop_replicas(self) -> None:
         tasks: list[asyncio.Task[None]] = []
-        for replica in self.replicas:
+        everyone = self._known()
+        for replica in everyone:
             self._cancel_prober(replica)
             if replica.proc is None and replica.waiter is not None:
                 replica.waiter.cancel()  # a spawn in progress (cancelling it kills what it started)
-        live = [r.proc for r in self.replicas if r.proc is not None]
+        live = [r.proc for r in everyone if r.proc is not None]
         await asyncio.gather(*(self.runner.stop(p, self.sup.kill_timeout_s) for p in live))
         for gone in self.abandoned:
             if gone.proc is not None:
                 self.runner.kill(gone.proc)  # once more; waiting for them is what could not be done
             tasks.extend([gone.waiter] if gone.waiter is not None else [])
-        for replica in self.replicas:
+        for replica in everyone:
             tasks.extend([replica.waiter] if replica.waiter is not None else [])
             replica.proc = None
         for task in tasks:
@@ -426,6 +712,8 @@ class Supervisor:
             "since_s": round(self.clock.now() - r.health.since, 3),
             "last_probe_ms": None if r.last_probe_ms is None else round(r.last_probe_ms, 1),
             "log": str(r.plan.log_path),
+            "config": r.config,
+            "retiring": r.retiring,
         }
 
     def _write_state(self, running: bool = True, phase: str = "running") -> None:
@@ -438,6 +726,8 @@ class Supervisor:
             "run_dir": str(self.run_dir),
             **self.info,  # model, events file, prompt family...
             "replicas": [self._replica_state(r) for r in self.replicas],
+            "incoming": [self._replica_state(r) for r in self.incoming],  # started by a reload
+            "reload": self.reload_state,
             "nginx": {
                 "port": self.cfg.nginx.port,
                 "listen": self.cfg.nginx.listen,

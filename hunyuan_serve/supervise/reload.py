@@ -1,0 +1,165 @@
+"""Rolling reload, the pure parts: what changed, what needs a full restart, the order and ports, outcomes."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.supervise.plan import ReplicaPlan
+
+# The one table of settings a reload cannot apply: changing any of them is refused, naming the key.
+# Every other setting is applied: the new replicas run it, and Nginx and the supervisor take the new
+# config (rendered and reloaded) once every replica has been replaced.
+RESTART_ONLY: dict[str, str] = {
+    "gpus": "the devices are laid out when `up` starts",
+    "replicas": "the number of replicas is fixed when `up` starts",
+    "base_port": "the replicas' ports are laid out when `up` starts",
+    "run_dir": "it holds the running `up`'s lock, state and events",
+    "engine.device": "the device kind is chosen when `up` starts",
+    "engine.tensor_parallel_size": "the devices are grouped when `up` starts",
+    "nginx.port": "clients and `status` find the running Nginx on it",
+    "nginx.listen": "clients find the running Nginx on it",
+    "nginx.binary": "the running Nginx master is that program",
+}
+
+Order = Literal["surge", "drain-first"]
+
+
+def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"nginx": {"port": 1}} -> {"nginx.port": 1}: one dotted key per setting."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            flat.update(flatten(value, dotted + "."))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+def changed_keys(old: ServeConfig, new: ServeConfig) -> list[str]:
+    """Dotted keys whose values differ between the two configs, sorted."""
+    before, after = flatten(old.model_dump(mode="json")), flatten(new.model_dump(mode="json"))
+    return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def refusals(old: ServeConfig, new: ServeConfig) -> list[str]:
+    """Why the new config cannot be applied by a reload (empty: it can), one reason per key."""
+    keys = [key for key in changed_keys(old, new) if key in RESTART_ONLY]
+    return [f"{key}: needs a full restart ({RESTART_ONLY[key]})" for key in keys]
+
+
+def replace_order(setting: str, plans: Sequence[ReplicaPlan]) -> Order:
+    """surge: start the new replica beside the old one, then drain the old; drain-first: the old one
+    goes first (a GPU holds one engine: the new one starts on the freed device while the others serve)."""
+    if setting == "surge":
+        return "surge"
+    if setting == "drain_first":
+        return "drain-first"
+    return "drain-first" if any(p.gpus for p in plans) else "surge"
+
+
+def port_sets(cfg: ServeConfig) -> tuple[range, range]:
+    """The two port sets replicas alternate between, one reload to the next: base_port + i at start,
+    then base_port + replicas + i, then back."""
+    first = range(cfg.base_port, cfg.base_port + cfg.replicas)
+    return first, range(first.stop, first.stop + cfg.replicas)
+
+
+def next_port(cfg: ServeConfig, index: int, current: int) -> int:
+    """The port replica `index`'s new process takes: the other set's, never the one in use."""
+    first, second = port_sets(cfg)
+    return second[index] if current == first[index] else first[index]
+
+
+def port_refusals(cfg: ServeConfig, count: int) -> list[str]:
+    """The second port set must exist and stay clear of Nginx's ports."""
+    second = range(cfg.base_port + count, cfg.base_port + 2 * count)
+    if second.stop - 1 > 65535:
+        return [
+            f"base_port: {cfg.base_port} leaves no second port set for a reload (up to {second.stop - 1})"
+        ]
+    taken = {cfg.nginx.port: "nginx.port", cfg.nginx.status_port: "nginx.status_port"}
+    return [f"base_port: reload port {p} is {taken[p]}" for p in second if p in taken]
+
+
+def incoming_plan(new: ReplicaPlan, port: int, reload_id: int) -> ReplicaPlan:
+    """The new process of a replica: the new config's plan on its next port, with a config file and a
+    log of its own (the old process may still be restarted on its own file while the new one starts)."""
+    stem = f"{new.name}.r{reload_id}"
+    argv = list(new.argv)
+    argv[argv.index("--config") + 1] = str(new.config_path.with_name(f"{stem}.yaml"))
+    argv[argv.index("--port") + 1] = str(port)
+    return dataclasses.replace(
+        new,
+        port=port,
+        argv=tuple(argv),
+        config_path=new.config_path.with_name(f"{stem}.yaml"),
+        log_path=new.log_path.with_name(f"{stem}.log"),
+    )
+
+
+def replica_config(cfg: ServeConfig, port: int) -> ServeConfig:
+    """The config one replica reads: the stack's, with its own port."""
+    data = cfg.model_dump(mode="json")
+    data["replica"]["port"] = port
+    return ServeConfig.model_validate(data)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A new config made ready to run: the model fetched and its family placed, as `up` does at start."""
+
+    cfg: ServeConfig  # effective: what the replicas read
+    plans: list[ReplicaPlan]  # as plan_replicas lays them out for cfg (start-time ports and files)
+    info: dict[str, Any] = field(default_factory=dict)  # what `status` shows of the stack (model, family)
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a reload gets its config: the file and flags `up` was started with, read again.
+
+    read: the config as written (validated; ConfigError names the problem); prepare: effects of `up`'s
+    start (fetch the model, place its family, lay out the plans); port_problem: why a port cannot be
+    bound now (None: free).
+    """
+
+    initial: ServeConfig  # the config as written that `up` started with
+    read: Callable[[], Awaitable[ServeConfig]]
+    prepare: Callable[[ServeConfig], Awaitable[Prepared]]
+    port_problem: Callable[[str, int], str | None] = lambda host, port: None
+
+
+# -- the `reload` command's view: the outcome of one reload, read from the events ---------------------
+
+OUTCOMES = ("reload_done", "reload_failed", "reload_refused")
+
+
+def reload_id(events: Sequence[Mapping[str, Any]]) -> int | None:
+    """The reload that will serve a SIGHUP sent before these events: the first one requested in them."""
+    return next((int(e["reload"]) for e in events if e.get("event") == "reload_requested"), None)
+
+
+def _pairs(replaced: Sequence[Mapping[str, Any]]) -> str:
+    return ", ".join(
+        f"{r['replica']} pid {r['old_pid']} -> {r['new_pid']} (port {r['old_port']} -> {r['new_port']})"
+        for r in replaced
+    )
+
+
+def outcome(events: Sequence[Mapping[str, Any]], rid: int) -> tuple[int, str] | None:
+    """(exit code, what to print) once reload `rid` has ended in these events; None while it goes on."""
+    end = next((e for e in events if e.get("event") in OUTCOMES and e.get("reload") == rid), None)
+    if end is None:
+        return None
+    replaced = end.get("replaced", [])
+    if end["event"] == "reload_done":
+        what = _pairs(replaced) or "no replica"
+        return 0, f"reload {rid} done in {end.get('wall_s')} s: replaced {what}"
+    if end["event"] == "reload_refused":
+        return 1, f"reload {rid} refused, nothing was changed: {end.get('error')}"
+    before = f"; replaced before it: {_pairs(replaced)}" if replaced else "; no replica was replaced"
+    return 1, f"reload {rid} failed at {end.get('replica')}: {end.get('error')}{before}"
