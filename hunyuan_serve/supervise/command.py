@@ -196,8 +196,10 @@ def with_family(cfg: ServeConfig) -> ServeConfig:
 
 
 def _stack_info(cfg: ServeConfig, model: str, events: Path) -> dict[str, Any]:
-    """What `status` shows of the stack: the model, its prompt family, the events file."""
-    return {"model": model, "family": cfg.engine.prompt_family, "events": str(events)}
+    """What `status` shows of the stack: the model, its prompt family, the events file (and where the
+    peer secret is, so `status` can ask the replicas; never the secret itself)."""
+    info = {"model": model, "family": cfg.engine.prompt_family, "events": str(events)}
+    return {**info, "peer_secret_file": cfg.auth.peer_secret_file}
 
 
 def cmd_up(args: argparse.Namespace) -> int:

@@ -8,6 +8,8 @@ from typing import Any
 
 import httpx
 
+from hunyuan_serve.auth import PEER_HEADER, load_peer_secret
+from hunyuan_serve.config import ConfigError
 from hunyuan_serve.supervise.health import State
 from hunyuan_serve.supervise.procs import pid_alive
 from hunyuan_serve.supervise.state import read_state
@@ -21,9 +23,9 @@ def parse_in_flight(metrics_text: str) -> float | None:
     return sum(values) if values else None
 
 
-def _in_flight(addr: str, timeout_s: float) -> float | None:
+def _in_flight(addr: str, timeout_s: float, headers: dict[str, str]) -> float | None:
     try:
-        response = httpx.get(f"http://{addr}/metrics", timeout=timeout_s, trust_env=False)
+        response = httpx.get(f"http://{addr}/metrics", timeout=timeout_s, trust_env=False, headers=headers)
     except httpx.HTTPError:
         return None
     return parse_in_flight(response.text) if response.status_code == 200 else None
@@ -37,6 +39,15 @@ def _routable(state: object) -> bool:
         return False
 
 
+def _peer_headers(state: dict[str, Any]) -> dict[str, str]:
+    """The peer secret's header when `up` runs behind a gateway (its state names the file)."""
+    path = state.get("peer_secret_file")
+    try:
+        return {PEER_HEADER: load_peer_secret(path)} if isinstance(path, str) and path else {}
+    except ConfigError:
+        return {}  # unreadable now: the gauges read as unknown, the rest of the table stands
+
+
 def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | None:
     """What `status --json` prints; None when no `up` ever wrote a state there."""
     state = read_state(run_dir)
@@ -44,10 +55,11 @@ def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | No
         return None
     running = bool(state.get("running")) and pid_alive(int(state.get("pid", 0)))
     state["running"] = running
+    headers = _peer_headers(state)
     for replica in state.get("replicas", []):
         live = running and replica.get("pid") is not None and _routable(replica.get("state"))
         addr = replica.get("addr")  # where `up` reaches it (plan.addr)
-        replica["in_flight"] = _in_flight(str(addr), timeout_s) if live and addr else None
+        replica["in_flight"] = _in_flight(str(addr), timeout_s, headers) if live and addr else None
         if not running:
             replica["state"] = "stopped"
             replica["pid"] = None

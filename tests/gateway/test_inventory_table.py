@@ -1,0 +1,132 @@
+"""The gateway's inventory: a table of files and what each gives or why it is refused; the CLI's exits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from hunyuan_serve.cli import main
+from hunyuan_serve.config import ConfigError
+from hunyuan_serve.gateway.command import format_table
+from hunyuan_serve.gateway.inventory import load_inventory
+
+HOSTS = [{"name": "a", "url": "http://10.77.0.2:8080"}, {"name": "b", "url": "http://10.77.0.3:8080/"}]
+
+REFUSED: list[tuple[Any, str]] = [
+    ([1, 2], "must be a mapping"),
+    ({}, "hosts: Field required"),
+    ({"hosts": []}, "hosts: Tuple should have at least 1 item"),
+    ({"hosts": HOSTS, "bogus": 1}, "bogus: Extra inputs are not permitted"),
+    ({"hosts": [{"name": "a", "url": "http://h:1", "port": 2}]}, "hosts[0].port: Extra inputs"),
+    ({"hosts": [{"name": "a"}]}, "hosts[0].url: Field required"),
+    (
+        {"hosts": [{"name": "a b", "url": "http://h:1"}]},
+        "hosts[0].name: Value error, 'a b' is not a host name",
+    ),
+    ({"hosts": [{"name": "a", "url": "h:1"}]}, "hosts[0].url: Value error, 'h:1' is not a host URL"),
+    ({"hosts": [{"name": "a", "url": "http://h:1/api"}]}, "is not a host URL"),
+    ({"hosts": [HOSTS[0], {"name": "a", "url": "http://h:1"}]}, "hosts: name a listed more than once"),
+    ({"hosts": [HOSTS[0], {"name": "c", "url": HOSTS[0]["url"]}]}, "url http://10.77.0.2:8080 listed more"),
+    (
+        {"hosts": HOSTS, "gateway": {"probe_interval_s": 0}},
+        "gateway.probe_interval_s: Input should be greater",
+    ),
+    ({"hosts": HOSTS, "gateway": {"probe_every": 1}}, "gateway.probe_every: Extra inputs"),
+    ({"hosts": HOSTS, "nginx": {"port": 0}}, "nginx.port: Input should be greater than or equal to 1"),
+    (
+        {"hosts": HOSTS, "auth": {"peer_secret_file": "/s"}},
+        "name the secret as the top-level peer_secret_file",
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "problem"), REFUSED)
+def test_a_bad_inventory_is_refused_naming_the_key_and_the_file(
+    tmp_path: Path, data: Any, problem: str
+) -> None:
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError) as err:
+        load_inventory(path)
+    assert problem in str(err.value) and str(path) in str(err.value)
+
+
+def test_a_good_inventory_gives_its_hosts_settings_and_the_secret_beside_it(tmp_path: Path) -> None:
+    path = tmp_path / "inventory.yaml"
+    data = {
+        "peer_secret_file": "peer.secret",
+        "hosts": HOSTS,
+        "gateway": {"host_down_after": 5},
+        "nginx": {"listen": "0.0.0.0", "port": 9000},
+        "auth": {"allow_open": True},
+    }
+    path.write_text(yaml.safe_dump(data))
+    inventory = load_inventory(path)
+    assert [(h.name, h.url) for h in inventory.hosts] == [
+        ("a", HOSTS[0]["url"]),
+        ("b", "http://10.77.0.3:8080"),
+    ]
+    assert inventory.gateway.host_down_after == 5 and inventory.gateway.probe_interval_s == 0.5
+    cfg = inventory.serve_config()
+    assert cfg.auth.peer_secret_file == str(tmp_path / "peer.secret") and cfg.auth.allow_open
+    assert (cfg.nginx.listen, cfg.nginx.port) == ("0.0.0.0", 9000)
+
+
+def test_unreadable_or_invalid_yaml_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read inventory"):
+        load_inventory(tmp_path / "none.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("hosts: [")
+    with pytest.raises(ConfigError, match=f"inventory {bad} is not valid YAML"):
+        load_inventory(bad)
+
+
+def test_the_command_exits_2_on_a_bad_inventory_and_1_without_a_running_gateway(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump({"hosts": HOSTS, "typo": True}))
+    assert main(["gateway", "--inventory", str(path), "--run-dir", str(tmp_path / "run")]) == 2
+    assert "typo: Extra inputs are not permitted" in capsys.readouterr().err
+    assert main(["gateway", "--run-dir", str(tmp_path / "run")]) == 2
+    assert "--inventory FILE is required" in capsys.readouterr().err
+    assert main(["gateway", "status", "--run-dir", str(tmp_path / "run")]) == 1
+    assert "no gateway has run" in capsys.readouterr().err
+
+
+def test_the_command_refuses_a_secret_file_it_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump({"hosts": HOSTS, "peer_secret_file": "missing.secret"}))
+    assert main(["gateway", "--inventory", str(path), "--run-dir", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert "cannot start" in err and str(tmp_path / "missing.secret") in err
+
+
+def test_status_table_has_a_line_per_replica_and_one_for_a_host_without_any() -> None:
+    replica = {
+        "name": "replica-0",
+        "addr": "10.77.0.2:8101",
+        "state": "ready",
+        "last_probe_ms": 2.5,
+        "reason": "ok",
+    }
+    state = {
+        "running": True,
+        "pid": 7,
+        "run_dir": "/r",
+        "hosts": [
+            {"name": "a", "state": "up", "replicas": [replica]},
+            {"name": "b", "state": "down", "reason": "3 failed poll(s): timeout", "replicas": []},
+        ],
+        "nginx": {"pid": 8, "listen": "0.0.0.0", "port": 8080, "ready": 1, "replicas": 1},
+    }
+    lines = format_table(state).splitlines()
+    assert lines[0].split() == ["HOST", "HOST_STATE", "REPLICA", "ADDR", "STATE", "PROBE_MS", "REASON"]
+    assert lines[1].split() == ["a", "up", "replica-0", "10.77.0.2:8101", "ready", "2.5", "ok"]
+    assert lines[2].split()[:2] == ["b", "down"] and lines[2].endswith("3 failed poll(s): timeout")
+    assert lines[-1] == "nginx: pid 8 on 0.0.0.0:8080, 1 of 1 replica(s) in the upstream"
