@@ -57,3 +57,29 @@ def test_arb_messages_only_and_locale_set() -> None:
     assert data["@helloWorld"]["description"] == "The conventional newborn programmer greeting"
     assert out.replace("你好世界！", "Hello World!").replace('"zh"', '"en"') == ARB
     assert detect_format("lib/l10n/app_en.arb", ARB) == "arb"
+
+
+@pytest.mark.parametrize(
+    ("target", "keys"),
+    [
+        ("ru", ["key_one", "key_other", "key_few", "key_many", "nest"]),
+        ("zh", ["key_other", "nest"]),
+        ("ar", ["key_one", "key_other", "key_zero", "key_two", "key_few", "key_many", "nest"]),
+    ],
+)
+def test_i18next_plurals_get_the_targets_categories(target: str, keys: list[str]) -> None:
+    doc = parse(I18NEXT, "json", Options(target=target))
+    out = doc.render([f"[{target}] {text}" for text in doc.segments])
+    data = json.loads(out)
+    assert list(data) == keys and data["nest"] == {"deep": f"[{target}] $t(key_one)"}
+    assert data["key_other"] == f"[{target}] {{{{count}}}} items"
+    assert all(data[k] == data["key_other"] for k in keys if k not in ("key_one", "key_other", "nest"))
+    assert out.startswith('{\n  "key_') and '",\n  "nest": {' in out  # laid out like its neighbours
+
+
+def test_i18next_zero_and_ordinals_stay() -> None:
+    content = '{"n_zero": "none", "n_one": "one", "n_other": "{{count}}", "p_ordinal_one": "st"}'
+    doc = parse(content, "json", Options(target="zh"))
+    assert json.loads(doc.render(list(doc.segments))) == {"n_zero": "none", "n_other": "{{count}}"} | {
+        "p_ordinal_one": "st"
+    }

@@ -8,6 +8,7 @@ from xml.parsers import expat
 from xml.sax.saxutils import escape, unescape
 
 from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, escape_markup, splice
+from hunyuan_serve.client.formats.plurals import reshape
 
 _TRANSLATED = {"string": None, "item": ("string-array", "plurals")}  # element -> parents it counts under
 _CDATA = ("<![CDATA[", "]]>")
@@ -22,30 +23,105 @@ class _Text:
     mode: str
     label: str
     source: str
+    element: tuple[int, int] = (0, 0)  # the whole element, tags included
+    quantity: str | None = None  # a <plurals> item's
+    group: int = -1  # which <plurals> it belongs to
+
+
+@dataclass(frozen=True)
+class _Found:
+    start: int
+    end: int
+    label: str
+    element: tuple[int, int]
+    quantity: str | None
+    group: int
 
 
 def parse_android(content: str, options: Options) -> Document:
-    """Every translatable string, array item and plural item; translatable="false" ones are left alone."""
+    """Every translatable string, array item and plural item; translatable="false" ones are left alone.
+
+    With a target, each <plurals> gets the target's CLDR quantities: items it lacks are added (after
+    the group's last item, laid out like it), items the language does not have are removed.
+    """
     texts = [_decode(content, found) for found in _elements(content)]
     segments = tuple(text.source for text in texts)
+    groups: dict[int, dict[str, int]] = {}
+    for index, text in enumerate(texts):
+        if text.quantity is not None and options.target:
+            groups.setdefault(text.group, {})[text.quantity] = index
 
     def rebuild(translations: Sequence[str], failed: frozenset[int]) -> str:
+        taken = dict(enumerate(translations))
         edits = [
-            Edit(text.start, text.end, _encode(text.mode, new, content[text.start : text.end]))
-            for index, (text, new) in enumerate(zip(texts, translations, strict=True))
-            if index not in failed and new != text.source
+            edit
+            for group in groups.values()
+            if "other" in group
+            for edit in _plural_edits(content, texts, group, taken, failed, options.target)
+        ]
+        dropped = [(e.start, e.end) for e in edits if e.end > e.start]
+        edits += [
+            Edit(text.start, text.end, _encode(text.mode, taken[index], content[text.start : text.end]))
+            for index, text in enumerate(texts)
+            if index not in failed
+            and taken[index] != text.source
+            and not any(a <= text.start < b for a, b in dropped)
         ]
         return splice(content, edits)
 
     return Document("android", segments, tuple(text.label for text in texts), rebuild)
 
 
-def _elements(content: str) -> list[tuple[int, int, str]]:
-    """(start, end, label) of each translatable element's inner text, as character offsets."""
+def _plural_edits(
+    content: str,
+    texts: Sequence[_Text],
+    group: dict[str, int],
+    taken: dict[int, str],
+    failed: frozenset[int],
+    target: str | None,
+) -> list[Edit]:
+    """Items added for the target's quantities the source lacks, removed for those it does not have."""
+    plan = reshape({q: texts[i].source for q, i in group.items()}, target)
+    edits = [  # a kept item translated from another (Russian "one" from "other") is written like that one
+        Edit(*texts[group[q]].element, _item(content, texts[group[source]], q, taken[group[source]]))
+        for q, source in plan.keep.items()
+        if source != q and group[source] not in failed
+    ]
+    last = max((texts[group[q]] for q in plan.keep), key=lambda t: t.start)
+    lead = content[: last.element[0]]
+    indent = lead[len(lead.rstrip(" \t\r\n")) :]
+    edits += [
+        Edit(
+            last.element[1],
+            last.element[1],
+            indent + _item(content, texts[group[source]], quantity, taken[group[source]]),
+        )
+        for quantity, source in plan.add
+        if group[source] not in failed
+    ]
+    for quantity in plan.drop:
+        start, end = texts[group[quantity]].element
+        before = content[:start]
+        edits.append(Edit(len(before.rstrip(" \t\r\n")), end, ""))
+    return edits
+
+
+def _item(content: str, like: _Text, quantity: str, text: str) -> str:
+    """An <item> written as `like` is (its attributes, CDATA or escapes), for another quantity."""
+    start, end = like.element
+    opening = content[start : like.start]
+    opening = opening.replace(f'quantity="{like.quantity}"', f'quantity="{quantity}"', 1).replace(
+        f"quantity='{like.quantity}'", f"quantity='{quantity}'", 1
+    )
+    return opening + _encode(like.mode, text, content[like.start : like.end]) + content[like.end : end]
+
+
+def _elements(content: str) -> list[_Found]:
+    """Each translatable element's inner text, as character offsets, with its element and quantity."""
     data = content.encode("utf-8")
     parser = expat.ParserCreate(encoding="utf-8")
     stack: list[tuple[str, dict[str, str], int]] = []
-    found: list[tuple[int, int, str]] = []
+    found: list[_Found] = []
     counts: dict[str, int] = {}
 
     def start(name: str, attrs: dict[str, str]) -> None:
@@ -66,7 +142,18 @@ def _elements(content: str) -> list[tuple[int, int, str]]:
         if data[inner - 2 : inner] == b"/>":
             return
         label = attrs.get("name") or _item_label(owner, attrs, counts)
-        found.append((len(data[:inner].decode()), len(data[: parser.CurrentByteIndex].decode()), label))
+        close = data.index(b">", parser.CurrentByteIndex) + 1
+        plural = owner is not None and owner[0] == "plurals" and "quantity" in attrs
+        found.append(
+            _Found(
+                len(data[:inner].decode()),
+                len(data[: parser.CurrentByteIndex].decode()),
+                label,
+                (len(data[:at].decode()), len(data[:close].decode())),
+                attrs["quantity"] if plural else None,
+                owner[2] if plural and owner is not None else -1,
+            )
+        )
 
     parser.StartElementHandler = start
     parser.EndElementHandler = end
@@ -91,15 +178,17 @@ def _item_label(
     return f"{name}[{counts[name]}]"
 
 
-def _decode(content: str, found: tuple[int, int, str]) -> _Text:
-    start, end, label = found
+def _decode(content: str, found: _Found) -> _Text:
+    start, end, label = found.start, found.end, found.label
+    where = (found.element, found.quantity, found.group)
     raw = content[start:end]
     core = raw.strip()
     if core.startswith(_CDATA[0]) and core.endswith(_CDATA[1]):
-        return _Text(start, end, "cdata", label, core[len(_CDATA[0]) : -len(_CDATA[1])])
+        return _Text(start, end, "cdata", label, core[len(_CDATA[0]) : -len(_CDATA[1])], *where)
     if "<" in raw or core.startswith('"'):
-        return _Text(start, end, "markup", label, raw)  # child tags stay as they are (they are placeholders)
-    return _Text(start, end, "plain", label, unescape(raw).replace("\\'", "'").replace('\\"', '"'))
+        return _Text(start, end, "markup", label, raw, *where)  # child tags stay as they are (placeholders)
+    text = unescape(raw).replace("\\'", "'").replace('\\"', '"')
+    return _Text(start, end, "plain", label, text, *where)
 
 
 def _encode(mode: str, text: str, original: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 
 from hunyuan_serve.client.placeholders import find_placeholders
@@ -69,3 +70,24 @@ def needed_sources(plan: Sequence[tuple[str, str]]) -> list[str]:
     """The source categories a plan reads, each once, in CLDR order."""
     used = {source for _, source in plan}
     return sorted(used, key=lambda c: CATEGORIES.index(c) if c in CATEGORIES else len(CATEGORIES))
+
+
+@dataclass(frozen=True)
+class Reshape:
+    """How a source's plural forms become the target's: forms kept, added and dropped."""
+
+    keep: dict[str, str]  # a source form's category -> the category whose translation it takes
+    add: list[tuple[str, str]]  # (a category the source lacks, the category it is translated from)
+    drop: list[str]  # source categories the target language does not have
+
+
+def reshape(forms: Mapping[str, str], target: str | None) -> Reshape:
+    """The target's CLDR categories from the source's forms (no target: every form kept as it is)."""
+    if target is None:
+        return Reshape({c: c for c in forms}, [], [])
+    plan = dict(plan_forms(forms, target))
+    return Reshape(
+        {c: s for c, s in plan.items() if c in forms},
+        [(c, s) for c, s in plan.items() if c not in forms],
+        [c for c in forms if c not in plan],
+    )
