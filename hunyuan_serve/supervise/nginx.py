@@ -47,6 +47,8 @@ class NginxController:
     def prepare(self) -> None:
         for sub in ("logs", "temp"):
             (self.prefix / sub).mkdir(parents=True, exist_ok=True)
+        # Its config may hold the peer secret (auth.peer_secret_file); the workers run as this user.
+        self.prefix.chmod(0o700)
 
     def _argv(self, conf: Path, *extra: str) -> list[str]:
         return [self.binary, "-p", str(self.prefix), "-c", str(conf), "-e", str(self.error_log), *extra]

@@ -62,7 +62,7 @@ def test_the_secret_is_the_file_without_its_trailing_newline(secret_file: Path) 
 
 
 def test_a_private_replica_address_needs_the_secret(secret_file: Path) -> None:
-    def problem(peers: bool = True, **sections: dict[str, object]) -> str | None:
+    def problem(peers: bool = True, **sections: Any) -> str | None:
         return auth.open_listen_problem(build_config(dict(sections), {}), peer_guards_listen=peers)
 
     assert "replica.host 10.77.0.2 is not loopback" in str(problem(replica={"host": "10.77.0.2"}))
@@ -139,6 +139,8 @@ async def test_a_hosts_nginx_asks_for_the_secret_and_sends_it_to_its_replicas(
             )
 
         await nginx.start(conf(1), tmp_path / "nginx.log")
+        assert SECRET in (nginx.prefix / "nginx.conf").read_text()
+        assert nginx.prefix.stat().st_mode & 0o077 == 0  # so only this user reads it
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False) as client:
                 for path, shape in SHAPES.items():
