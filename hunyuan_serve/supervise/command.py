@@ -23,6 +23,8 @@ from hunyuan_serve.config import (
     load_config_file,
 )
 from hunyuan_serve.gpu import visible_gpus
+from hunyuan_serve.k8s.command import add_flags as add_k8s_flags
+from hunyuan_serve.k8s.command import wants_k8s
 
 if TYPE_CHECKING:
     from hunyuan_serve.supervise.events import JsonEvents
@@ -60,9 +62,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     reload.set_defaults(func=cmd_reload)
 
-    render = subparsers.add_parser("render", help="Print the Nginx config or systemd unit `up` would use.")
-    render.add_argument("what", choices=("nginx", "systemd"))
+    render = subparsers.add_parser(
+        "render", help="Print the Nginx config or systemd unit `up` would use; k8s: write a kustomize base."
+    )
+    render.add_argument("what", choices=("nginx", "systemd", "k8s"))
     _serve_flags(render)
+    add_k8s_flags(render)
     render.set_defaults(func=cmd_render)
 
     config = subparsers.add_parser("config", help="Print the effective config (file + flags) as YAML.")
@@ -251,6 +256,10 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    if wants_k8s(args):
+        from hunyuan_serve.k8s.command import cmd_render_k8s
+
+        return cmd_render_k8s(args)
     from hunyuan_serve.supervise.health import State
     from hunyuan_serve.supervise.plan import plan_replicas
     from hunyuan_serve.supervise.render import render_nginx, render_systemd

@@ -1,0 +1,1 @@
+"""`render k8s`: the replicas and Nginx of `up` as a kustomize base (pools, Services, front, PDB)."""

@@ -1,0 +1,96 @@
+"""The files of the kustomize base: kustomization.yaml, the resources, the generated ConfigMaps' files."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hunyuan_serve.config import config_to_yaml
+from hunyuan_serve.k8s.front import front_deployment, front_service
+from hunyuan_serve.k8s.manifests import (
+    NGINX_CONFIGMAP,
+    NGINX_PREFIX,
+    REPLICA_CONFIGMAP,
+    WEB_CONFIGMAP,
+    WEB_ROOT,
+    Doc,
+    PodOptions,
+    labels,
+    replica_deployment,
+    replica_pdb,
+    service,
+)
+from hunyuan_serve.k8s.pools import Pool, front_config, front_routing
+from hunyuan_serve.supervise.render import render_nginx
+
+KUSTOMIZATION = "kustomization.yaml"
+HEADER = (
+    "# Rendered by `hunyuan-serve render k8s`; rendering again replaces these files (edit in an overlay).\n"
+)
+
+
+def dump(docs: Sequence[Doc]) -> str:
+    return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False, allow_unicode=True)
+
+
+def front_nginx_conf(pools: list[Pool]) -> str:
+    """up's nginx.conf, from the same template, with every pool's Service as an upstream server."""
+    prefix, web_root = Path(NGINX_PREFIX), Path(WEB_ROOT)
+    return render_nginx(
+        front_config(pools), front_routing(pools), prefix=prefix, web_root=web_root, worker_user=None
+    )
+
+
+def kustomization(namespace: str, generated: Mapping[str, Sequence[str]], resources: Sequence[str]) -> Doc:
+    """Names the resources and generates the ConfigMaps (kustomize hashes their content into the name and
+    rewrites the pods' references, so a changed config rolls the pods that read it)."""
+    return {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "namespace": namespace,
+        "resources": list(resources),
+        "generatorOptions": {"labels": labels("config")},
+        "configMapGenerator": [{"name": name, "files": list(files)} for name, files in generated.items()],
+    }
+
+
+def render_base(
+    pools: list[Pool], opts: PodOptions, namespace: str, web: Mapping[str, str]
+) -> dict[str, str]:
+    """Relative path -> text of every file of the base; web maps the page's file names to their text."""
+    files: dict[str, str] = {}
+    config_keys = []
+    for pool in pools:
+        path = f"config/{pool.plan.config_path.name}"
+        files[path] = config_to_yaml(pool.config)
+        config_keys.append(f"{pool.plan.config_path.name}={path}")
+    files["nginx/nginx.conf"] = front_nginx_conf(pools)
+    for name, text in sorted(web.items()):
+        files[f"web/{name}"] = text
+    replicas: list[Doc] = []
+    for pool in pools:
+        replicas += [replica_deployment(pool, opts), service(pool.name, "replica", pool.plan.port, pool)]
+    files["replicas.yaml"] = dump([*replicas, replica_pdb()])
+    cfg = front_config(pools)
+    files["front.yaml"] = dump([front_deployment(cfg, opts), front_service(cfg)])
+    generated: dict[str, list[str]] = {
+        REPLICA_CONFIGMAP: config_keys,
+        NGINX_CONFIGMAP: ["nginx.conf=nginx/nginx.conf"],
+        WEB_CONFIGMAP: [f"{name}=web/{name}" for name in sorted(web)],
+    }
+    files[KUSTOMIZATION] = HEADER + dump(
+        [kustomization(namespace, generated, ["replicas.yaml", "front.yaml"])]
+    )
+    return files
+
+
+def referenced_files(kustomization_text: str) -> set[str]:
+    """The files a rendered kustomization.yaml names (resources and generator files), itself included."""
+    data: Any = yaml.safe_load(kustomization_text) or {}
+    names = {KUSTOMIZATION, *data.get("resources", [])}
+    for generator in data.get("configMapGenerator", []):
+        names.update(entry.split("=", 1)[-1] for entry in generator.get("files", []))
+    return names

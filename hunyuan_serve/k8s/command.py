@@ -1,0 +1,147 @@
+"""`hunyuan-serve render k8s --out DIR`: its flags, and writing the base into DIR (the only effects)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hunyuan_serve.config import ConfigError, ServeConfig, config_from_args
+
+if TYPE_CHECKING:  # the builders load Jinja and the plan: only when a base is rendered, not per command line
+    from hunyuan_serve.k8s.manifests import PodOptions
+
+DEFAULT_IMAGE = "hunyuan-serve:latest"
+DEFAULT_NGINX_IMAGE = "docker.io/library/nginx:1.26"
+FLAGS = ("out", "image", "nginx_image", "namespace", "pod_cpu", "pod_memory", "model_pvc")
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$")
+_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
+
+POOLS_HELP = """\
+k8s: a kustomize base in --out: one Deployment (1 pod) and Service per replica of `up`, the front
+Nginx (its nginx.conf from up's template, one upstream server per replica Service), a PDB.
+GPU pools: one per --tensor-parallel-size group of --gpus (the ids are only counted: the node's
+device plugin picks the GPUs; each pod requests nvidia.com/gpu: tensor_parallel_size), or
+--replicas N of them with --device cuda; otherwise --replicas N CPU pools. This machine's GPUs
+are never read."""
+
+
+def add_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of `render k8s` (refused with the other render targets)."""
+    group = parser.add_argument_group("k8s options (render k8s only)", POOLS_HELP)
+    add = group.add_argument
+    add("--out", metavar="DIR", help="Directory of the base: new, empty, or a previous render (replaced).")
+    add("--image", metavar="IMAGE", help=f"Replica image, yours to build (default {DEFAULT_IMAGE}).")
+    add("--nginx-image", metavar="IMAGE", help=f"Front Nginx image (default {DEFAULT_NGINX_IMAGE}).")
+    add("--namespace", metavar="NS", help="Namespace of every object (default hunyuan-serve).")
+    add("--pod-cpu", metavar="Q", help="CPU request of a replica pod (default 4).")
+    add("--pod-memory", metavar="Q", help="Memory request and limit of a replica pod (default 16Gi).")
+    add(
+        "--model-pvc",
+        metavar="CLAIM",
+        help="PersistentVolumeClaim holding a --model PATH, mounted at PATH (default: the node's hostPath).",
+    )
+
+
+def wants_k8s(args: argparse.Namespace) -> bool:
+    """`render k8s`, or another target given a k8s flag (which cmd_render_k8s refuses)."""
+    return args.what == "k8s" or any(getattr(args, flag, None) is not None for flag in FLAGS)
+
+
+def _checked(value: str | None, default: str, pattern: re.Pattern[str], what: str) -> str:
+    text = default if value is None else value
+    if not pattern.match(text):
+        raise ConfigError(f"{what}: {text!r} is not valid")
+    return text
+
+
+def pod_options(args: argparse.Namespace) -> PodOptions:
+    from hunyuan_serve.k8s.manifests import PodOptions
+    from hunyuan_serve.k8s.pools import dns_label
+
+    return PodOptions(
+        image=_checked(args.image, DEFAULT_IMAGE, _IMAGE, "--image"),
+        nginx_image=_checked(args.nginx_image, DEFAULT_NGINX_IMAGE, _IMAGE, "--nginx-image"),
+        cpu=_checked(args.pod_cpu, "4", _QUANTITY, "--pod-cpu"),
+        memory=_checked(args.pod_memory, "16Gi", _QUANTITY, "--pod-memory"),
+        model_pvc=dns_label(args.model_pvc, "--model-pvc") if args.model_pvc else None,
+    )
+
+
+def open_front_problem(cfg: ServeConfig) -> str | None:
+    """up's rule for a non-loopback listener: the front listens on its pod's address, which every pod of
+    the cluster reaches, so it needs keys or a say-so."""
+    if cfg.auth.keys_file or cfg.auth.allow_open:
+        return None
+    return (
+        "the front Nginx listens on its pod's address, reachable from every pod of the cluster, and no "
+        "auth.keys_file is set; set --keys-file (the pods read it from the Secret hunyuan-serve-keys) or "
+        "--allow-open to serve it open"
+    )
+
+
+def web_files() -> dict[str, str]:
+    """The page Nginx serves at / (hunyuan_serve/web), for its ConfigMap."""
+    from hunyuan_serve.supervise.command import web_root
+
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(web_root().iterdir()) if p.is_file()}
+
+
+def cmd_render_k8s(args: argparse.Namespace) -> int:
+    from hunyuan_serve.k8s.base import render_base
+    from hunyuan_serve.k8s.manifests import mount_clashes
+    from hunyuan_serve.k8s.pools import dns_label, plan_pools
+
+    if args.what != "k8s":
+        raise ConfigError(
+            f"--{'/--'.join(f.replace('_', '-') for f in FLAGS)} are options of render k8s only"
+        )
+    if not args.out:
+        raise ConfigError("render k8s needs --out DIR")
+    cfg = config_from_args(args)
+    problems = [p for p in [open_front_problem(cfg)] if p] + mount_clashes(cfg)
+    if problems:
+        raise ConfigError("; ".join(problems))
+    namespace = dns_label(args.namespace or "hunyuan-serve", "--namespace")
+    pools = plan_pools(cfg)
+    files = render_base(pools, pod_options(args), namespace, web_files())
+    out = Path(args.out)
+    write_base(out, files)
+    kinds = ", ".join(f"{p.name} ({f'{p.gpus} GPU' if p.gpus else 'CPU'})" for p in pools)
+    print(f"wrote {len(files)} files to {out}: {kinds}; apply with: kubectl apply -k {out}")
+    return 0
+
+
+def _present(out: Path) -> set[str]:
+    return {p.relative_to(out).as_posix() for p in out.rglob("*") if not p.is_dir()}
+
+
+def write_base(out: Path, files: Mapping[str, str]) -> None:
+    """Write the base into out: a new or empty directory, or one that holds only a previous render
+    (whose files are removed first); anything else there is refused, naming it."""
+    from hunyuan_serve.k8s.base import HEADER, KUSTOMIZATION, referenced_files
+
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} exists and is not a directory")
+    present = _present(out) if out.exists() else set()
+    if present:
+        kustomization = out / KUSTOMIZATION
+        text = kustomization.read_text(encoding="utf-8") if kustomization.is_file() else ""
+        if not text.startswith(HEADER):
+            raise ConfigError(
+                f"--out {out} is not empty and holds no previous render; choose an empty directory"
+            )
+        strays = sorted(present - referenced_files(text))
+        if strays:
+            raise ConfigError(f"--out {out} holds files not from a render: {', '.join(strays[:5])}")
+        for name in present:
+            (out / name).unlink()
+        for folder in sorted((p for p in out.rglob("*") if p.is_dir()), reverse=True):
+            if not any(folder.iterdir()):
+                folder.rmdir()
+    for name, text in files.items():
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")

@@ -1,0 +1,101 @@
+"""Replica pools on Kubernetes: one pod (Deployment + Service) per replica of `up`'s plan; pure."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from hunyuan_serve.config import ConfigError, ServeConfig
+from hunyuan_serve.families import DEFAULT_HUB_MODEL
+from hunyuan_serve.supervise.health import State
+from hunyuan_serve.supervise.plan import ReplicaPlan, plan_replicas, with_replica_engine
+from hunyuan_serve.supervise.routing import Routing, routing_from_states
+
+NAME = "hunyuan-serve"  # app.kubernetes.io/name, and the prefix of every resource's name
+# Where each replica pod mounts the replicas' ConfigMap: its own directory, since /etc/hunyuan-serve is
+# where the docs put the keys file, which is mounted from a Secret.
+CONFIG_DIR = Path("/etc/hunyuan-serve/replicas")
+PYTHON = "python"  # the image's interpreter with hunyuan-serve installed (the plan's argv[0])
+# A pod's port must be reachable from its Service, so replicas and Nginx bind every address of the pod.
+POD_BIND = "0.0.0.0"
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One replica of `up` as one pod: its plan (port, argv, config path), GPUs and config."""
+
+    plan: ReplicaPlan
+    gpus: int  # nvidia.com/gpu of its pod: tensor_parallel_size on a GPU pool, 0 on CPU
+    config: ServeConfig  # what its replica reads: up's per-replica config, bound to the pod's address
+
+    @property
+    def name(self) -> str:
+        """The Deployment's and the Service's name (a DNS label: Nginx resolves it in the namespace)."""
+        return f"{NAME}-{self.plan.name}"
+
+    @property
+    def addr(self) -> str:
+        """The pool's Service as Nginx's upstream names it: a ClusterIP that outlives the pod."""
+        return f"{self.name}:{self.plan.port}"
+
+
+def dns_label(value: str, what: str) -> str:
+    """A Kubernetes name (RFC 1123 label), or a ConfigError naming the option."""
+    if not _DNS_LABEL.match(value):
+        raise ConfigError(
+            f"{what}: {value!r} is not a DNS label (lowercase letters, digits, '-', at most 63)"
+        )
+    return value
+
+
+def gpu_pods(cfg: ServeConfig) -> int:
+    """GPU pools: one per tensor_parallel_size group of --gpus (the ids are only counted: on Kubernetes
+    the device plugin picks the devices), or --replicas of them with engine.device cuda; else none."""
+    if cfg.engine.device == "cpu":
+        return 0
+    if cfg.gpus is not None:
+        return len(cfg.gpus) // cfg.engine.tensor_parallel_size
+    return cfg.replicas if cfg.engine.device == "cuda" else 0
+
+
+def model_of(cfg: ServeConfig, on_gpu: bool) -> str:
+    """The model every pod serves: as given, the default hub model on GPUs; CPU pools need one given
+    (the CPU demo model is converted on a machine, not shipped in an image)."""
+    if cfg.engine.model:
+        return cfg.engine.model
+    if on_gpu:
+        return DEFAULT_HUB_MODEL
+    raise ConfigError("render k8s on CPU needs --model (a hub id, or a path on a volume of the pods)")
+
+
+def plan_pools(cfg: ServeConfig) -> list[Pool]:
+    """The pools of this config, from `up`'s own plan (names, ports, argv), never this machine's GPUs."""
+    tp = cfg.engine.tensor_parallel_size
+    pods = gpu_pods(cfg)
+    # Device ids stand in for the GPUs of a node so the plan groups them; its env (CUDA_VISIBLE_DEVICES,
+    # core binding) is this host's and stays out of the pods.
+    visible: list[int | str] = list(range(pods * tp)) if pods and cfg.gpus is None else []
+    plans = plan_replicas(cfg, visible_gpus=visible, cores=[0], run_dir=CONFIG_DIR, python=PYTHON)
+    model = model_of(cfg, bool(pods))
+    served = with_replica_engine(cfg, plans, model, model)
+    return [Pool(plan, tp if plan.gpus else 0, replica_config(served, plan)) for plan in plans]
+
+
+def replica_config(cfg: ServeConfig, plan: ReplicaPlan) -> ServeConfig:
+    """What `up` writes for this replica (its own port), bound to the pod's address."""
+    data = cfg.model_dump(mode="json")
+    data["replica"].update(port=plan.port, host=POD_BIND)
+    return ServeConfig.model_validate(data)
+
+
+def front_config(pools: list[Pool]) -> ServeConfig:
+    """Nginx's config: the replicas' own (so /health names their model), listening on the pod's address."""
+    cfg = pools[0].config
+    return cfg.model_copy(update={"nginx": cfg.nginx.model_copy(update={"listen": POD_BIND})})
+
+
+def front_routing(pools: list[Pool]) -> Routing:
+    """Every pool's Service, all up: Kubernetes keeps a pod out of its Service until it is ready."""
+    return routing_from_states([(pool.addr, State.READY) for pool in pools])
