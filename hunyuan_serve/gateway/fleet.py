@@ -54,6 +54,10 @@ def parse_listing(data: Any) -> HostListing:
         name, addr, ready = item.get("name"), item.get("addr"), item.get("ready")
         if not isinstance(addr, str) or not _ADDR.match(addr) or int(addr.rsplit(":", 1)[1]) > 65535:
             raise ValueError(f"replica addr {addr!r} is not HOST:PORT")
+        if addr.rsplit(":", 1)[0] in ("0.0.0.0", "[::]"):
+            raise ValueError(
+                f"replica addr {addr} is a wildcard: give the host's up its private replica.host"
+            )
         if not isinstance(name, str) or not _REPLICA_NAME.match(name):
             raise ValueError(f"replica name {name!r} is not a plain name")
         if not isinstance(ready, bool):

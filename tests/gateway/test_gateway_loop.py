@@ -265,6 +265,7 @@ async def test_run_stops_on_a_signal_and_stops_nginx(tmp_path: Path) -> None:
         ({"replicas": [{"name": "r", "addr": "a:1; evil", "ready": True}]}, "is not HOST:PORT"),
         ({"replicas": [{"name": "r", "addr": "h:70000", "ready": True}]}, "is not HOST:PORT"),
         ({"replicas": [{"name": "r x", "addr": "h:1", "ready": True}]}, "not a plain name"),
+        ({"replicas": [{"name": "r", "addr": "0.0.0.0:8101", "ready": True}]}, "is a wildcard"),
         ({"replicas": [{"name": "r", "addr": "h:1", "ready": "yes"}]}, "ready is not true"),
     ],
 )
