@@ -9,6 +9,7 @@ REPEAT = "repeat"
 UNEQUAL = "unequal"
 CHAOS = "chaos"
 OVERLOAD = "overload"
+HOSTS = "hosts"  # bench/multihost.py: the gateway in front of one host, then two
 
 # Setups: the first column of every table.
 STACK = "stack"
@@ -21,6 +22,8 @@ LEAST_CONN = "stack, least_conn"
 ROUND_ROBIN = "stack, round robin"
 KILLED = "stack, replica killed"
 OVERLOADED = "stack, overloaded"
+GATEWAY_1 = "gateway, 1 host"
+GATEWAY_2 = "gateway, 2 hosts"
 # The baselines every ramp of the stack is compared with, in the report's column order.
 BASELINES = (SERIAL, VLLM)
 
@@ -32,6 +35,8 @@ STEP_STACK_1 = "stack1"
 STEP_VLLM = "vllm"
 STEP_SERIAL = "serial"
 STEPS = (STEP_STACK, STEP_STACK_1, STEP_VLLM, STEP_SERIAL)
+# After those, on its own (it needs every core): bench/multihost.py, in network namespaces.
+STEP_HOSTS = "hosts"
 
 # Target languages of the runs against the stack, in order: see Bench.env.
 STACK_TARGETS = ("zh", "ja", "ko", "fr", "de", "es", "ru", "ar")

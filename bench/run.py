@@ -20,7 +20,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m bench.run`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import names, soak, targets
+from bench import multihost, names, soak, targets
 from bench.k6run import find_k6
 from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, tree_rss_mb, warm_up
 from bench.report import best_rate
@@ -422,7 +422,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results", help="Report directory.")
     parser.add_argument("--work", type=Path, help="Raw outputs (default bench/.runs/<time>).")
     parser.add_argument(
-        "--skip", action="append", default=[], choices=names.STEPS, help="A setup to leave out (repeatable)."
+        "--skip",
+        action="append",
+        default=[],
+        choices=(*names.STEPS, names.STEP_HOSTS),
+        help="A setup to leave out (repeatable).",
     )
     parser.add_argument(
         "--start-timeout-s", type=float, default=900.0, help="How long every setup may take to start."
@@ -453,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.soak:
         return run_soak(b, setup, args)
     timings = run_steps(b, make_steps(b, hw, setup), args.start_timeout_s, together=setup.together)
+    if plan.hosts and names.STEP_HOSTS not in args.skip:  # alone: it needs every core
+        multihost.bench_hosts(b, hw, args.start_timeout_s, timings)
     path = write_report(b, args.out, timings, quick=args.quick, hardware=hw)
     print(f"[bench] report: {path} (total {b.elapsed()})", flush=True)
     return 0

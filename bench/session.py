@@ -40,6 +40,7 @@ class Plan:
     baselines: tuple[str, ...] = (names.STEP_SERIAL, names.STEP_VLLM)
     unequal: bool = True
     one_replica: bool = True  # also ramp a one-replica stack
+    hosts: bool = True  # the gateway in front of one host, then two (bench/multihost.py)
     p95_ms: float = 5000.0
     fail_rate: float = 0.001  # a run with this share of failures or more crosses k6's threshold
     max_tokens: int = 32
@@ -65,6 +66,7 @@ class Plan:
             baselines=(names.STEP_SERIAL,),
             unequal=False,
             one_replica=False,
+            hosts=False,
         )
 
 

@@ -8,7 +8,7 @@ import platform
 import time
 from pathlib import Path
 
-from bench import names
+from bench import multihost, names
 from bench.k6run import K6Result, compact_summary
 from bench.report import (
     Row,
@@ -29,6 +29,7 @@ SCENARIO_TITLES = {
     names.REPEAT: "Repeats: the same strings twice (cache)",
     names.UNEQUAL: "Unequal replicas: least_conn vs round robin",
     names.CHAOS: "Chaos: one replica killed mid-run",
+    names.HOSTS: "Two hosts against one behind the gateway (network namespaces)",
 }
 
 
@@ -71,6 +72,7 @@ def headline(b: Bench) -> list[str]:
             f"- Chaos: {r.failed} failed of {r.requests} requests ({r.failure_rate * 100:.2f}%) with one "
             f"replica killed; p95 {r.latency_ms('p(95)'):.0f} ms, max {r.latency_ms('max'):.0f} ms."
         )
+    lines += multihost.headline(b)
     lines += overload_headline(b)
     repeat = b.results.get(names.REPEAT, [])
     first, second = _find(repeat, names.FIRST_PASS), _find(repeat, names.SECOND_PASS)
@@ -166,6 +168,8 @@ def comparisons(
     if scenario == names.UNEQUAL:
         lc, rr = _find(rows, names.LEAST_CONN), _find(rows, names.ROUND_ROBIN)
         return [("least_conn / round robin", lc, rr)] if lc and rr else []
+    if scenario == names.HOSTS:
+        return multihost.comparison(rows)
     return []
 
 
