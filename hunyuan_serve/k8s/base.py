@@ -20,6 +20,7 @@ from hunyuan_serve.k8s.manifests import (
     PodOptions,
     labels,
     replica_deployment,
+    replica_network_policy,
     replica_pdb,
     service,
 )
@@ -73,7 +74,7 @@ def render_base(
     replicas: list[Doc] = []
     for pool in pools:
         replicas += [replica_deployment(pool, opts), service(pool.name, "replica", pool.plan.port, pool)]
-    files["replicas.yaml"] = dump([*replicas, replica_pdb()])
+    files["replicas.yaml"] = dump([*replicas, replica_pdb(), replica_network_policy()])
     cfg = front_config(pools)
     files["front.yaml"] = dump([front_deployment(cfg, opts), front_service(cfg)])
     generated: dict[str, list[str]] = {

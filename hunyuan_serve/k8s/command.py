@@ -72,7 +72,13 @@ def pod_options(args: argparse.Namespace) -> PodOptions:
 
 def open_front_problem(cfg: ServeConfig) -> str | None:
     """up's rule for a non-loopback listener: the front listens on its pod's address, which every pod of
-    the cluster reaches, so it needs keys or a say-so."""
+    the cluster reaches, so it needs keys or a say-so. The gateway's peer secret has no place here: a
+    NetworkPolicy lets only the front reach the replicas, and a secret is never rendered into a ConfigMap."""
+    if cfg.auth.peer_secret_file:
+        return (
+            "auth.peer_secret_file is for hosts behind `gateway`; on Kubernetes a NetworkPolicy lets only "
+            "the front reach the replicas"
+        )
     if cfg.auth.keys_file or cfg.auth.allow_open:
         return None
     return (

@@ -223,3 +223,23 @@ def replica_pdb() -> Doc:
             "unhealthyPodEvictionPolicy": "AlwaysAllow",
         },
     }
+
+
+def replica_network_policy() -> Doc:
+    """Only the front reaches the replicas' port (as the gateway alone reaches a host's replicas):
+    no pod of the cluster can go around Nginx's limits. Kubelet's probes come from the node."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": meta(f"{NAME}-replicas", "replica"),
+        "spec": {
+            "podSelector": {"matchLabels": labels("replica")},
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"podSelector": {"matchLabels": labels("front")}}],
+                    "ports": [{"protocol": "TCP", "port": "http"}],
+                }
+            ],
+        },
+    }

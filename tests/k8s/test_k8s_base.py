@@ -59,6 +59,7 @@ def test_every_document_passes_strict_validation(which: str, request: pytest.Fix
     kinds = sorted(d["kind"] for d in docs)
     assert kinds.count("Deployment") == pools + 1 and kinds.count("Service") == pools + 1
     assert kinds.count("ConfigMap") == 3 and kinds.count("PodDisruptionBudget") == 1
+    assert kinds.count("NetworkPolicy") == 1
 
 
 def test_strict_validation_rejects_a_misspelt_field(gpu: list[Doc]) -> None:
@@ -198,6 +199,22 @@ def test_pdb_allows_one_replica_down_and_spares_the_front(gpu: list[Doc]) -> Non
     wanted = pdb["spec"]["selector"]["matchLabels"].items()
     assert all(wanted <= d["spec"]["template"]["metadata"]["labels"].items() for d in replicas(gpu))
     assert not wanted <= front(gpu)["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_only_the_front_reaches_the_replicas_port(gpu: list[Doc]) -> None:
+    (policy,) = of_kind(gpu, "NetworkPolicy").values()
+    chosen = policy["spec"]["podSelector"]["matchLabels"].items()
+    assert all(chosen <= d["spec"]["template"]["metadata"]["labels"].items() for d in replicas(gpu))
+    assert not chosen <= front(gpu)["spec"]["template"]["metadata"]["labels"].items()
+    (rule,) = policy["spec"]["ingress"]
+    (source,) = rule["from"]
+    assert (
+        source["podSelector"]["matchLabels"].items()
+        <= front(gpu)["spec"]["template"]["metadata"]["labels"].items()
+    )
+    assert rule["ports"] == [{"protocol": "TCP", "port": "http"}] and policy["spec"]["policyTypes"] == [
+        "Ingress"
+    ]
 
 
 @pytest.mark.parametrize("which", ["gpu", "cpu"])
