@@ -232,6 +232,7 @@ async def _translate(
                 context=args.context,
                 contexts=contexts,
                 style=args.style,
+                formatted=await _segment_formatting(client, document),
                 on_total=bar.start,
                 progress=bar.update,
             )
@@ -292,6 +293,16 @@ async def _segment_contexts(client: Any, args: argparse.Namespace, document: Any
         print("note: the service's model has no contextual prompt; msgctxt is not sent", file=sys.stderr)
         return None
     return [c or args.context for c in document.contexts]
+
+
+async def _segment_formatting(client: Any, document: Any) -> tuple[bool, ...] | None:
+    """Which segments go through the family's formatted-translation prompt: those with inline markup,
+    when the service's family has one (else the markup is checked as placeholders, as any)."""
+    from hunyuan_serve.families.base import PRESERVE_FORMAT
+
+    if not any(document.formatted) or PRESERVE_FORMAT not in await _service_features(client):
+        return None
+    return tuple(document.formatted)
 
 
 async def _check_request(client: Any, args: argparse.Namespace, terms: Any = None) -> str | None:

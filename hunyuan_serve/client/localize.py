@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,6 +15,7 @@ from hunyuan_serve.client.api import AsyncTranslateClient, Progress, TranslateEr
 from hunyuan_serve.client.glossary import Glossary
 from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment
 from hunyuan_serve.client.store import TranslationStore, cache_profile
+from hunyuan_serve.families.format_tags import wrap
 
 _Send = Callable[[list[str]], Awaitable[list[Translation]]]  # one batch request, all else bound
 # Statuses that blame one text of a batch, not the service: those texts are retried one by one.
@@ -70,12 +72,13 @@ class _Run:
 
 @dataclass
 class _Group:
-    """The segments that share one context: one request profile, one cache key space."""
+    """The segments that share one context (and formatting): one request profile, one cache key space."""
 
     context: str | None
     indexes: list[int]
     plans: list[Plan]
     first_plan: dict[str, Plan]
+    formatted: bool = False  # sent with preserve_format: the family's formatted-translation prompt
     profile: str = ""
     cached: dict[str, str] = field(default_factory=dict)
     to_send: list[str] = field(default_factory=list)
@@ -96,6 +99,7 @@ async def localize(
     context: str | None = None,
     contexts: Sequence[str | None] | None = None,
     style: str | None = None,
+    formatted: Sequence[bool] | None = None,
     on_total: Callable[[int], None] | None = None,
     progress: Progress | None = None,
 ) -> tuple[list[str], Summary]:
@@ -106,10 +110,13 @@ async def localize(
     contexts, when given, is each segment's own context (gettext msgctxt) in place of `context`:
     segments are batched per context, all groups at once. Accepted translations are committed to the
     store batch by batch, so an interrupted run loses only the batches in flight and the next run
-    resumes from there.
+    resumes from there. formatted, when given, marks the segments whose inline markup goes through the
+    family's formatted-translation prompt (`preserve_format`); only where no other instruction is sent
+    (no published prompt combines two), and their markup must come back whole.
     """
     plans = [plan_segment(segment, glossary) for segment in segments]
-    groups = _groups(plans, [context] * len(plans) if contexts is None else list(contexts))
+    flags = list(formatted) if formatted and not (terms or style) else [False] * len(plans)
+    groups = _groups(plans, [context] * len(plans) if contexts is None else list(contexts), flags)
     fields = {**(options or {}), "style": style, "glossary": dict(terms) if terms else None}
     await _look_up(groups, client, store, fields, source, target)
     if on_total is not None:
@@ -127,7 +134,7 @@ async def localize(
             client.translate_texts,
             target=target,
             source=source,
-            options=options,
+            options=_with_format(options, group.formatted),
             glossary=dict(terms) if terms else None,
             context=group.context,
             style=style,
@@ -152,15 +159,18 @@ async def _look_up(
     model = await _service_model(client) if store is not None else None
     for group in groups:
         if store is not None:  # not `if store`: an empty store is falsy (it has a length)
-            group.profile = cache_profile(model, {**fields, "context": group.context})
+            group.profile = cache_profile(
+                model, {**_with_format(fields, group.formatted), "context": group.context}
+            )
             group.cached = store.get_many(group.profile, source, target, group.first_plan)
         group.to_send = [text for text in group.first_plan if text not in group.cached]
 
 
-def _groups(plans: Sequence[Plan], contexts: Sequence[str | None]) -> list[_Group]:
-    by_context: dict[str | None, _Group] = {}
-    for index, (plan, ctx) in enumerate(zip(plans, contexts, strict=True)):
-        group = by_context.setdefault(ctx or None, _Group(ctx or None, [], [], {}))
+def _groups(plans: Sequence[Plan], contexts: Sequence[str | None], formatted: Sequence[bool]) -> list[_Group]:
+    by_context: dict[tuple[str | None, bool], _Group] = {}
+    for index, (plan, ctx, flag) in enumerate(zip(plans, contexts, formatted, strict=True)):
+        key = (ctx or None, flag and not ctx)  # a context is an instruction of its own
+        group = by_context.setdefault(key, _Group(key[0], [], [], {}, key[1]))
         group.indexes.append(index)
         group.plans.append(plan)
     for group in by_context.values():
@@ -182,10 +192,33 @@ async def _send(
     if run.aborted:
         return
     got = await _translate_chunk(translate, batch, run)
+    if group.formatted:
+        got = _markup_kept(got, run)
     good = {text: out for text, out in got.items() if not check_translation(group.first_plan[text], out)}
     run.results.update(got)
     if store is not None and good:
         store.put_many(group.profile, source, target, good)
+
+
+def _with_format(fields: Mapping[str, Any] | None, formatted: bool) -> dict[str, Any]:
+    """The request's fields, with preserve_format for a formatted group (it rides with the options)."""
+    return {**(fields or {}), **({"preserve_format": True} if formatted else {})}
+
+
+def _markup_kept(got: dict[str, str], run: _Run) -> dict[str, str]:
+    """The translations whose markup came back whole; the others recorded as failed, saying which.
+
+    The service drops a tag pair the model lost (and says so in format_lost): the text is kept, the
+    markup gone, which the placeholder check alone would not see for Markdown emphasis.
+    """
+    kept: dict[str, str] = {}
+    for text, out in got.items():
+        lost = Counter(wrap(text).markup) - Counter(wrap(out).markup)
+        if lost:
+            run.errors[text] = "markup lost: " + " ".join("".join(pair) for pair in lost.elements())
+        else:
+            kept[text] = out
+    return kept
 
 
 def _merge(groups: Sequence[_Group], labels: Sequence[str], count: int) -> tuple[list[str], Summary]:

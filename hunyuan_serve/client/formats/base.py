@@ -38,6 +38,9 @@ class Document:
     _rebuild: Rebuild
     # Per segment: the text the service gets as `context` (gettext msgctxt), or None.
     contexts: tuple[str | None, ...] = field(default=())
+    # Per segment: whether it holds inline markup (Markdown emphasis, code, links; HTML tags) that a
+    # family's formatted-translation prompt can carry (/translate's preserve_format).
+    formatted: tuple[bool, ...] = field(default=())
 
     def render(self, translations: Sequence[str], failed: frozenset[int] = frozenset()) -> str:
         """The document with each segment replaced by the matching entry of translations."""
@@ -113,3 +116,10 @@ def escape_markup(text: str) -> str:
             pos = ph.end
     out.append(escape(text[pos:]))
     return "".join(out)
+
+
+def markup_flags(segments: Sequence[str]) -> tuple[bool, ...]:
+    """Per segment, whether it holds markup the formatted prompt carries (format_tags.wrap finds some)."""
+    from hunyuan_serve.families.format_tags import wrap
+
+    return tuple(bool(wrap(segment).markup) for segment in segments)

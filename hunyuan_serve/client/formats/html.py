@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from hunyuan_serve.client.formats.base import Document, Edit, Options, splice
+from hunyuan_serve.client.formats.base import Document, Edit, Options, markup_flags, splice
 from hunyuan_serve.client.formats.markdown import _segmenter, split_sentences
 
 # Elements whose content is not prose (kept as is), and the inline ones a sentence may run across.
@@ -123,7 +123,7 @@ def parse_html(content: str, options: Options) -> Document:
                 new_texts[span] = "".join(new) if span.kind == "run" else html.escape(new[0], quote=True)
         return splice(content, _edits(content, spans, new_texts))
 
-    return Document("html", tuple(segments), tuple(labels), rebuild)
+    return Document("html", tuple(segments), tuple(labels), rebuild, formatted=markup_flags(segments))
 
 
 def _edits(content: str, spans: Sequence[_Span], new_texts: dict[_Span, str]) -> list[Edit]:

@@ -10,7 +10,7 @@ from functools import lru_cache
 import pysbd
 from markdown_it import MarkdownIt
 
-from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, splice
+from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, markup_flags, splice
 from hunyuan_serve.client.placeholders import find_placeholders
 
 # A translated line starting with one of these would turn a paragraph into another block: escape it.
@@ -58,7 +58,7 @@ def parse_markdown(content: str, options: Options) -> Document:
             edits.append(Edit(run.start, run.end, "\\" + text if text.startswith(_BLOCK_STARTS) else text))
         return splice(content, edits)
 
-    return Document("markdown", tuple(segments), tuple(labels), rebuild)
+    return Document("markdown", tuple(segments), tuple(labels), rebuild, formatted=markup_flags(segments))
 
 
 def _front_matter_blanked(lines: Sequence[str]) -> list[str]:
