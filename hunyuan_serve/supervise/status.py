@@ -70,7 +70,7 @@ def format_table(status: dict[str, Any]) -> str:
     """A human table: one line per replica, then Nginx."""
     head = ("NAME", "DEVICE", "PORT", "PID", "STATE", "RESTARTS", "PROBE_MS", "IN_FLIGHT", "REASON")
     rows: list[tuple[str, ...]] = [head]
-    for r in status.get("replicas", []):
+    for r in _listed(status):
         rows.append(
             tuple(
                 "-" if v is None else str(v)
@@ -103,4 +103,28 @@ def format_table(status: dict[str, Any]) -> str:
         f"nginx: pid {nginx.get('pid')} on {nginx.get('listen')}:{nginx.get('port')}, "
         f"{nginx.get('ready')} replica(s) in the upstream"
     )
-    return "\n".join(lines)
+    reload = reload_line(status.get("reload"))
+    return "\n".join([*lines, reload] if reload else lines)
+
+
+def _listed(status: dict[str, Any]) -> list[dict[str, Any]]:
+    """The slots' replicas (one a reload is draining shows as retiring), then those a reload is starting."""
+    rows = [{**r, "state": "retiring"} if r.get("retiring") else r for r in status.get("replicas", [])]
+    return rows + [{**r, "name": f"{r.get('name')} (new)"} for r in status.get("incoming") or []]
+
+
+def reload_line(reload: dict[str, Any] | None) -> str | None:
+    """The last rolling reload, in one line (None: there was none)."""
+    if not reload:
+        return None
+    head = f"reload {reload.get('reload')}"
+    outcome = reload.get("outcome")
+    if outcome is None:
+        return f"{head}: in progress, {reload.get('phase')}"
+    if outcome == "done":
+        return (
+            f"{head}: done in {reload.get('wall_s')} s, {len(reload.get('replaced', []))} replica(s) replaced"
+        )
+    if outcome == "failed":
+        return f"{head}: failed at {reload.get('replica')}: {reload.get('error')}"
+    return f"{head}: {outcome}: {reload.get('error')}"

@@ -17,7 +17,7 @@ import yaml
 
 from hunyuan_serve.config import ConfigError, ServeConfig, build_config
 from hunyuan_serve.models import ModelError
-from hunyuan_serve.supervise import reload
+from hunyuan_serve.supervise import reload, status
 from hunyuan_serve.supervise.plan import plan_replicas
 from tests.support.supervisor_sim import SETTINGS, Sim, Sims, settings_with
 
@@ -504,3 +504,52 @@ async def test_without_a_config_source_a_reload_is_refused(tmp_path: Path) -> No
     assert sim.named("reload_refused")[0]["error"] == "this `up` has no config source to read again"
     assert await sim.stop() == 0
     await sims.close()
+
+
+@pytest.mark.parametrize(
+    ("state", "line"),
+    [
+        (None, None),
+        (
+            {"reload": 2, "phase": "starting replica-0 on port 9102"},
+            "reload 2: in progress, starting replica-0 on port 9102",
+        ),
+        (
+            {"reload": 2, "outcome": "done", "replaced": [PAIR, PAIR], "wall_s": 80.5},
+            "reload 2: done in 80.5 s, 2 replica(s) replaced",
+        ),
+        (
+            {"reload": 2, "outcome": "failed", "replica": R1, "error": "exited with code 1"},
+            "reload 2: failed at replica-1: exited with code 1",
+        ),
+        (
+            {"reload": 2, "outcome": "refused", "error": "nginx.port: needs a full restart"},
+            "reload 2: refused: nginx.port: needs a full restart",
+        ),
+    ],
+)
+def test_status_says_what_the_last_reload_did(state: dict[str, Any] | None, line: str | None) -> None:
+    assert status.reload_line(state) == line
+
+
+def test_status_lists_the_replica_a_reload_starts_and_the_one_it_retires() -> None:
+    row = {
+        "name": R0,
+        "device": "cpu:0",
+        "port": 9100,
+        "pid": 10,
+        "state": "ready",
+        "restarts": 0,
+        "reason": "x",
+    }
+    table = status.format_table(
+        {
+            "replicas": [{**row, "retiring": True}, {**row, "name": R1, "port": 9101}],
+            "incoming": [{**row, "port": 9102, "pid": 20, "state": "starting"}],
+            "reload": {"reload": 1, "phase": "starting replica-0 on port 9102"},
+        }
+    )
+    lines = table.splitlines()
+    assert lines[1].split()[:5] == [R0, "cpu:0", "9100", "10", "retiring"]
+    assert lines[3].split()[:6] == [R0, "(new)", "cpu:0", "9102", "20", "starting"]
+    assert lines[-1] == "reload 1: in progress, starting replica-0 on port 9102"
