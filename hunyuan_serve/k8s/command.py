@@ -88,6 +88,17 @@ def open_front_problem(cfg: ServeConfig) -> str | None:
     )
 
 
+def revision_problem(cfg: ServeConfig) -> str | None:
+    """A hub model is fetched by each pod's engine, at its default branch: `up` alone pins engine.revision
+    (it downloads once, then hands replicas the local copy), so a pinned revision is refused, not dropped."""
+    if cfg.engine.revision and not (cfg.engine.model or "").startswith("/"):
+        return (
+            "engine.revision: the pods fetch a hub model at its default branch; to pin a revision, put that "
+            "snapshot on a volume and pass --model /PATH (with --model-pvc, or on the nodes)"
+        )
+    return None
+
+
 def web_files() -> dict[str, str]:
     """The page Nginx serves at / (hunyuan_serve/web), for its ConfigMap."""
     from hunyuan_serve.supervise.command import web_root
@@ -107,7 +118,7 @@ def cmd_render_k8s(args: argparse.Namespace) -> int:
     if not args.out:
         raise ConfigError("render k8s needs --out DIR")
     cfg = config_from_args(args)
-    problems = [p for p in [open_front_problem(cfg)] if p] + mount_clashes(cfg)
+    problems = [p for p in [open_front_problem(cfg), revision_problem(cfg)] if p] + mount_clashes(cfg)
     if problems:
         raise ConfigError("; ".join(problems))
     namespace = dns_label(args.namespace or "hunyuan-serve", "--namespace")

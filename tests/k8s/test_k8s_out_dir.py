@@ -66,6 +66,10 @@ def test_a_stray_file_in_a_previous_render_is_refused(
         (["render", "k8s", *CPU, "--namespace", "Team_A", "--out", "OUT"], "'Team_A' is not a DNS label"),
         (["render", "k8s", *CPU, "--peer-secret-file", "/s", "--out", "OUT"], "auth.peer_secret_file is for"),
         (
+            ["render", "k8s", "--gpus", "0", "--revision", "v1", "--allow-open", "--out", "OUT"],
+            "engine.revision",
+        ),
+        (
             ["render", "k8s", *CPU, "--pod-memory", "16GB", "--out", "OUT"],
             "--pod-memory: '16GB' is not valid",
         ),
