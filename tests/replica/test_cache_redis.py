@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,6 +103,49 @@ async def test_a_stopped_redis_is_a_quick_miss_counted_and_logged_once(
         assert len(warnings) == 1 and "unavailable" in warnings[0].getMessage()
     finally:
         await layer.aclose()
+
+
+async def test_a_redis_that_does_not_answer_costs_one_bounded_wait_then_nothing(server: RedisServer) -> None:
+    events, clock = Recorder(), Clock()
+    settings = RedisSettings(server.url, connect_timeout_s=0.2, timeout_s=0.2, retry_s=5.0)
+    layer = RedisCache(settings, events, clock)
+    try:
+        await layer.set("k", "v")
+        server.pause()
+        started = time.monotonic()
+        assert await layer.get("k") is None  # waits out its timeout: Redis took the bytes, sent nothing
+        first = time.monotonic() - started
+        started = time.monotonic()
+        assert [await layer.get("k") for _ in range(10)] == [None] * 10  # down: not asked
+        rest = time.monotonic() - started
+        print(f"\nunanswering Redis: first get {first * 1000:.0f} ms, the next 10 {rest * 1000:.1f} ms")
+        assert events.errors == [("redis", "get")] * 11 and layer.up is False
+        server.resume()
+        clock.now += 5.0
+        assert await layer.get("k") == "v" and layer.up is True
+    finally:
+        server.resume()
+        await layer.aclose()
+
+
+async def test_sqlite_errors_are_reported_as_events(tmp_path: Path) -> None:
+    events = Recorder()
+    path = tmp_path / "translations.sqlite"
+    cache = TranslationCache(10, path, busy_timeout_s=0.1, events=events)
+    blocker = sqlite3.connect(str(path), isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another replica holding the write lock
+    try:
+        write = cache.put("k", "v")
+        assert write is not None
+        await asyncio.wrap_future(write)  # gives up after busy_timeout_s: a lost write
+        assert cache.file is not None
+        cache.file.close()  # a file that can no longer be read
+        assert await cache.get("other") is None
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        cache.close()
+    assert events.errors == [("sqlite", "set"), ("sqlite", "get")]
 
 
 async def test_a_restarted_redis_is_used_again_after_retry_s(

@@ -58,6 +58,15 @@ class RedisServer:
         with redis.Redis(port=self.port, decode_responses=True, socket_timeout=5) as client:
             return str(client.execute_command(*args))
 
+    def pause(self) -> None:
+        """SIGSTOP: Redis still accepts connections (the kernel does) but answers nothing, as if slow."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
+
     def kill(self) -> None:
         """SIGKILL, as a crash: nothing is flushed or closed cleanly."""
         if self.proc is not None and self.proc.poll() is None:
