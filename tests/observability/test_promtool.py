@@ -27,7 +27,7 @@ def test_config_and_rules_check() -> None:
     assert config.returncode == 0, config.stdout + config.stderr
     rules = _promtool("check", "rules", "alerts.yml")
     assert rules.returncode == 0, rules.stdout + rules.stderr
-    assert "SUCCESS: 5 rules found" in rules.stdout
+    assert "SUCCESS: 6 rules found" in rules.stdout
 
 
 def test_each_alert_fires_on_its_series() -> None:
@@ -44,6 +44,7 @@ def test_alerts_cover_what_the_issue_asks() -> None:
         "HunyuanErrorRate",
         "HunyuanLatencyP95",
         "HunyuanAdmissionSaturated",
+        "HunyuanSharedCacheDown",
     }
 
 
