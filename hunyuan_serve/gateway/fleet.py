@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hunyuan_serve.config import GatewayConfig, SupervisorConfig
@@ -190,7 +190,13 @@ class Fleet:
         after, actions = health.step(before, obs, self.rules)
         if any(isinstance(a, Kill) for a in actions):
             # No process to kill here: out of the routing now, and probed again after the backoff.
-            after, _ = health.step(after, health.Exited(obs.now, None), self.rules)
+            after = replace(
+                health.step(after, health.Exited(obs.now, None), self.rules)[0], reason=after.reason
+            )
+        elif isinstance(obs, health.Exited) and after.state is not before.state:
+            after = replace(after, reason=f"host down: {view.reason}")
+        elif after.state is State.STARTING and before.state is not State.STARTING:
+            after = replace(after, reason="probed for readmission")
         replica.health = after
         if after.state is before.state:
             return []

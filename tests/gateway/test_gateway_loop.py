@@ -172,6 +172,8 @@ async def test_host_down_evicts_all_its_replicas_and_back_readmits_them(tmp_path
     assert [e["host"] for e in h.named("host_down")] == ["a"]
     assert h.nginx.upstream() == {"10.77.0.2:8101": False, "10.77.0.2:8102": False, "10.77.0.3:8101": True}
     assert sorted(e["replica"] for e in h.named("evicted")) == ["a/replica-0", "a/replica-1"]
+    reasons = {r.health.reason for r in h.gw.fleet.hosts["a"].replicas.values()}
+    assert reasons == {"host down: 3 failed poll(s): timeout"}
     probed = len(h.prober.probed)
     await h.rounds(6)  # while the host is down its replicas are not probed, nor readmitted
     assert all(addr.startswith("10.77.0.3") for addr in h.prober.probed[probed:])
@@ -194,6 +196,9 @@ async def test_one_replica_that_stops_answering_is_evicted_and_readmitted(tmp_pa
     await h.rounds(1)
     assert h.nginx.upstream() == {"10.77.0.2:8101": False, "10.77.0.3:8101": True}
     assert h.named("host_down") == []
+    assert h.gw.fleet.hosts["a"].replicas["10.77.0.2:8101"].health.reason == (
+        "evicted after 3 failed probe(s): ConnectError"
+    )
     await h.rounds(6)  # failing probes after the backoff keep it out
     assert h.nginx.upstream()["10.77.0.2:8101"] is False
     h.prober.failing.clear()
