@@ -20,7 +20,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m bench.run`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import multihost, names, soak, targets
+from bench import documents, multihost, names, soak, targets
 from bench.k6run import find_k6
 from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, tree_rss_mb, warm_up
 from bench.report import best_rate
@@ -176,6 +176,7 @@ def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
         result = b.k6("pass.js", f"pass-{attempt}", env, meter)
         b.add(names.REPEAT, setup_name, result, cached=attempt == "second")
     bench_streaming(b, url, _served_model(url), names.STACK)
+    b.documents = documents.run(url, b.plan.document_sentences, serial=b.plan.document_serial)
     bench_overload(b, url, run_dir, meter)
     if replicas < 2:
         b.notes.append("Unequal replicas and chaos need two replicas or more: skipped.")

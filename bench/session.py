@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import names
+from bench.documents import DocumentRow
 from bench.k6run import K6Result, run_k6, sampling_env
 from bench.procs import counter_delta, scrape_counter
 from bench.report import Row
@@ -47,6 +48,10 @@ class Plan:
     # OpenAI streaming (bench/stream_ttft.py): streamed chat completions per setup, and how many at once.
     stream_requests: int = 64
     stream_concurrency: int = 16
+    # A long Markdown document through `translate` (bench/documents.py): its sentences, and how many of
+    # the same kind go one at a time for the rate it is compared with.
+    document_sentences: int = 1000  # about 29 pages
+    document_serial: int = 120
 
     @staticmethod
     def quick() -> Plan:
@@ -63,6 +68,8 @@ class Plan:
             overload_duration="15s",
             stream_requests=24,
             stream_concurrency=8,
+            document_sentences=80,
+            document_serial=24,
             baselines=(names.STEP_SERIAL,),
             unequal=False,
             one_replica=False,
@@ -95,6 +102,7 @@ class Bench:
     # The overload run's context: capacity it was sized from, p95 there, memory before and after (MB).
     overload: dict[str, float] = field(default_factory=dict)
     streaming: dict[str, StreamFigures] = field(default_factory=dict)  # setup -> its streamed chat figures
+    documents: DocumentRow | None = None  # the long Markdown document's run against the stack
     cursor: int = 0  # how many requests the stack has answered: where its next run starts
     started: float = field(default_factory=time.monotonic)
 

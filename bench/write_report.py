@@ -8,7 +8,7 @@ import platform
 import time
 from pathlib import Path
 
-from bench import multihost, names
+from bench import documents, multihost, names
 from bench.k6run import K6Result, compact_summary
 from bench.report import (
     Row,
@@ -219,6 +219,7 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool,
             md += scenario_section(b, scenario, title, rows, baselines, out, stem)
     md += overload_section(b)
     md += streaming_section(b)
+    md += documents.section(b.documents)
     md += notes_section(b, timings, summaries.name, hardware)
     path = out / f"report-{stem}.md"
     path.write_text("\n".join(md), encoding="utf-8")

@@ -187,3 +187,16 @@ def test_webvtt_without_header_or_timing_is_refused() -> None:
     with pytest.raises(FormatError) as caught:
         parse("WEBVTT\n\nHello there\nno timing\n", "vtt", Options())
     assert caught.value.line == 3
+
+
+def test_bench_documents_row_and_its_report_section() -> None:
+    from bench.documents import DocumentRow, build_document, section
+
+    doc = build_document(600)
+    assert len(parse(doc, "markdown", Options()).segments) >= 600 + 600 // 40  # sentences and headings
+    assert len(doc) / 1800 >= 10  # tens of pages
+    row = DocumentRow(36000, 615, 0, 0, 20.5, 120, 30.0)
+    assert row.pages == 20 and round(row.speedup, 2) == round((615 / 20.5) / (120 / 30.0), 2)
+    lines = section(row, 8, 16)
+    assert lines[0].startswith("## Long documents") and "| 20 pages | 615 | 0 | 20.5 | 30.00 |" in lines[-2]
+    assert "| 7.5x |" in lines[-2] and section(None) == []

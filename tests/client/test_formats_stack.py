@@ -30,7 +30,8 @@ def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     """`hunyuan-serve up` with one replica on the tiny model; stopped after, with nothing left behind."""
     work = tmp_path_factory.mktemp("stack")
     port, base = free_ports(2)
-    cmd = tiny_up(tiny_model_dir, work / "run", port, base, max_tokens=12)
+    # HY-MT1.5's prompts (the formatted-translation one among them) on the tiny checkpoint.
+    cmd = [*tiny_up(tiny_model_dir, work / "run", port, base, max_tokens=12), "--prompt-family", "hy-mt1.5"]
     url = f"http://127.0.0.1:{port}"
     log = work / "up.log"
     with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S):
@@ -139,10 +140,61 @@ def _html_tags(text: str) -> list[str]:
     return tags
 
 
+def test_markdown_markup_through_the_formatted_prompt(stack: tuple[str, Path], tmp_path: Path) -> None:
+    """Inline markup goes with preserve_format; what comes back has its markup whole, or the source stays."""
+    from collections import Counter
+
+    import httpx
+
+    from hunyuan_serve.families.format_tags import wrap
+
+    body = {"texts": ["Press **Save** now."], "target_lang": "de", "preserve_format": True}
+    answer = httpx.post(stack[0] + "/translate", json=body, timeout=120).json()
+    assert len(answer["results"]) == 1 and isinstance(answer["format_lost"], list)  # the family takes it
+    src = DATA / "pysubs2" / "README.md"
+    dst, summary = translate(stack, tmp_path, src, "--to", "de")
+    source, out = src.read_text(encoding="utf-8"), dst.read_text(encoding="utf-8")
+    assert "<s1>" not in out and "</s1>" not in out  # never a formatted prompt's tag
+    # Each segment's markup came back whole or its source was kept: none of the source's pairs is missing.
+    assert not Counter(wrap(source).markup) - Counter(wrap(out).markup)
+    assert all(f["problem"] for f in summary["failures"])
+    assert sum(parse(source, "markdown", Options()).formatted) == 5
+
+
+def test_catalogs_json_and_apple_files_reparse(stack: tuple[str, Path], tmp_path: Path) -> None:
+    """Maccy's String Catalog and .strings, Flutter Gallery's ARB and react-i18next's JSON, re-read after."""
+    from hunyuan_serve.client.formats.xcstrings import dump_xcode
+
+    catalog = DATA / "maccy" / "Localizable.xcstrings"
+    dst, summary = translate(stack, tmp_path, catalog, "--to", "pl")
+    before, after = (
+        json.loads(catalog.read_text(encoding="utf-8")),
+        json.loads(dst.read_text(encoding="utf-8")),
+    )
+    assert list(after["strings"]) == list(before["strings"]) and summary["total"] == 34
+    states = {e["localizations"]["pl"]["stringUnit"]["state"] for e in after["strings"].values()}
+    assert states <= {"translated", "needs_review"} and dump_xcode(after) == dst.read_text(encoding="utf-8")
+    strings = DATA / "maccy" / "Localizable.strings"
+    dst, summary = translate(stack, tmp_path, strings, "--to", "de")
+    labels = parse(strings.read_text(encoding="utf-8"), "strings", Options()).labels
+    assert parse(dst.read_text(encoding="utf-8"), "strings", Options()).labels == labels
+    arb = DATA / "flutter-gallery" / "intl_en.arb"
+    dst, summary = translate(stack, tmp_path, arb, "--to", "fr")
+    before, after = json.loads(arb.read_text(encoding="utf-8")), json.loads(dst.read_text(encoding="utf-8"))
+    assert list(after) == list(before) and all(after[k] == v for k, v in before.items() if k[0] == "@")
+    i18next = DATA / "react-i18next" / "translation.json"
+    dst, summary = translate(stack, tmp_path, i18next, "--to", "ru")
+    keys = [k for k in json.loads(dst.read_text(encoding="utf-8")) if k.startswith("userMessagesUnread_")]
+    wanted = (
+        ("one", "few", "many", "other") if not summary["failed"] else ("one", "other")
+    )  # few/many: other's
+    assert {f"userMessagesUnread_{c}" for c in wanted} <= set(keys) and len(keys) <= 4
+
+
 def test_long_markdown_bench_row(stack: tuple[str, Path]) -> None:
     """bench/documents.py's row on the tiny model: figures printed, only the outcome asserted."""
     from bench.documents import run
 
-    row = run(stack[0], sentences=60, target="zh", concurrency=4, batch_size=8)
+    row = run(stack[0], sentences=60, target="zh", concurrency=4, batch_size=8).as_dict()
     assert row["exit"] in (0, 1) and row["segments"] >= 60
     print(f"\nlong Markdown through up: {json.dumps(row)}")
