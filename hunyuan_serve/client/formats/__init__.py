@@ -44,7 +44,7 @@ FORMATS: dict[str, FormatInfo] = {
         FormatInfo(
             "json",
             (".json",),
-            "JSON object of strings, flat or nested (i18next)",
+            "JSON object of strings, flat or nested; i18next plurals per target",
             "jsonfile:parse_json_options",
         ),
         FormatInfo(
@@ -58,7 +58,10 @@ FORMATS: dict[str, FormatInfo] = {
         ),
         FormatInfo("po", (".po", ".pot"), "gettext catalog: plurals, msgctxt, flags", "gettext:parse_po"),
         FormatInfo(
-            "android", ("strings.xml",), "Android string resources: plurals, arrays", "android:parse_android"
+            "android",
+            ("strings.xml",),
+            "Android string resources: arrays, plurals per target",
+            "android:parse_android",
         ),
         FormatInfo(
             "xliff", (".xlf", ".xliff"), "XLIFF 1.2 and 2.0: targets and their state", "xliff:parse_xliff"
