@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ import yaml
 from hunyuan_serve.auth import PEER_REFUSED
 from hunyuan_serve.supervise.events import read_events
 from hunyuan_serve.supervise.state import read_state
+from tests.support.load import Load
 from tests.support.stacks import cli, free_ports, started, tail, tiny_up, wait_until
 
 START_TIMEOUT_S = 480.0  # two vLLM CPU engines loading on two shared cores
@@ -225,62 +225,17 @@ def test_gateway_status_and_host_status_show_every_replica(front: Front) -> None
     assert replica["addr"] == front.b.replica_addr and replica["in_flight"] == 0
 
 
-@dataclass
-class Load:
-    """Clients sending translations through the front until stopped; every outcome is kept."""
-
-    url: str
-    threads: int = 3
-    ok: int = 0
-    failures: list[str] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _workers: list[threading.Thread] = field(default_factory=list)
-
-    def _run(self, n: int) -> None:
-        with httpx.Client(base_url=self.url, timeout=120.0, trust_env=False) as client:
-            i = 0
-            while not self._stop.is_set():
-                i += 1
-                try:
-                    response = _translate(client, f"Load {n}-{i}")
-                except httpx.HTTPError as err:
-                    self.failures.append(repr(err))
-                    continue
-                if response.status_code == 200:
-                    self.ok += 1
-                else:
-                    self.failures.append(f"{response.status_code} {response.text[:200]}")
-                self._stop.wait(0.05)
-
-    def __enter__(self) -> Load:
-        self._workers = [
-            threading.Thread(target=self._run, args=(n,), daemon=True) for n in range(self.threads)
-        ]
-        for worker in self._workers:
-            worker.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for worker in self._workers:
-            worker.join(timeout=150)
-
-
 def test_a_hosts_replica_killed_is_evicted_at_the_front_and_requests_still_pass(front: Front) -> None:
     wait_until(front.proc, front.log, front.all_ready, 2 * START_TIMEOUT_S, "both ready")
     mark = len(front.events())
     with Load(front.url) as load:
-        while load.ok < 10:
-            assert not load.failures, load.failures[:3]
-            time.sleep(0.05)
+        load.wait_ok(10)
         killed_at = time.time()
         os.kill(front.a.replica_pid(), signal.SIGKILL)
         evicted = front.wait_event(
             lambda e: e["event"] == "evicted" and e["replica"] == "a/replica-0", 30, mark
         )
-        served_before = load.ok
-        while load.ok < served_before + 10:  # the front keeps answering from host b
-            time.sleep(0.05)
+        load.wait_ok(10, since=evicted["ts"])  # the front keeps answering, from host b
         assert front.health()["hosts"]["a"]["ready"] == 0
         # Host a's supervisor restarts its replica; the front readmits it once its probes pass.
         admitted = front.wait_event(
@@ -288,6 +243,13 @@ def test_a_hosts_replica_killed_is_evicted_at_the_front_and_requests_still_pass(
         )
     front.figures["kill -9: evicted at the front after, s"] = round(evicted["ts"] - killed_at, 3)
     front.figures["kill -9: readmitted at the front after, s"] = round(admitted["ts"] - killed_at, 1)
-    front.figures["kill -9: requests ok / failed"] = float(load.ok)
+    host_admitted = [
+        e["ts"]
+        for e in read_events(front.a.run_dir / "events.jsonl")
+        if e["event"] == "admitted" and e["ts"] > killed_at
+    ]
+    front.figures["kill -9: host a readmitted its replica after, s"] = round(host_admitted[0] - killed_at, 1)
+    front.figures["kill -9: requests ok"] = float(len(load.ok))
+    front.figures["kill -9: requests failed"] = float(len(load.failures))
     assert load.failures == [], load.failures[:5]
     assert front.all_ready()
