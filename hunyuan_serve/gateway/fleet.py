@@ -196,7 +196,7 @@ class Fleet:
         elif isinstance(obs, health.Exited) and after.state is not before.state:
             after = replace(after, reason=f"host down: {view.reason}")
         elif after.state is State.STARTING and before.state is not State.STARTING:
-            after = replace(after, reason="probed for readmission")
+            after = replace(after, reason="probing: admitted once /health answers 200")
         replica.health = after
         if after.state is before.state:
             return []
