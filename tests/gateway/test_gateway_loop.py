@@ -67,6 +67,7 @@ class Nginx:
         self.prefix = prefix
         self.configs: list[str] = []
         self.refuse = False
+        self.attempts = 0  # reloads asked for, taken or not
         self.stopped = False
         self._exit: asyncio.Future[int | None] | None = None
 
@@ -78,6 +79,7 @@ class Nginx:
     async def reload(self, text: str, generation: int) -> dict[str, float]:
         from hunyuan_serve.supervise.nginx import NginxError
 
+        self.attempts += 1
         if self.refuse:
             raise NginxError("nginx -t rejected the config: test")
         self.configs.append(text)
@@ -245,6 +247,7 @@ async def test_a_refused_reload_keeps_the_last_config_and_is_retried(tmp_path: P
     h.nginx.refuse = True
     await h.rounds(2)
     assert h.named("nginx_reload_failed") and len(h.nginx.configs) == 1
+    assert h.nginx.attempts == 1  # the next try waits nginx.reload_retry_s (1 s), two rounds here
     h.nginx.refuse = False
     await h.rounds(3)
     assert all(h.nginx.upstream().values()) and len(h.nginx.upstream()) == 2
