@@ -368,6 +368,8 @@ class Supervisor:
                 failed = not await self._reload_nginx()
         except NginxError as err:
             self.queue.put_nowait(_NginxFailed(str(err)))
+        except Exception as err:  # a config that cannot even be rendered: say so and stop, never hang
+            self.queue.put_nowait(_NginxFailed(f"{type(err).__name__}: {err}"))
 
     async def _nginx_job(self, exit_task: asyncio.Task[int | None], retry: bool) -> None:
         """Wait for a Reroute, Nginx's exit, or (retry: after a failed reload) reload_retry_s."""
@@ -462,7 +464,12 @@ class Supervisor:
 
     async def _reloads(self, rid: int | None) -> None:
         while rid is not None and not self.stopping:
-            await self._reload(rid)
+            try:
+                await self._reload(rid)
+            except Exception as err:  # a bug must still end the reload, or `reload` waits for nothing
+                error = f"{type(err).__name__}: {err}"
+                self.emit("reload_failed", reload=rid, replica=None, error=error, replaced=[])
+                self.reload_state = {"reload": rid, "outcome": "failed", "replica": None, "error": error}
             rid, self._reload_pending = self._reload_pending, None
 
     async def _reload(self, rid: int) -> None:
