@@ -553,3 +553,21 @@ def test_status_lists_the_replica_a_reload_starts_and_the_one_it_retires() -> No
     assert lines[1].split()[:5] == [R0, "cpu:0", "9100", "10", "retiring"]
     assert lines[3].split()[:6] == [R0, "(new)", "cpu:0", "9102", "20", "starting"]
     assert lines[-1] == "reload 1: in progress, starting replica-0 on port 9102"
+
+
+async def test_a_config_nginx_cannot_even_render_stops_up_instead_of_hanging(
+    make: Callable[..., tuple[Sim, FakeSource]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sim, _fake = make()
+    sim.start()
+    await sim.at(2)
+    assert sim.sup is not None
+
+    def broken(routing: object) -> str:
+        raise KeyError("cpu_max_conns")  # e.g. a template that asks for a value nobody passes
+
+    monkeypatch.setattr(sim.sup, "_render", broken)
+    sim.runner.latest(R0).exit(-9)  # a routing change: Nginx must render again
+    await sim.at(3)
+    assert sim.task is not None and sim.task.done() and sim.task.result() == 1
+    assert [e["error"] for e in sim.named("nginx_failed")] == ["KeyError: 'cpu_max_conns'"]
