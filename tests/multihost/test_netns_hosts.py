@@ -1,0 +1,363 @@
+"""Two hosts as Linux network namespaces, each a real `up` (one tiny-model replica on its own address and
+core, the peer secret on), the gateway in the root namespace in front; load through the front while
+host a is killed whole (kill -9 of every process), started again, then cut off the network and restored.
+
+Figures (failed requests, time to evict, time until no new request goes there, time to readmit) and
+`gateway status` are printed (run with -s); the test asserts the order of events and the counts only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from hunyuan_serve.supervise.events import read_events
+from hunyuan_serve.supervise.state import read_state
+from tests.support import netns
+from tests.support.stacks import cli, free_ports, started, tail, wait_until
+
+START_TIMEOUT_S = 480.0  # two vLLM CPU engines loading, one per shared core
+SECRET = "netns-peer-secret-0123456789abcdef"
+HOST_PORT = 8080  # each host's Nginx, on its own address (namespaces do not share ports)
+REPLICA_PORT = 8101
+CORES = {"a": 0, "b": 1}
+UNAVAILABLE = netns.unavailable()
+
+pytestmark = [
+    pytest.mark.engine,
+    pytest.mark.nginx,
+    pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no network namespaces: {UNAVAILABLE}"),
+    pytest.mark.skipif(not Path("/usr/sbin/nginx").exists(), reason="nginx is not installed"),
+    pytest.mark.timeout(4 * START_TIMEOUT_S),
+]
+
+
+def _host_config(work: Path, host: netns.Host, model: Path, secret: Path) -> Path:
+    """`up` on one host: its replica and Nginx on the host's address, fast probes, the tiny engine."""
+    settings = {
+        "replicas": 1,
+        "base_port": REPLICA_PORT,
+        "run_dir": str(work / f"run-{host.name}"),
+        "engine": {
+            "model": str(model),
+            "dtype": "float32",
+            "enforce_eager": True,
+            "kv_cache_memory_bytes": 128 * 1024 * 1024,
+            "max_model_len": 512,
+            "max_num_seqs": 16,
+        },
+        "replica": {"host": host.addr, "max_tokens": 8},
+        "supervisor": {"probe_interval_s": 0.25, "restart_backoff_base_s": 0.5, "drain_timeout_s": 5.0},
+        "nginx": {"listen": host.addr, "port": HOST_PORT, "worker_processes": 1},
+        "auth": {"peer_secret_file": str(secret)},
+    }
+    path = work / f"up-{host.name}.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+def _inventory(work: Path, lab: netns.Lab, secret: Path, port: int) -> Path:
+    data = {
+        "peer_secret_file": str(secret),
+        "hosts": [{"name": h.name, "url": h.url(HOST_PORT)} for h in lab.net.hosts],
+        "gateway": {"discovery_interval_s": 0.5, "probe_interval_s": 0.25, "unhealthy_threshold": 2},
+        # A request sent to a host just cut waits read_timeout_s before Nginx tries the other one.
+        "nginx": {"port": port, "worker_processes": 1, "read_timeout_s": 10.0, "connect_timeout_s": 1.0},
+    }
+    path = work / "inventory.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@dataclass
+class Deployment:
+    """The lab, each host's `up` (started and restarted here), the gateway; all stopped on exit."""
+
+    lab: netns.Lab
+    work: Path
+    model: Path
+    secret: Path
+    stack: contextlib.ExitStack
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    gateway: subprocess.Popen[bytes] | None = None
+    gateway_dir: Path = Path()
+    gateway_log: Path = Path()
+    port: int = 0
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def replica_addr(self, name: str) -> str:
+        return f"{self.lab.host(name).addr}:{REPLICA_PORT}"
+
+    def start_host(self, name: str) -> subprocess.Popen[bytes]:
+        """`up` inside the host's namespace, pinned to its core; stopped with the deployment."""
+        host = self.lab.host(name)
+        config = _host_config(self.work, host, self.model, self.secret)
+        argv = host.argv(["taskset", "--cpu-list", str(CORES[name]), *cli("up", "--config", str(config))])
+        proc = self.stack.enter_context(started(argv, log=self.work / f"up-{name}.log"))
+        self.procs[name] = proc
+        return proc
+
+    def host_ready(self, name: str) -> bool:
+        state = read_state(self.work / f"run-{name}")
+        # The state of an `up` killed with kill -9 stays as it last wrote it: only this one's counts.
+        if state is None or not state.get("running") or state.get("pid") != self.procs[name].pid:
+            return False
+        return all(r["state"] == "ready" for r in state["replicas"]) and state["nginx"]["ready"] == 1
+
+    def wait_host(self, name: str) -> None:
+        proc = self.procs[name]
+        wait_until(proc, self.work / f"up-{name}.log", lambda: self.host_ready(name), START_TIMEOUT_S, name)
+
+    def front(self) -> subprocess.Popen[bytes]:
+        assert self.gateway is not None, "the gateway is not started"
+        return self.gateway
+
+    def events(self) -> list[dict[str, Any]]:
+        return read_events(self.gateway_dir / "gateway-events.jsonl")
+
+    def wait_event(
+        self, match: Callable[[dict[str, Any]], bool], timeout: float, after: int
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for event in self.events()[after:]:
+                if match(event):
+                    return event
+            assert self.front().poll() is None, f"gateway exited:\n{tail(self.gateway_log)}"
+            time.sleep(0.05)
+        pytest.fail(f"no matching gateway event within {timeout}s; last: {self.events()[-8:]}")
+
+    def health(self) -> dict[str, Any]:
+        try:
+            return dict(httpx.get(self.url + "/health", timeout=5, trust_env=False).json())
+        except (httpx.HTTPError, ValueError):
+            return {}
+
+    def all_ready(self) -> bool:
+        return self.health().get("ready") == 2
+
+    def status(self, *flags: str) -> str:
+        argv = cli("gateway", "status", *flags, "--run-dir", str(self.gateway_dir))
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
+
+    def access_log(self) -> dict[str, dict[str, Any]]:
+        path = self.gateway_dir / "nginx" / "logs" / "access.log"
+        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        return {e["request_id"]: e for e in entries}
+
+
+@pytest.fixture(scope="module")
+def deployment(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
+    work = tmp_path_factory.mktemp("netns")
+    secret = work / "peer.secret"
+    secret.write_text(SECRET + "\n")
+    t0 = time.time()
+    with netns.hosts(["a", "b"]) as lab, contextlib.ExitStack() as stack:
+        d = Deployment(lab, work, tiny_model_dir, secret, stack)
+        for name in ("a", "b"):
+            d.start_host(name)
+        for name in ("a", "b"):
+            d.wait_host(name)
+        (d.port,) = free_ports(1)
+        d.gateway_dir, d.gateway_log = work / "run-gateway", work / "gateway.log"
+        argv = cli("gateway", "--inventory", str(_inventory(work, lab, secret, d.port)))
+        d.gateway = stack.enter_context(started([*argv, "--run-dir", str(d.gateway_dir)], log=d.gateway_log))
+        wait_until(d.gateway, d.gateway_log, d.all_ready, 60, "both hosts' replicas ready at the front")
+        d.figures["cold start of 2 hosts and the gateway, s"] = round(time.time() - t0, 1)
+        print("\ngateway status, both hosts up:\n" + d.status())
+        try:
+            yield d
+        finally:
+            print("\nmulti-host (network namespaces) figures:", json.dumps(d.figures, indent=1))
+
+
+@dataclass
+class Sent:
+    request_id: str
+    start: float
+    end: float = 0.0
+    outcome: str = ""  # "200", another status with its body, or the transport error
+
+
+@dataclass
+class Load:
+    """A bounded number of clients sending translations through the front in a loop until stopped."""
+
+    url: str
+    threads: int = 3
+    pause_s: float = 0.05  # leaves the cores room to start an engine again while under load
+    sent: list[Sent] = field(default_factory=list)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _workers: list[threading.Thread] = field(default_factory=list)
+
+    def _one(self, client: httpx.Client, text: str) -> None:
+        rid = uuid.uuid4().hex
+        record = Sent(rid, time.time())
+        self.sent.append(record)
+        body = {"text": text, "source_lang": "en", "target_lang": "zh"}
+        try:
+            response = client.post("/translate", json=body, headers={"X-Request-ID": rid})
+            ok = response.status_code == 200 and "result" in response.json()
+            record.outcome = "200" if ok else f"{response.status_code} {response.text[:160]}"
+        except httpx.HTTPError as err:
+            record.outcome = repr(err)
+        record.end = time.time()
+
+    def _run(self, n: int) -> None:
+        with httpx.Client(base_url=self.url, timeout=120.0, trust_env=False) as client:
+            i = 0
+            while not self._stop.is_set():
+                i += 1
+                self._one(client, f"Hello from client {n}, request {i}")
+                self._stop.wait(self.pause_s)
+
+    def __enter__(self) -> Load:
+        self._workers = [
+            threading.Thread(target=self._run, args=(n,), daemon=True) for n in range(self.threads)
+        ]
+        for worker in self._workers:
+            worker.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for worker in self._workers:
+            worker.join(timeout=150)
+
+    def ok(self, since: float = 0.0) -> int:
+        return sum(1 for s in self.sent if s.outcome == "200" and s.start > since)
+
+    def failed(self) -> list[Sent]:
+        return [s for s in self.sent if s.end and s.outcome != "200"]
+
+    def wait_ok(self, count: int, since: float = 0.0, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.ok(since) < count:
+            assert time.monotonic() < deadline, f"fewer than {count} answered; failed: {self.failed()[:3]}"
+            time.sleep(0.05)
+
+
+def _went_to(d: Deployment, load: Load, addr: str) -> list[Sent]:
+    """The requests the front sent to addr (first try or a retry), from its access log."""
+    log = d.access_log()
+    return [s for s in load.sent if addr in str(log.get(s.request_id, {}).get("upstream_addr", ""))]
+
+
+def _wait_served_by(d: Deployment, load: Load, addr: str, since: float) -> float:
+    """When the first request started after `since` was answered by addr (its readmission seen)."""
+    deadline = time.monotonic() + 120
+    while True:
+        log = d.access_log()
+        served = [
+            s.start
+            for s in load.sent
+            if s.start > since
+            and log.get(s.request_id, {}).get("upstream_addr") == addr
+            and s.outcome == "200"
+        ]
+        if served:
+            return min(served)
+        assert time.monotonic() < deadline, f"{addr} readmitted but given no request"
+        time.sleep(0.1)
+
+
+def _is(event: str, replica: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda e: e["event"] == event and e.get("replica") == replica
+
+
+def test_a_host_and_its_replica_refuse_callers_without_the_secret(deployment: Deployment) -> None:
+    a = deployment.lab.host("a")
+    for url in (a.url(HOST_PORT), f"http://{deployment.replica_addr('a')}"):
+        for headers in ({}, {"X-Hunyuan-Peer": "not-the-secret-0123456789"}):
+            body = {"text": "Hi", "source_lang": "en", "target_lang": "zh"}
+            refused = httpx.post(url + "/translate", json=body, headers=headers, trust_env=False, timeout=30)
+            assert refused.status_code == 403, (url, headers, refused.text)
+            assert refused.json()["error"]["code"] == "peer_refused"
+        allowed = httpx.get(url + "/health", headers={"X-Hunyuan-Peer": SECRET}, trust_env=False, timeout=30)
+        assert allowed.status_code == 200, (url, allowed.text)
+
+
+def test_host_killed_whole_loses_no_request_and_is_readmitted_when_started_again(
+    deployment: Deployment,
+) -> None:
+    d, name = deployment, "a/replica-0"
+    wait_until(d.front(), d.gateway_log, d.all_ready, START_TIMEOUT_S, "both ready")
+    mark = len(d.events())
+    with Load(d.url) as load:
+        load.wait_ok(10)
+        t_kill = time.time()
+        killed = d.lab.kill_all("a")
+        evicted = d.wait_event(_is("evicted", name), 60, mark)
+        load.wait_ok(10, since=evicted["ts"])  # host b answers alone meanwhile
+        print("\ngateway status, host a killed:\n" + d.status())
+        assert d.health()["hosts"]["a"]["ready"] == 0
+        t_start = time.time()
+        d.start_host("a")
+        d.wait_host("a")
+        t_host = time.time()
+        admitted = d.wait_event(_is("admitted", name), START_TIMEOUT_S, mark)
+        first = _wait_served_by(d, load, d.replica_addr("a"), admitted["ts"])
+    # While host a was dead (from the kill until its `up` started again), which requests went there.
+    sent_a = [s.start for s in _went_to(d, load, d.replica_addr("a")) if t_kill <= s.start < t_start]
+    d.figures["kill -9 of host a: processes killed"] = len(killed)
+    d.figures["kill -9: requests answered / failed"] = f"{load.ok()} / {len(load.failed())}"
+    d.figures["kill -9: evicted at the front after, s"] = round(evicted["ts"] - t_kill, 3)
+    d.figures["kill -9: requests sent to a while it was dead"] = len(sent_a)
+    d.figures["kill -9: last new request sent to a after, s"] = round(max(sent_a, default=t_kill) - t_kill, 3)
+    d.figures["restart: host a's up ready after, s"] = round(t_host - t_start, 1)
+    d.figures["restart: readmitted at the front after up started, s"] = round(admitted["ts"] - t_start, 1)
+    d.figures["restart: readmitted after host a was ready, s"] = round(admitted["ts"] - t_host, 3)
+    d.figures["restart: first request answered by a after readmission, s"] = round(first - admitted["ts"], 3)
+    assert len(killed) >= 5  # up, Nginx master and worker, the replica, its engine core (and worker)
+    assert load.failed() == [], [(s.outcome, s.start - t_kill) for s in load.failed()[:5]]
+    assert t_kill < evicted["ts"] < admitted["ts"]
+
+
+def test_host_cut_off_is_evicted_and_readmitted_when_restored(deployment: Deployment) -> None:
+    d, name = deployment, "a/replica-0"
+    wait_until(d.front(), d.gateway_log, d.all_ready, START_TIMEOUT_S, "both ready")
+    mark = len(d.events())
+    with Load(d.url) as load:
+        load.wait_ok(10)
+        t_cut = time.time()
+        d.lab.cut("a")
+        try:
+            evicted = d.wait_event(_is("evicted", name), 60, mark)
+            load.wait_ok(10, since=evicted["ts"])
+            print("\ngateway status, host a cut off:\n" + d.status())
+        finally:
+            t_restore = time.time()
+            d.lab.restore("a")
+        admitted = d.wait_event(_is("admitted", name), 120, mark)
+        first = _wait_served_by(d, load, d.replica_addr("a"), admitted["ts"])
+    sent_a = [s.start for s in _went_to(d, load, d.replica_addr("a")) if t_cut <= s.start < t_restore]
+    failed = load.failed()
+    d.figures["cut: requests answered / failed"] = f"{load.ok()} / {len(failed)}"
+    d.figures["cut: failures"] = sorted({s.outcome[:80] for s in failed})
+    d.figures["cut: evicted at the front after, s"] = round(evicted["ts"] - t_cut, 3)
+    d.figures["cut: requests sent to a while it was cut off"] = len(sent_a)
+    d.figures["cut: last new request sent to a after, s"] = round(max(sent_a, default=t_cut) - t_cut, 3)
+    d.figures["cut: slowest request in flight at the cut, s"] = round(
+        max((s.end - s.start for s in load.sent if s.start <= t_cut <= s.end), default=0.0), 3
+    )
+    d.figures["restore: readmitted at the front after, s"] = round(admitted["ts"] - t_restore, 3)
+    d.figures["restore: first request answered by a after readmission, s"] = round(first - admitted["ts"], 3)
+    print("\ngateway status, host a restored:\n" + d.status())
+    assert t_cut < evicted["ts"] < t_restore < admitted["ts"]
+    assert d.all_ready()
