@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -198,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=BATCH_SIZE)
     parser.add_argument("--out", type=Path, help="Write the row as JSON here too.")
     args = parser.parse_args(argv)
+    # A SIGTERM (timeout(1), say) unwinds like Ctrl-C, so that the --up stack is stopped, not left behind.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(own_stack(args.replicas, Path(tempfile.mkdtemp()))) if args.up else args.url
         row = run(url, args.sentences, args.target, args.concurrency, args.batch_size, args.serial)
