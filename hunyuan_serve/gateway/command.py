@@ -33,12 +33,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def gateway_run_dir(args: argparse.Namespace, inventory: Inventory | None) -> Path:
-    """--run-dir, else the inventory's run_dir, else `gateway` beside `up`'s default run directory."""
+    """--run-dir, else the inventory's run_dir, else `gateway` beside `up`'s default run directory;
+    absolute, since Nginx reads its prefix from there."""
     if args.run_dir:
-        return Path(args.run_dir)
+        return Path(args.run_dir).absolute()
     if inventory is not None and inventory.run_dir:
-        return Path(inventory.run_dir)
-    return default_run_dir(os.environ) / "gateway"
+        return Path(inventory.run_dir).absolute()
+    return (default_run_dir(os.environ) / "gateway").absolute()
 
 
 def cmd_gateway(args: argparse.Namespace) -> int:

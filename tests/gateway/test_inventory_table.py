@@ -130,3 +130,11 @@ def test_status_table_has_a_line_per_replica_and_one_for_a_host_without_any() ->
     assert lines[1].split() == ["a", "up", "replica-0", "10.77.0.2:8101", "ready", "2.5", "ok"]
     assert lines[2].split()[:2] == ["b", "down"] and lines[2].endswith("3 failed poll(s): timeout")
     assert lines[-1] == "nginx: pid 8 on 0.0.0.0:8080, 1 of 1 replica(s) in the upstream"
+
+
+def test_the_run_dir_is_absolute_since_nginx_reads_its_prefix_from_it(tmp_path: Path) -> None:
+    import argparse
+
+    from hunyuan_serve.gateway.command import gateway_run_dir
+
+    assert gateway_run_dir(argparse.Namespace(run_dir="run"), None) == Path.cwd() / "run"
