@@ -266,7 +266,21 @@ class NginxConfig(Section):
         None,
         ge=0,
         description="Requests Nginx sends one replica at once (admission at the edge: past it on every "
-        "replica Nginx itself answers the 503); None: replica.max_in_flight; 0: no cap.",
+        "replica Nginx itself answers the 503); None: what its engine batches (engine.max_num_seqs, on CPU "
+        "at most cpu_max_conns), at most replica.max_in_flight; 0: no cap.",
+    )
+    # A CPU engine's throughput stops growing long before 256 sequences (make bench: two CPU replicas of
+    # the tiny model serve about 75 req/s from ~35 in flight each on); what waits inside a replica past
+    # that only waits longer, where the edge can no longer refuse it. 128 still takes the bench's
+    # 100-user closed loop on one replica without refusing (bench/results/README.md has the trade-off).
+    cpu_max_conns: int = Field(
+        128, ge=1, description="max_conns of a CPU replica when max_conns is unset (see bench/results)."
+    )
+    # Nginx shares the cores with engines that spin while they wait: at the same priority its workers
+    # wait for a core, and an edge refusal with them. A negative value needs root (or CAP_SYS_NICE):
+    # without it Nginx logs setpriority's failure and runs at 0.
+    worker_priority: int = Field(
+        -5, ge=-20, le=19, description="Nice value of Nginx's worker processes (lower runs first)."
     )
     status_port: int = Field(
         0,

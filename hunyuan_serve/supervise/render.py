@@ -73,9 +73,15 @@ def environment() -> jinja2.Environment:
 
 
 def edge_max_conns(cfg: ServeConfig) -> int:
-    """Nginx's cap per replica (0: none): by default the replica's own max_in_flight, so a full replica
-    is refused at the edge in microseconds instead of in its own saturated event loop."""
-    return cfg.replica.max_in_flight if cfg.nginx.max_conns is None else cfg.nginx.max_conns
+    """Nginx's cap per replica (0: none). By default what the replica's engine batches at once (past
+    that a request only waits inside the replica, where the edge can no longer refuse it): max_num_seqs,
+    on CPU at most nginx.cpu_max_conns; never more than the replica itself admits (max_in_flight)."""
+    if cfg.nginx.max_conns is not None:
+        return cfg.nginx.max_conns
+    batch = cfg.engine.max_num_seqs
+    if cfg.engine.device == "cpu":
+        batch = min(batch, cfg.nginx.cpu_max_conns)
+    return min(batch, cfg.replica.max_in_flight)
 
 
 @dataclass(frozen=True)

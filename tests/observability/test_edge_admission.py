@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 from pathlib import Path
 
 import httpx
 import pytest
 
+from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, Dialect
 from hunyuan_serve.config import build_config
 from hunyuan_serve.supervise.command import worker_user
 from hunyuan_serve.supervise.health import State
@@ -58,6 +60,19 @@ class HeldUpstream:
         self.server = await asyncio.start_server(self.handle, "127.0.0.1", port)
 
 
+def _path_of(dialect: Dialect) -> str:
+    """A path of the dialect's that Nginx proxies (its first prefix; a translate route under a folder)."""
+    prefix = dialect.prefixes[0]
+    return prefix + "translate" if prefix.endswith("/") else prefix
+
+
+def _children(nginx: NginxController) -> list[int]:
+    """The pids of the Nginx master's worker processes."""
+    assert nginx.proc is not None
+    pid = nginx.proc.pid
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
 async def _until(check: object, what: str) -> None:
     for _ in range(500):
         if callable(check) and check():
@@ -71,7 +86,7 @@ async def test_full_replicas_are_refused_by_nginx_itself(tmp_path: Path, workers
     port, up_a, up_b = free_port(), free_port(), free_port()
     cfg = build_config(
         {
-            "nginx": {"port": port, "worker_processes": workers, "retry_after_s": 3},
+            "nginx": {"port": port, "worker_processes": workers, "retry_after_s": 3, "worker_priority": -3},
             "replica": {"max_in_flight": 2},
         },
         {},
@@ -91,7 +106,9 @@ async def test_full_replicas_are_refused_by_nginx_itself(tmp_path: Path, workers
         ) as client:
             held = [asyncio.ensure_future(client.post("/translate", json={"text": "x"})) for _ in range(4)]
             await _until(lambda: sum(u.seen for u in upstreams) == 4, "both replicas full")
-            refused = [await client.post("/translate", json={"text": "x"}) for _ in range(5)]
+            # One refusal per dialect, each in that API's own error shape.
+            refused = {d.name: await client.post(_path_of(d), json={"text": "x"}) for d in DIALECTS}
+            nice = [os.getpriority(os.PRIO_PROCESS, pid) for pid in _children(nginx)]
             for upstream in upstreams:
                 upstream.release.set()
             answered = await asyncio.gather(*held)
@@ -102,13 +119,17 @@ async def test_full_replicas_are_refused_by_nginx_itself(tmp_path: Path, workers
             upstream.server.close()
     assert [u.seen for u in upstreams] == [2, 2]  # the refused ones never reached a replica
     assert [r.status_code for r in answered] == [200] * 4
-    for r in refused:
-        assert r.status_code == 503 and r.headers["retry-after"] == "3", r.text
+    status, message = EDGE_ERRORS["unavailable"]
+    for dialect in DIALECTS:
+        r = refused[dialect.name]
+        assert r.status_code == status and r.headers["retry-after"] == "3", r.text
         assert r.headers["content-type"].startswith("application/json")
-        assert r.json()["error"]["code"] == "unavailable"
+        assert r.json() == dialect.error("unavailable", message), (dialect.name, r.text)
+    # worker_priority lands on every worker (a negative nice value needs root; Nginx runs at 0 without).
+    assert len(nice) == workers and set(nice) == {-3 if os.geteuid() == 0 else 0}, nice
     errors = (nginx.prefix / "logs" / "error.log").read_text()
     assert "no live upstreams" in errors
     # How the access log tells an edge refusal: the upstream group's name in place of a replica address.
     log = [json.loads(line) for line in nginx.access_log.read_text().splitlines()]
     edge = [e for e in log if e["status"] == 503]
-    assert len(edge) == 5 and {e["upstream_addr"] for e in edge} == {"hs_replicas"}, edge
+    assert len(edge) == len(DIALECTS) and {e["upstream_addr"] for e in edge} == {"hs_replicas"}, edge

@@ -1,0 +1,97 @@
+"""The edge's cap per replica and its workers' priority: derived once, rendered into nginx.conf."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from hunyuan_serve.config import NginxConfig, build_config
+from hunyuan_serve.supervise.health import State
+from hunyuan_serve.supervise.render import edge_max_conns, render_nginx
+from hunyuan_serve.supervise.routing import routing_from_states
+
+NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+CPU_CAP = NginxConfig().cpu_max_conns
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"engine.device": "cpu"}, CPU_CAP),  # a CPU engine's efficient batch, not its 256 sequences
+        ({"engine.device": "cpu", "nginx.cpu_max_conns": 8}, 8),
+        ({"engine.device": "cpu", "engine.max_num_seqs": 4}, 4),  # never past one batch
+        ({"engine.device": "cpu", "replica.max_in_flight": 5}, 5),  # never past what the replica admits
+        ({"engine.device": "cuda"}, 256),  # one batch of the engine's (max_num_seqs)
+        ({"engine.device": "cuda", "engine.max_num_seqs": 64}, 64),
+        ({"engine.device": "cuda", "replica.max_in_flight": 100}, 100),
+        ({"engine.device": "auto", "engine.max_num_seqs": 48}, 48),  # `render` before up chose: GPU's rule
+        ({"engine.device": "cpu", "nginx.max_conns": 300}, 300),  # set: as given
+        ({"engine.device": "cuda", "nginx.max_conns": 0}, 0),  # 0: no cap
+    ],
+)
+def test_edge_cap_per_replica(overrides: dict[str, object], expected: int) -> None:
+    assert edge_max_conns(build_config({}, overrides)) == expected
+
+
+def _render(tmp_path: Path, overrides: dict[str, object]) -> str:
+    cfg = build_config({}, overrides)
+    states = [State.READY, State.READY, State.EVICTED]
+    routing = routing_from_states([(f"127.0.0.1:{8101 + i}", s) for i, s in enumerate(states)])
+    return render_nginx(cfg, routing, prefix=tmp_path, web_root=tmp_path / "web", worker_user=None)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "cap", "priority"),
+    [
+        ({"engine.device": "cpu"}, f" max_conns={CPU_CAP}", NginxConfig().worker_priority),
+        ({"engine.device": "cuda", "nginx.worker_priority": 3}, " max_conns=256", 3),
+        ({"nginx.max_conns": 0, "nginx.worker_priority": 0}, "", 0),
+    ],
+)
+def test_cap_and_priority_land_in_nginx_conf(
+    tmp_path: Path, overrides: dict[str, object], cap: str, priority: int
+) -> None:
+    text = _render(tmp_path, overrides)
+    servers = [line.strip() for line in text.splitlines() if line.strip().startswith("server 127.0.0.1:")]
+    assert servers == [
+        f"server 127.0.0.1:8101 max_fails=1 fail_timeout=2s{cap};",
+        f"server 127.0.0.1:8102 max_fails=1 fail_timeout=2s{cap};",
+        f"server 127.0.0.1:8103 max_fails=1 fail_timeout=2s{cap} down;",
+    ]
+    lines = text.splitlines()
+    # Nginx's default (0) is left unsaid; any other value is one main-context directive.
+    assert [line for line in lines if "worker_priority" in line] == (
+        [f"worker_priority {priority};"] if priority else []
+    )
+
+
+@pytest.mark.nginx
+@pytest.mark.skipif(NGINX is None, reason="nginx is not installed")
+@pytest.mark.parametrize("priority", [-20, -5, 19])
+def test_rendered_priority_and_cap_pass_nginx_t(tmp_path: Path, priority: int) -> None:
+    text = _render(tmp_path, {"engine.device": "cpu", "nginx.worker_priority": priority})
+    assert f"worker_priority {priority};" in text and f"max_conns={CPU_CAP}" in text
+    for sub in ("logs", "temp"):
+        (tmp_path / sub).mkdir()
+    (tmp_path / "nginx.conf").write_text(text)
+    argv = [
+        str(NGINX),
+        "-t",
+        "-p",
+        str(tmp_path),
+        "-c",
+        str(tmp_path / "nginx.conf"),
+        "-e",
+        str(tmp_path / "e"),
+    ]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize("priority", [-21, 20])
+def test_worker_priority_outside_nice_range_is_refused(priority: int) -> None:
+    with pytest.raises(ValueError, match="worker_priority"):
+        build_config({}, {"nginx.worker_priority": priority})
