@@ -105,14 +105,20 @@ def run_k6(
     *,
     k6: str | None = None,
     timeout_s: float = 900.0,
+    samples: bool = True,
+    nice: int = 0,
 ) -> K6Result:
-    """Run bench/k6/<script> with `env` passed as -e KEY=VALUE; keep its summary and samples in out_dir."""
+    """Run bench/k6/<script> with `env` passed as -e KEY=VALUE; keep its summary and (unless `samples`
+    is false: writing each request's timings costs k6 CPU at hundreds of requests/s) samples in out_dir;
+    `nice`: k6's nice value (below 0 needs root), for a k6 that shares its cores with the servers."""
     import time
 
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = out_dir / f"{name}.summary.json"
-    samples = out_dir / f"{name}.samples.csv.gz"
-    cmd = [k6 or find_k6(), "run", "--quiet", "--no-color", "--out", f"csv={samples}"]
+    samples_path = out_dir / f"{name}.samples.csv.gz"
+    cmd = ["nice", "-n", str(nice)] if nice else []
+    cmd += [k6 or find_k6(), "run", "--quiet", "--no-color"]
+    cmd += ["--out", f"csv={samples_path}"] if samples else []
     for key, value in {**env, "SUMMARY": str(summary), "SCENARIO": name}.items():
         cmd += ["-e", f"{key}={value}"]
     cmd.append(str(K6_DIR / script))
@@ -133,7 +139,7 @@ def run_k6(
     wall = time.monotonic() - started
     (out_dir / f"{name}.k6.log").write_text(proc.stdout, encoding="utf-8")
     result = K6Result(
-        name, summary, samples, proc.returncode, wall, load=max(load_before, os.getloadavg()[0])
+        name, summary, samples_path, proc.returncode, wall, load=max(load_before, os.getloadavg()[0])
     )
     if summary.is_file():
         data = json.loads(summary.read_text(encoding="utf-8"))

@@ -8,27 +8,29 @@ import concurrent.futures
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m bench.run`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import documents, multihost, names, soak, targets
+from bench import documents, edge, multihost, names, soak, targets
 from bench.k6run import find_k6
 from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, tree_rss_mb, warm_up
 from bench.report import best_rate
-from bench.session import Bench, Plan
+from bench.session import Bench, Plan, only, overload_vus
 from bench.setups import SetupPlan, plan_setups
-from bench.stream_ttft import chat_body, measure, texts
+from bench.stream_ttft import chat_body, measure, percentile, texts
 from bench.targets import Hardware
 from bench.write_report import write_report
+from hunyuan_serve.config import ReplicaConfig
 
 DATA = REPO / "bench" / "data" / "sd-webui-zh_CN.json"
 # A chat prompt rendered as the replica's engine renders it: ending where the answer starts.
@@ -166,6 +168,9 @@ def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
     warm_up(f"{url}/translate", translate_body())
     ramp = b.k6("ramp.js", "ramp-stack", _ramp_env(b, url, stack=True), meter)
     b.add(names.RAMP, names.STACK, ramp, cached=True)
+    if b.plan.only == names.OVERLOAD:  # sized from the ramp's capacity, compared with its p95
+        bench_overload(b, url, run_dir, meter, replicas)
+        return
     for rate in b.plan.rates:
         env = b.env(url, stack=True, rate=rate, duration=b.plan.rate_duration)
         result = b.k6("rate.js", f"rate{rate}-stack", env, meter)
@@ -177,7 +182,7 @@ def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
         b.add(names.REPEAT, setup_name, result, cached=attempt == "second")
     bench_streaming(b, url, _served_model(url), names.STACK)
     b.documents = documents.run(url, b.plan.document_sentences, serial=b.plan.document_serial)
-    bench_overload(b, url, run_dir, meter)
+    bench_overload(b, url, run_dir, meter, replicas)
     if replicas < 2:
         b.notes.append("Unequal replicas and chaos need two replicas or more: skipped.")
         return
@@ -237,18 +242,29 @@ def _stack_rss_mb(run_dir: Path) -> tuple[float, float]:
     return (tree_rss_mb(nginx_pid) if nginx_pid else 0.0), sum(tree_rss_mb(p) for p in pids if p)
 
 
-def bench_overload(b: Bench, url: str, run_dir: Path, meter: Sequence[str]) -> None:
+def bench_overload(b: Bench, url: str, run_dir: Path, meter: Sequence[str], replicas: int) -> None:
     """The open loop at overload_factor times the measured capacity: the excess should be refused at
-    the edge in milliseconds (JSON 503, Retry-After) while the accepted requests stay served."""
+    the edge in milliseconds (JSON 503, Retry-After) while the accepted requests stay served. Nginx's
+    access log gives its own time for each refusal, beside the time k6 measured (on the same cores)."""
     capacity, p95 = _capacity(b)
     rate = max(1, round(capacity * b.plan.overload_factor))
+    nginx = targets.stack_status(run_dir).get("nginx") or {}
+    access_log = Path(str(nginx.get("access_log") or run_dir / "nginx" / "logs" / "access.log"))
+    cap = edge.edge_cap(Path(str(nginx.get("config") or run_dir / "nginx" / "nginx.conf")))
+    vus = overload_vus(b.plan, rate, replicas, cap or ReplicaConfig().max_in_flight)
     nginx_before, replicas_before = _stack_rss_mb(run_dir)
-    env = b.env(url, stack=True, rate=rate, duration=b.plan.overload_duration, vus=b.plan.overload_vus)
-    result = b.k6("overload.js", "overload", env, meter)
+    offset = edge.log_size(access_log)
+    env = b.env(url, stack=True, rate=rate, duration=b.plan.overload_duration, vus=vus, pre_vus=vus)
+    result = b.k6("overload.js", "overload", env, meter, samples=False)  # no plot: samples cost k6 CPU
     nginx_after, replicas_after = _stack_rss_mb(run_dir)
+    own = edge.edge_refusals_ms(access_log, offset) if access_log.is_file() else []
     b.overload = {
         "capacity_rps": capacity,
         "capacity_p95_ms": p95,
+        "edge_cap": cap,
+        "vus": vus,
+        "nginx_refusals": len(own),
+        **{f"nginx_refused_{q}_ms": percentile(own, q) for q in (50, 95, 99)},
         "nginx_mb_before": nginx_before,
         "nginx_mb_after": nginx_after,
         "replicas_mb_before": replicas_before,
@@ -432,6 +448,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--start-timeout-s", type=float, default=900.0, help="How long every setup may take to start."
     )
+    parser.add_argument(
+        "--only",
+        choices=(names.OVERLOAD,),
+        help="Only the stack's ramp and then this scenario, sized from the ramp (report-<scenario>.md).",
+    )
+    parser.add_argument(
+        "--k6-nice", type=int, default=0, help="k6's nice value (it shares the cores; below 0 needs root)."
+    )
+    parser.add_argument(
+        "--stack-flags",
+        default="",
+        help="More `up` flags for the stacks, one string (e.g. '--max-conns 256 --worker-priority 0').",
+    )
     parser.add_argument("--soak", action="store_true", help="Only the soak run (SOAK=1): see bench/soak.py.")
     parser.add_argument("--soak-minutes", type=float, default=60.0, help="Length of the soak run.")
     parser.add_argument("--soak-kill-every-min", type=float, default=10.0, help="Minutes between kills.")
@@ -441,13 +470,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    plan = Plan.quick() if args.quick else Plan()
+    plan = replace(only(Plan.quick() if args.quick else Plan(), args.only), k6_nice=args.k6_nice)
     try:
         hw = targets.detect_hardware(args.device)
     except ValueError as err:
         print(f"[bench] {err}", file=sys.stderr)
         return 2
     setup = plan_setups(hw, args.replicas, plan, args.skip)
+    if args.stack_flags:
+        extra = tuple(shlex.split(args.stack_flags))
+        setup = replace(setup, stack_flags=setup.stack_flags + extra)
+        setup = replace(setup, notes=(*setup.notes, f"The stacks ran with `up {' '.join(extra)}`."))
     work = args.work or REPO / "bench" / ".runs" / time.strftime("%Y%m%d-%H%M%S")
     work.mkdir(parents=True, exist_ok=True)
     model = prepare_model(args, work)
@@ -455,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     build_items(model, items)
     b = Bench(plan, work, model, items, find_k6(), targets.model_sampling(str(model)))
     b.notes.extend(setup.notes)
+    if plan.k6_nice:
+        b.notes.append(f"k6 ran at nice {plan.k6_nice}.")
     if args.soak:
         return run_soak(b, setup, args)
     timings = run_steps(b, make_steps(b, hw, setup), args.start_timeout_s, together=setup.together)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,9 @@ class Plan:
     unequal_duration: str = "30s"
     overload_factor: int = 10  # the overload's open loop: this many times the measured capacity
     overload_duration: str = "30s"
-    overload_vus: int = 1500  # enough for every replica full (max_in_flight each) plus the refusals
+    # The overload's k6 VUs (all started before it, not while it runs): every replica full at its edge
+    # cap, plus this many seconds of refusals at the offered rate; past that k6 drops iterations.
+    overload_refusal_vu_s: float = 0.5
     hogs: int = 2  # busy loops on replica 1's core (CPU): it keeps a third of the core
     baselines: tuple[str, ...] = (names.STEP_SERIAL, names.STEP_VLLM)
     unequal: bool = True
@@ -52,6 +55,10 @@ class Plan:
     # the same kind go one at a time for the rate it is compared with.
     document_sentences: int = 1000  # about 29 pages
     document_serial: int = 120
+    # k6's nice value: on CPU it shares the cores with the servers it measures, and a k6 waiting for a
+    # core counts the wait in every latency (below 0 needs root).
+    k6_nice: int = 0
+    only: str = ""  # one scenario of the stack (names.OVERLOAD, after the ramp it is sized from); "": all
 
     @staticmethod
     def quick() -> Plan:
@@ -75,6 +82,20 @@ class Plan:
             one_replica=False,
             hosts=False,
         )
+
+
+def only(plan: Plan, scenario: str | None) -> Plan:
+    """The plan of `--only SCENARIO`: the stack alone, its ramp (the capacity the scenario is sized
+    from, and the row it is compared with), then that scenario; no baselines, no other stack."""
+    if not scenario:
+        return plan
+    return replace(plan, only=scenario, baselines=(), one_replica=False, unequal=False, hosts=False)
+
+
+def overload_vus(plan: Plan, rate: int, replicas: int, edge_cap: int) -> int:
+    """k6 VUs for the overload's open loop: every replica full at its edge cap (each accepted request
+    holds a VU), plus overload_refusal_vu_s of refusals at the offered rate (Little's law)."""
+    return replicas * edge_cap + math.ceil(rate * plan.overload_refusal_vu_s)
 
 
 def base_env(plan: Plan, sampling: SamplingDefaults) -> dict[str, str]:
@@ -122,10 +143,13 @@ class Bench:
         env.update({k.upper(): str(v) for k, v in extra.items()})
         return env
 
-    def k6(self, script: str, name: str, env: dict[str, str], meter: Sequence[str] = ()) -> K6Result:
+    def k6(
+        self, script: str, name: str, env: dict[str, str], meter: Sequence[str] = (), *, samples: bool = True
+    ) -> K6Result:
         """Run a k6 script; with `meter` (replica /metrics URLs) count generated tokens server-side."""
         before = [scrape_counter(url, TOKENS_COUNTER) for url in meter]
-        result = run_k6(script, name, self.work / "k6", env, k6=self.k6_bin)
+        nice = self.plan.k6_nice
+        result = run_k6(script, name, self.work / "k6", env, k6=self.k6_bin, samples=samples, nice=nice)
         if meter:
             after = [scrape_counter(url, TOKENS_COUNTER) for url in meter]
             result.server_tokens = sum(counter_delta(b, a) for b, a in zip(before, after, strict=True))

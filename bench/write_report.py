@@ -98,52 +98,68 @@ def overload_headline(b: Bench) -> list[str]:
     if not rows:
         return []
     r, o = rows[0].result, b.overload
+    goodput = r.value("accepted_latency", "count") / r.duration_s if r.duration_s else 0.0
     return [
         f"- Overload at {rows[0].offered:g} req/s ({b.plan.overload_factor}x the measured "
-        f"{o.get('capacity_rps', 0):g}): refusals p99 {r.value('refused_latency', 'p(99)'):.0f} ms "
+        f"{o.get('capacity_rps', 0):g}): refusals p99 {r.value('refused_latency', 'p(99)'):.0f} ms as k6 "
+        f"measured them, {o.get('nginx_refused_99_ms', 0):.0f} ms in Nginx's log "
         f"({r.value('refused', 'rate') * 100:.0f}% refused), accepted p95 "
-        f"{r.value('accepted_latency', 'p(95)'):.0f} ms vs {o.get('capacity_p95_ms', 0):.0f} ms at capacity; "
-        f"{r.failed} failed."
+        f"{r.value('accepted_latency', 'p(95)'):.0f} ms vs {o.get('capacity_p95_ms', 0):.0f} ms at capacity, "
+        f"{goodput:.1f} accepted req/s; {r.failed} failed."
     ]
 
 
 def overload_section(b: Bench) -> list[str]:
-    """The overload run: what was refused and how fast, what was served and how fast, memory."""
+    """The overload run: what was refused and how fast (as k6 and as Nginx itself measured it), what was
+    served and how fast, memory."""
     rows = b.results.get(names.OVERLOAD, [])
     if not rows:
         return []
     r, o = rows[0].result, b.overload
-    refused = round(r.value("refused", "passes"))
     accepted = round(r.value("accepted_latency", "count"))
 
-    def stat(metric: str, s: str) -> str:
-        # Tenths: an edge refusal takes well under a millisecond.
-        return f"{r.value(metric, s):.1f}"
+    def ms(value: float) -> str:
+        return f"{value:.1f}"  # tenths: an edge refusal can take well under a millisecond
 
-    head = ["offered/s", "capacity/s", "requests", "accepted", "refused", "failed", "dropped"]
-    head += ["refused p50 ms", "refused p95 ms", "refused p99 ms", "accepted p95 ms", "p95 at capacity ms"]
-    head += ["Nginx MB before → after", "replicas MB before → after"]
-    cells = [f"{rows[0].offered:g}", f"{o.get('capacity_rps', 0):g}", str(r.requests), str(accepted)]
-    cells += [str(refused), str(r.failed), str(r.dropped)]
-    cells += [stat("refused_latency", s) for s in ("med", "p(95)", "p(99)")]
-    cells += [stat("accepted_latency", "p(95)"), f"{o.get('capacity_p95_ms', 0):.0f}"]
-    cells += [
+    load_head = ["offered/s", "capacity/s", "edge cap per replica", "VUs", "requests", "accepted"]
+    load_head += ["accepted/s", "refused", "failed", "dropped"]
+    load = [f"{rows[0].offered:g}", f"{o.get('capacity_rps', 0):g}", f"{o.get('edge_cap', 0):g}"]
+    load += [f"{o.get('vus', 0):g}", str(r.requests), str(accepted)]
+    load += [f"{accepted / r.duration_s:.1f}" if r.duration_s else "-"]
+    load += [str(round(r.value("refused", "passes"))), str(r.failed), str(r.dropped)]
+    time_head = ["refused p50/p95/p99 ms (k6)", "refused p50/p95/p99 ms (Nginx)", "accepted p95 ms"]
+    time_head += ["p95 at capacity ms", "Nginx MB before → after", "replicas MB before → after"]
+    times = [
+        " / ".join(ms(r.value("refused_latency", s)) for s in ("med", "p(95)", "p(99)")),
+        " / ".join(ms(o.get(f"nginx_refused_{q}_ms", 0)) for q in (50, 95, 99)),
+        ms(r.value("accepted_latency", "p(95)")),
+        f"{o.get('capacity_p95_ms', 0):.0f}",
         f"{o.get('nginx_mb_before', 0):.0f} → {o.get('nginx_mb_after', 0):.0f}",
         f"{o.get('replicas_mb_before', 0):.0f} → {o.get('replicas_mb_after', 0):.0f}",
     ]
     return [
         f"## Overload: {b.plan.overload_factor}x the measured capacity for {b.plan.overload_duration}",
         "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-        "| " + " | ".join(cells) + " |",
+        *_table(load_head, load),
         "",
-        "Refused = a JSON 503 with Retry-After (Nginx's own once every replica is at max_conns, or a",
+        *_table(time_head, times),
+        "",
+        "Refused = a JSON 503 with Retry-After (Nginx's own once every replica is at its edge cap, or a",
         "replica's); failed = anything else that is not a 200. Capacity: the most req/s any earlier run",
         "of the stack served without failures (ramp, open loop, first pass); p95 at capacity is that run's.",
+        "Refusal time (k6) is what the client measured; (Nginx) is the access log's request_time of the",
+        f"{o.get('nginx_refusals', 0):g} 503s Nginx answered itself: from its reading the request's first",
+        "byte to the client's closing the connection (Nginx logs after that), in 1 ms steps; so it leaves",
+        "out k6's connect and send, not its reading the answer.",
+        "VUs: every replica full at its edge cap plus the refusals of "
+        f"{b.plan.overload_refusal_vu_s:g} s at the offered rate, all started before the run.",
         "Memory: resident, Nginx's master and workers, and every replica's process tree.",
         "",
     ]
+
+
+def _table(head: list[str], cells: list[str]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), "| " + " | ".join(cells) + " |"]
 
 
 def comparisons(
@@ -194,7 +210,7 @@ def streaming_section(b: Bench) -> list[str]:
 def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool, hardware: Hardware) -> Path:
     """Write report.md (+ PNGs, summaries/) into out and return the report's path."""
     out.mkdir(parents=True, exist_ok=True)
-    stem = "quick" if quick else "full"
+    stem = ("quick" if quick else "full") + (f"-{b.plan.only}" if b.plan.only else "")
     summaries = write_summaries(b, out / f"summaries-{stem}")
     baselines = {
         setup: found for setup in names.BASELINES if (found := _find(b.results.get(names.RAMP, []), setup))

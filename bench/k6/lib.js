@@ -165,18 +165,20 @@ export function thresholds() {
   };
 }
 
-// Options of an open loop: RATE requests/s for DURATION (constant arrival rate), up to VUS at once.
+// Options of an open loop: RATE requests/s for DURATION (constant arrival rate), up to VUS at once,
+// PRE_VUS of them started before the run (default twice the rate; a VU started mid-run costs CPU then).
 // A server that cannot keep up shows as latency and dropped_iterations, not as a politely slower client.
 export function openLoopOptions(scenario) {
   const rate = parseInt(env.RATE || "10", 10);
   const maxVUs = parseInt(env.VUS || "100", 10);
+  const preVUs = env.PRE_VUS ? parseInt(env.PRE_VUS, 10) : Math.max(10, rate * 2);
   return commonOptions({
     [scenario]: {
       executor: "constant-arrival-rate",
       rate: rate,
       timeUnit: "1s",
       duration: env.DURATION || "30s",
-      preAllocatedVUs: Math.min(maxVUs, Math.max(10, rate * 2)),
+      preAllocatedVUs: Math.min(maxVUs, preVUs),
       maxVUs: maxVUs,
       gracefulStop: "60s",
     },

@@ -171,6 +171,15 @@ def test_the_open_loop_is_a_constant_arrival_rate_of_the_rate_asked_for(
     }
 
 
+def test_the_overload_starts_every_vu_the_bench_sized_before_the_run(tmp_path: Path) -> None:
+    env = k6_env("http://127.0.0.1:9", data_file(tmp_path, 5), RATE="748", DURATION="2s")
+    options = inspect("overload.js", {**env, "VUS": "438", "PRE_VUS": "438"})["scenarios"]["overload"]
+    assert (options["rate"], options["preAllocatedVUs"], options["maxVUs"]) == (748, 438, 438)
+    # Never more started than VUS allows.
+    options = inspect("overload.js", {**env, "VUS": "100", "PRE_VUS": "438"})["scenarios"]["overload"]
+    assert (options["preAllocatedVUs"], options["maxVUs"]) == (100, 100)
+
+
 @pytest.mark.parametrize("script", ["rate.js", "chaos.js"])
 def test_the_open_loop_sends_consecutive_strings_from_the_offset_each_once(
     script: str, translator: ScriptedTranslator, tmp_path: Path

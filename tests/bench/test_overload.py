@@ -85,11 +85,19 @@ def test_refusals_accepted_and_failures_are_told_apart(edge: Edge, tmp_path: Pat
     b.overload = {
         "capacity_rps": 4.0,
         "capacity_p95_ms": 900.0,
+        "edge_cap": 32,
+        "vus": 20,
+        "nginx_refused_50_ms": 0.25,
+        "nginx_refused_95_ms": 3.0,
+        "nginx_refused_99_ms": 12.0,
         "nginx_mb_before": 10.0,
         "nginx_mb_after": 11.0,
     }
     b.add(names.OVERLOAD, names.OVERLOADED, result, offered=40)
     table = "\n".join(overload_section(b))
-    assert f"| 40 | 4 | {result.requests} | {sent['ok']} | {sent['refused']} |" in table
-    assert "| 10 → 11 |" in table
-    assert "10x the measured 4" in overload_headline(b)[0]
+    goodput = sent["ok"] / result.duration_s
+    row = f"| 40 | 4 | 32 | 20 | {result.requests} | {sent['ok']} | {goodput:.1f} | {sent['refused']} |"
+    assert row in table
+    assert "| 0.2 / 3.0 / 12.0 |" in table and "| 10 → 11 |" in table
+    headline = overload_headline(b)[0]
+    assert "10x the measured 4" in headline and "12 ms in Nginx's log" in headline
