@@ -403,7 +403,7 @@ def run_soak(b: Bench, setup: SetupPlan, args: argparse.Namespace) -> int:
             b,
             s.url,
             s.run_dir or b.work,
-            args.out,
+            args.out / "soak",
             minutes=args.soak_minutes,
             kill_every_min=args.soak_kill_every_min,
             rate=args.soak_rate,
