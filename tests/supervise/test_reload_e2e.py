@@ -1,0 +1,219 @@
+"""Rolling reload end to end: a real `up` (two tiny replicas, real Nginx), steady load, `reload`.
+
+One `up` serves the module. The config file is edited, then `reload` replaces every replica under load: a
+replica setting, then the model (a second tiny checkpoint of another generation, so its prompt family is
+placed again); a bad config is refused with nothing touched. Figures are printed (run with -s); heavy:
+`flock /tmp/hs-heavy.lock timeout 900 .venv/bin/pytest -s -q tests/supervise/test_reload_e2e.py`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from hunyuan_serve.supervise.state import read_state
+from tests.support.load import Load
+from tests.support.stacks import alive, cli, free_ports, started, wait_until
+
+START_TIMEOUT_S = 420.0  # two vLLM CPU engines loading on two shared cores
+RELOAD_TIMEOUT_S = 900.0  # two replicas replaced one at a time, each a cold engine start beside the old one
+
+pytestmark = [
+    pytest.mark.engine,
+    pytest.mark.nginx,
+    pytest.mark.skipif(not Path("/usr/sbin/nginx").exists(), reason="nginx is not installed"),
+    pytest.mark.timeout(START_TIMEOUT_S + 3 * RELOAD_TIMEOUT_S),
+]
+
+
+@dataclass
+class Stack:
+    proc: subprocess.Popen[bytes]
+    run_dir: Path
+    config: Path
+    settings: dict[str, Any]
+    port: int
+    log: Path
+    figures: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def replicas(self) -> list[dict[str, Any]]:
+        state = read_state(self.run_dir)
+        assert state is not None
+        return list(state["replicas"])
+
+    def pids(self) -> dict[str, int]:
+        return {r["name"]: r["pid"] for r in self.replicas()}
+
+    def all_ready(self) -> bool:
+        state = read_state(self.run_dir)
+        if state is None:
+            return False
+        replicas = state["replicas"]
+        return all(r["state"] == "ready" for r in replicas) and state["nginx"]["ready"] == len(replicas)
+
+    def write(self, settings: dict[str, Any]) -> None:
+        """What the user does before `reload`: edit the file `up` was started with."""
+        self.config.write_text(yaml.safe_dump(settings))
+
+    def reload(self) -> subprocess.CompletedProcess[str]:
+        argv = cli("reload", "--run-dir", str(self.run_dir), "--timeout", str(RELOAD_TIMEOUT_S))
+        return subprocess.run(argv, capture_output=True, text=True, timeout=RELOAD_TIMEOUT_S + 60)
+
+    def health(self) -> dict[str, Any]:
+        body = httpx.get(f"{self.url}/health", timeout=10, trust_env=False).json()
+        assert isinstance(body, dict)
+        return body
+
+
+def _settings(work: Path, model: Path) -> tuple[dict[str, Any], int]:
+    port, base, *_ = free_ports(5)  # Nginx, then both port sets of the two replicas (base_port + 0..3)
+    return {
+        "replicas": 2,
+        "base_port": base,
+        "run_dir": str(work / "run"),
+        "engine": {
+            "model": str(model),
+            "dtype": "float32",
+            "enforce_eager": True,
+            "kv_cache_memory_bytes": 128 * 1024 * 1024,
+            "max_model_len": 512,
+            "max_num_seqs": 16,
+        },
+        "replica": {"max_tokens": 8},
+        "supervisor": {
+            "probe_interval_s": 0.25,
+            "probe_timeout_s": 2.0,
+            "restart_backoff_base_s": 0.5,
+            "startup_timeout_s": 400.0,
+            "drain_timeout_s": 10.0,
+            "kill_timeout_s": 10.0,
+        },
+        "nginx": {"port": port, "worker_processes": 1, "read_timeout_s": 120.0},
+    }, port
+
+
+@pytest.fixture(scope="module")
+def second_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Another generation's tiny checkpoint (HY-MT1.5), named so that `auto` places its family."""
+    from hunyuan_serve.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-hy-mt1.5-"), seed=1, kind="hy-mt1.5")
+
+
+@pytest.fixture(scope="module")
+def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    work = tmp_path_factory.mktemp("reload")
+    settings, port = _settings(work, tiny_model_dir)
+    config, log = work / "up.yaml", work / "up.log"
+    config.write_text(yaml.safe_dump(settings))
+    with started(cli("up", "--config", str(config)), log=log) as proc:
+        stack = Stack(proc, work / "run", config, settings, port, log)
+        try:
+            wait_until(proc, log, stack.all_ready, START_TIMEOUT_S, "both replicas ready")
+            yield stack
+        finally:
+            print("\nhunyuan-serve reload figures:", json.dumps(stack.figures, indent=1))
+
+
+def _reload_under_load(stack: Stack, label: str, settings: dict[str, Any]) -> tuple[Load, str]:
+    """Write the settings, `reload` under load; checks 0 failures and every replica replaced."""
+    wait_until(stack.proc, stack.log, stack.all_ready, START_TIMEOUT_S, "ready before the reload")
+    before = stack.pids()
+    stack.write(settings)
+    # Lighter than the chaos test's load: each new engine loads on a core its predecessor is serving from.
+    with Load(stack.url, threads=2, pause_s=0.2) as load:
+        load.wait_ok(10)
+        t0 = time.time()
+        out = stack.reload()
+        t1 = time.time()
+        load.wait_ok(10, since=t1)  # and it goes on serving after
+    print(f"\n{label}: reload said:\n{out.stdout}{out.stderr}")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert load.failures == [], load.failures[:5]
+    after = stack.pids()
+    assert set(after) == set(before) and all(after[n] != before[n] for n in before)
+    assert [pid for pid in before.values() if alive(pid)] == []
+    for name in before:
+        assert f"{name} pid {before[name]} -> {after[name]}" in out.stdout
+    stack.figures[label] = {
+        "pids before": before,
+        "pids after": after,
+        "reload wall time, s": round(t1 - t0, 1),
+        "requests served during the reload": sum(t0 <= t <= t1 for t in load.ok),
+        "failed requests": len(load.failures),
+        "answers per model": load.models,
+    }
+    return load, out.stdout
+
+
+def test_reload_of_a_replica_setting_under_load_replaces_every_replica(stack: Stack) -> None:
+    settings = json.loads(json.dumps(stack.settings))
+    settings["replica"]["max_in_flight"] = 64  # each replica's /health says it
+    settings["nginx"]["max_fails"] = 2  # and Nginx's upstream lines
+    _reload_under_load(stack, "settings (replica.max_in_flight 256 -> 64, nginx.max_fails 1 -> 2)", settings)
+    for replica in stack.replicas():
+        health = httpx.get(f"http://{replica['addr']}/health", timeout=10, trust_env=False).json()
+        assert health["max_in_flight"] == 64, replica
+        assert replica["config"] == 1 and replica["state"] == "ready"
+    # Nginx took the new config too, once both replicas ran it.
+    assert (stack.run_dir / "nginx" / "nginx.conf").read_text().count(" max_fails=2 ") == 2
+    stack.settings = settings
+
+
+def test_reload_with_another_model_under_load(stack: Stack, second_model: Path) -> None:
+    old = stack.health()
+    settings = json.loads(json.dumps(stack.settings))
+    settings["engine"]["model"] = str(second_model)
+    load, _ = _reload_under_load(stack, "model (hunyuan-mt tiny -> hy-mt1.5 tiny)", settings)
+    new = stack.health()
+    assert old["family"] == "hunyuan-mt" and new["family"] == "hy-mt1.5"
+    assert new["model"] != old["model"] and {old["model"], new["model"]} <= set(load.models)
+    with httpx.Client(base_url=stack.url, timeout=60, trust_env=False) as client:
+        answer = client.post(
+            "/translate", json={"text": "Good night", "source_lang": "en", "target_lang": "zh"}
+        )
+    assert answer.status_code == 200 and answer.json()["model"] == new["model"]
+    stack.settings = settings
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ({"replica": {"max_in_flight": "many"}}, "replica.max_in_flight"),
+        ({"nginx": {"port": 1}}, "nginx.port: needs a full restart"),
+        ({"engine": {"model": "/nonexistent/model"}}, "/nonexistent/model"),
+    ],
+)
+def test_a_bad_config_is_refused_and_nothing_is_touched(
+    stack: Stack, edit: dict[str, Any], said: str
+) -> None:
+    wait_until(stack.proc, stack.log, stack.all_ready, START_TIMEOUT_S, "ready")
+    before = stack.replicas()
+    settings = json.loads(json.dumps(stack.settings))
+    for section, values in edit.items():
+        settings[section] = {**settings[section], **values}
+    stack.write(settings)
+    try:
+        out = stack.reload()
+    finally:
+        stack.write(stack.settings)
+    print(f"\nrefused ({said}): {out.stderr.strip()}")
+    assert out.returncode == 1 and "refused, nothing was changed" in out.stderr and said in out.stderr
+    after = stack.replicas()
+    assert [(r["pid"], r["port"], r["config"]) for r in after] == [
+        (r["pid"], r["port"], r["config"]) for r in before
+    ]
+    assert stack.all_ready()
