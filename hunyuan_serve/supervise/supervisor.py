@@ -2,8 +2,8 @@
 
 Facts and where they come from: `transition` events are the replicas' health states (from `_apply`);
 `admitted`/`evicted` say what Nginx routes to, emitted only once Nginx has taken a config (`_routed`);
-`reload_*` events tell a rolling reload (SIGHUP, `hunyuan-serve reload`), which replaces one replica at a
-time through the same paths (a new Replica started, admitted, then the old one retired).
+`reload_*` events tell a rolling reload (SIGHUP, `hunyuan-serve reload`): rolling.RollingReload drives it,
+one replica at a time through the same paths (a new Replica started, admitted, then the old one retired).
 """
 
 from __future__ import annotations
@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hunyuan_serve.config import ConfigError, ServeConfig, config_to_yaml
+from hunyuan_serve.config import ServeConfig, config_to_yaml
 from hunyuan_serve.supervise import health, reload
 from hunyuan_serve.supervise.health import Abandon, Health, Kill, Reroute, Start, State
 from hunyuan_serve.supervise.nginx import NginxError
 from hunyuan_serve.supervise.plan import ReplicaPlan
 from hunyuan_serve.supervise.render import environment, render_nginx
+from hunyuan_serve.supervise.rolling import RollingReload
 from hunyuan_serve.supervise.routing import Routing, routing_from_states
 from hunyuan_serve.supervise.seams import Clock, NginxControl, Prober, Proc, Runner
 from hunyuan_serve.supervise.state import STATE_FILE, write_json_atomic, write_text_atomic
@@ -32,7 +33,6 @@ from hunyuan_serve.supervise.targets import write_targets
 
 Emit = Callable[..., None]
 _T = TypeVar("_T")
-_Step = dict[str, Any] | str  # a replica replaced (old and new pid, port), or why not
 
 
 @dataclass(eq=False)  # compared by identity: a reload has two of one slot's name for a while
@@ -80,10 +80,6 @@ class _NginxFailed:
 @dataclass(frozen=True)
 class _Reload:
     source: str
-
-
-class _Refused(Exception):
-    """A reload that cannot go ahead; nothing has been touched."""
 
 
 @dataclass(frozen=True)
@@ -139,14 +135,9 @@ class Supervisor:
         self.abandoned: list[Abandoned] = []
         self._background: list[asyncio.Task[None]] = []
         self._nginx_exit: asyncio.Task[int | None] | None = None  # ends when the Nginx master exits
-        self.source = reload_source
-        self.written = reload_source.initial if reload_source else None  # the running config as written
         self.incoming: list[Replica] = []  # started by a reload, not yet in their slot
         self.retiring: list[Replica] = []  # leaving: evicted, then stopped; never restarted
-        self.reloads = 0  # the last reload id given out
-        self._reload_task: asyncio.Task[None] | None = None
-        self._reload_pending: int | None = None  # requested during a reload: runs after it
-        self.reload_state: dict[str, Any] | None = None  # what `status` shows of the last reload
+        self.rolling = RollingReload(self, reload_source, emit, clock.now)
         self._cfg_stale = False  # the config changed: Nginx must re-render even on the same routing
         self._nginx_error: str | None = None  # the last reload Nginx refused, until one is taken
         self._wake = asyncio.Event()  # set when routing or a replica's state changed: reload steps re-check
@@ -185,9 +176,9 @@ class Supervisor:
 
     def _handle(self, item: _Item) -> None:
         if isinstance(item, _Signal) and item.signum == signal.SIGHUP:
-            self._reload_requested("SIGHUP")
+            self.rolling.request("SIGHUP")
         elif isinstance(item, _Reload):
-            self._reload_requested(item.source)
+            self.rolling.request(item.source)
         elif isinstance(item, _Signal):
             self.emit("signal", signal=signal.Signals(item.signum).name)
             self.stopping = True
@@ -434,135 +425,22 @@ class Supervisor:
                 self.emit("evicted", **tag, state=replica.health.state.value, reason=reason)
         self._wake.set()
 
-    # -- rolling reload: one at a time, one replica at a time; a request during one is queued ---------
+    # -- rolling reload: rolling.RollingReload drives it through the slot and lifecycle calls below ---
 
     def request_reload(self, source: str = "request") -> None:
         """What SIGHUP does: enqueue; the loop starts the reload, or queues it behind the running one."""
         self.queue.put_nowait(_Reload(source))
 
-    def _reload_requested(self, source: str) -> None:
-        if self.stopping:
-            return
-        if self._reload_task is None or self._reload_task.done():
-            self.reloads += 1
-            self.emit("reload_requested", reload=self.reloads, source=source, queued=False)
-            self._reload_task = asyncio.create_task(self._reloads(self.reloads))
-            return
-        coalesced = self._reload_pending is not None  # one queued reload reads the config for them all
-        if self._reload_pending is None:
-            self.reloads += 1
-            self._reload_pending = self.reloads
-        pending = self._reload_pending
-        self.emit(
-            "reload_requested",
-            reload=pending,
-            source=source,
-            queued=True,
-            coalesced=coalesced,
-            behind=pending - 1,
-        )
+    def slots(self) -> list[Replica]:
+        return list(self.replicas)
 
-    async def _reloads(self, rid: int | None) -> None:
-        while rid is not None and not self.stopping:
-            try:
-                await self._reload(rid)
-            except Exception as err:  # a bug must still end the reload, or `reload` waits for nothing
-                error = f"{type(err).__name__}: {err}"
-                self.emit("reload_failed", reload=rid, replica=None, error=error, replaced=[])
-                self.reload_state = {"reload": rid, "outcome": "failed", "replica": None, "error": error}
-            rid, self._reload_pending = self._reload_pending, None
-
-    async def _reload(self, rid: int) -> None:
-        started = self.clock.now()
-        self.reload_state = {"reload": rid, "phase": "reading the config"}
-        try:
-            prepared, written, order = await self._reload_check(rid)
-        except _Refused as err:
-            self.emit("reload_refused", reload=rid, error=str(err))
-            self.reload_state = {"reload": rid, "outcome": "refused", "error": str(err)}
-            return
-        replaced: list[dict[str, Any]] = []
-        step = self._surge if order == "surge" else self._drain_first
-        for index, plan in enumerate(prepared.plans):
-            name = self.replicas[index].plan.name
-            done = await step(rid, index, prepared, plan)
-            if isinstance(done, str):
-                self.emit("reload_failed", reload=rid, replica=name, error=done, replaced=replaced)
-                self.reload_state = {"reload": rid, "outcome": "failed", "replica": name, "error": done}
-                return
-            replaced.append(done)
-            self.emit("reload_replaced", reload=rid, **done)
-        nginx_error = await self._apply_config(prepared, written)
-        wall_s = round(self.clock.now() - started, 3)
-        extra = {"nginx_error": nginx_error} if nginx_error else {}
-        self.emit("reload_done", reload=rid, replaced=replaced, wall_s=wall_s, **extra)
-        self.reload_state = {"reload": rid, "outcome": "done", "replaced": replaced, "wall_s": wall_s}
-
-    async def _reload_check(self, rid: int) -> tuple[reload.Prepared, ServeConfig, reload.Order]:
-        """The new config read, checked and prepared, or _Refused saying why; touches no replica."""
-        if self.source is None or self.written is None:
-            raise _Refused("this `up` has no config source to read again")
-        try:
-            written = await self.source.read()
-        except ConfigError as err:
-            raise _Refused(str(err)) from None
-        problems = reload.refusals(self.written, written) + reload.port_refusals(written, len(self.replicas))
-        if problems:
-            raise _Refused("; ".join(problems))
-        self.reload_state = {"reload": rid, "phase": "preparing the model"}
-        try:
-            prepared = await self.source.prepare(written)
-        except Exception as err:  # a model that cannot be fetched or read: what prepare raises says why
-            raise _Refused(str(err) or type(err).__name__) from None
-        ports = [reload.next_port(written, i, r.plan.port) for i, r in enumerate(self.replicas)]
-        busy = [self.source.port_problem(prepared.cfg.replica.host, port) for port in ports]
-        if any(busy):
-            raise _Refused("; ".join(b for b in busy if b))
-        order = reload.replace_order(written.supervisor.reload_order, prepared.plans)
-        changed = reload.changed_keys(self.written, written)
-        self.emit("reload_started", reload=rid, order=order, changed=changed, ports=ports)
-        return prepared, written, order
-
-    async def _surge(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> _Step:
-        """The new replica starts beside the old one; once Nginx routes to it, the old one is retired."""
-        old = self.replicas[index]
-        new = self._start_incoming(rid, index, prepared, plan)
-        error = await self._admitted(new)
-        if error is not None:
-            await self._drop(new)
-            return f"{error}; the old process keeps serving"
-        self._take_slot(index, new)
-        await self._retire(old)
-        return self._replaced(rid, old, new)
-
-    async def _drain_first(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> _Step:
-        """The old replica is retired first (its devices freed), then the new one starts in its place."""
-        old = self.replicas[index]
-        self.reload_state = {"reload": rid, "phase": f"draining {old.plan.name} before its replacement"}
-        await self._retire(old)
-        new = self._start_incoming(rid, index, prepared, plan)
-        error = await self._admitted(new)
-        if error is not None:
-            await self._drop(new)
-            # Its devices are free again: the slot goes back to its previous config.
-            self.replicas[index] = Replica(old.plan, health.initial(self.clock.now()), config=old.config)
-            return f"{error}; {old.plan.name} starts again on its previous config"
-        self._take_slot(index, new)
-        return self._replaced(rid, old, new)
-
-    def _start_incoming(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> Replica:
-        old = self.replicas[index]
-        port = reload.next_port(prepared.cfg, index, old.plan.port)
-        plan = reload.incoming_plan(plan, port, rid)
-        write_text_atomic(plan.config_path, config_to_yaml(reload.replica_config(prepared.cfg, port)))
+    def start_incoming(self, plan: ReplicaPlan, rid: int) -> Replica:
         new = Replica(plan, health.initial(self.clock.now()), config=rid, incoming=rid)
         self.incoming.append(new)
-        phase = f"starting {plan.name} on port {port}"
-        self.reload_state = {"reload": rid, "phase": phase, "old_pid": old.proc.pid if old.proc else None}
         self._apply(new, health.Tick(self.clock.now()))  # starts it now
         return new
 
-    async def _admitted(self, new: Replica) -> str | None:
+    async def admitted(self, new: Replica) -> str | None:
         """None once Nginx routes to the new replica; why not, once it failed (deadline, exit, spawn)."""
 
         def decided() -> str | None:
@@ -573,23 +451,15 @@ class Supervisor:
 
         return await self._until(decided) or None
 
-    def _take_slot(self, index: int, new: Replica) -> None:
+    def take_slot(self, index: int, new: Replica) -> None:
         self.incoming.remove(new)
         new.incoming = None
         self.replicas[index] = new
 
-    def _replaced(self, rid: int, old: Replica, new: Replica) -> dict[str, Any]:
-        pair = {
-            "replica": new.plan.name,
-            "old_pid": old.reload_pid,
-            "new_pid": new.proc.pid if new.proc else None,
-            "old_port": old.plan.port,
-            "new_port": new.plan.port,
-        }
-        self.reload_state = {"reload": rid, "phase": f"{new.plan.name} replaced"}
-        return pair
+    def restore_slot(self, index: int, old: Replica) -> None:
+        self.replicas[index] = Replica(old.plan, health.initial(self.clock.now()), config=old.config)
 
-    async def _retire(self, old: Replica) -> None:
+    async def retire(self, old: Replica) -> None:
         """Out of the routing, then (once Nginx no longer sends it anything) SIGTERM: it drains and exits."""
         old.retiring, old.reload_pid = True, old.proc.pid if old.proc else None
         self.retiring.append(old)
@@ -603,7 +473,7 @@ class Supervisor:
             await self.runner.stop(old.proc, self.sup.kill_timeout_s)
         await self._gone(old)
 
-    async def _drop(self, new: Replica) -> None:
+    async def drop(self, new: Replica) -> None:
         """A new replica that failed: out, killed, never restarted."""
         self.incoming.remove(new)
         new.retiring = True
@@ -634,9 +504,9 @@ class Supervisor:
             replica.proc = None
             self.retiring.remove(replica)
 
-    async def _apply_config(self, prepared: reload.Prepared, written: ServeConfig) -> str | None:
+    async def apply_config(self, prepared: reload.Prepared) -> str | None:
         """Every replica runs the new config: the supervisor and Nginx take it too (None: Nginx did)."""
-        self.cfg, self.sup, self.written = prepared.cfg, prepared.cfg.supervisor, written
+        self.cfg, self.sup = prepared.cfg, prepared.cfg.supervisor
         self.info.update(prepared.info)
         write_text_atomic(self.run_dir / "config.yaml", config_to_yaml(prepared.cfg))
         self._cfg_stale, self._nginx_error = True, None
@@ -670,9 +540,7 @@ class Supervisor:
         self.stopping = True
         self.emit("stopping", drain_timeout_s=self.sup.drain_timeout_s)
         self._write_state(running=True, phase="draining")
-        if self._reload_task is not None:  # a reload in progress starts nothing more
-            self._reload_task.cancel()
-            await asyncio.gather(self._reload_task, return_exceptions=True)
+        await self.rolling.cancel()  # a reload in progress starts nothing more
         for task in self._background:  # the Nginx task first: it would start a stopped Nginx again
             task.cancel()
         if self._nginx_exit is not None:
@@ -734,7 +602,7 @@ class Supervisor:
             **self.info,  # model, events file, prompt family...
             "replicas": [self._replica_state(r) for r in self.replicas],
             "incoming": [self._replica_state(r) for r in self.incoming],  # started by a reload
-            "reload": self.reload_state,
+            "reload": self.rolling.state,
             "nginx": {
                 "port": self.cfg.nginx.port,
                 "listen": self.cfg.nginx.listen,

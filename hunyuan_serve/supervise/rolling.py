@@ -1,0 +1,211 @@
+"""The rolling reload driver: one reload at a time, one replica at a time, its events and its state."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from hunyuan_serve.config import ConfigError, ServeConfig, config_to_yaml
+from hunyuan_serve.supervise import reload
+from hunyuan_serve.supervise.plan import ReplicaPlan
+from hunyuan_serve.supervise.state import write_text_atomic
+
+if TYPE_CHECKING:
+    from hunyuan_serve.supervise.supervisor import Replica
+
+Emit = Callable[..., None]
+_Step = dict[str, Any] | str  # a replica replaced (old and new pid, port), or why not
+
+
+class Refused(Exception):
+    """A reload that cannot go ahead; nothing has been touched."""
+
+
+class Stack(Protocol):
+    """What the driver asks of the supervisor: its slots and the replica lifecycle it already runs."""
+
+    @property
+    def stopping(self) -> bool: ...
+
+    def slots(self) -> list[Replica]:
+        """The replica in each slot now, by index."""
+        ...
+
+    def start_incoming(self, plan: ReplicaPlan, rid: int) -> Replica:
+        """A new replica of reload `rid` started beside the slots (not in one yet)."""
+        ...
+
+    async def admitted(self, new: Replica) -> str | None:
+        """None once Nginx routes to the new replica; why not, once it failed."""
+        ...
+
+    async def retire(self, old: Replica) -> None:
+        """Out of the routing, drained and stopped; never restarted."""
+        ...
+
+    async def drop(self, new: Replica) -> None:
+        """A new replica that failed: out, killed, never restarted."""
+        ...
+
+    def take_slot(self, index: int, new: Replica) -> None: ...
+
+    def restore_slot(self, index: int, old: Replica) -> None:
+        """A fresh replica on old's plan and config in slot `index` (a drain-first step that failed)."""
+        ...
+
+    async def apply_config(self, prepared: reload.Prepared) -> str | None:
+        """The supervisor and Nginx take the new config; None once Nginx has, else why not."""
+        ...
+
+
+class RollingReload:
+    """Requests coalesce behind the running reload; each reload reads the config, checks it, then replaces
+    every slot's replica in turn (surge or drain-first) and hands the config to the supervisor and Nginx."""
+
+    def __init__(self, stack: Stack, source: reload.Source | None, emit: Emit, now: Callable[[], float]):
+        self.stack, self.source, self.emit, self.now = stack, source, emit, now
+        self.written = source.initial if source else None  # the running config as written
+        self.reloads = 0  # the last reload id given out
+        self.state: dict[str, Any] | None = None  # what `status` shows of the last reload
+        self._task: asyncio.Task[None] | None = None
+        self._pending: int | None = None  # requested during a reload: runs after it
+
+    def request(self, source: str) -> None:
+        """Start a reload now, or queue one behind the running one (every request meanwhile shares it)."""
+        if self.stack.stopping:
+            return
+        if self._task is None or self._task.done():
+            self.reloads += 1
+            self.emit("reload_requested", reload=self.reloads, source=source, queued=False)
+            self._task = asyncio.create_task(self._run(self.reloads))
+            return
+        coalesced = self._pending is not None  # one queued reload reads the config for them all
+        if self._pending is None:
+            self.reloads += 1
+            self._pending = self.reloads
+        pending = self._pending
+        self.emit(
+            "reload_requested",
+            reload=pending,
+            source=source,
+            queued=True,
+            coalesced=coalesced,
+            behind=pending - 1,
+        )
+
+    async def cancel(self) -> None:
+        """`up` is stopping: a reload in progress starts nothing more."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self, rid: int | None) -> None:
+        while rid is not None and not self.stack.stopping:
+            try:
+                await self._reload(rid)
+            except Exception as err:  # a bug must still end the reload, or `reload` waits for nothing
+                error = f"{type(err).__name__}: {err}"
+                self.emit("reload_failed", reload=rid, replica=None, error=error, replaced=[])
+                self.state = {"reload": rid, "outcome": "failed", "replica": None, "error": error}
+            rid, self._pending = self._pending, None
+
+    async def _reload(self, rid: int) -> None:
+        started = self.now()
+        self.state = {"reload": rid, "phase": "reading the config"}
+        try:
+            prepared, written, order = await self._check(rid)
+        except Refused as err:
+            self.emit("reload_refused", reload=rid, error=str(err))
+            self.state = {"reload": rid, "outcome": "refused", "error": str(err)}
+            return
+        replaced: list[dict[str, Any]] = []
+        step = self._surge if order == "surge" else self._drain_first
+        for index, plan in enumerate(prepared.plans):
+            name = self.stack.slots()[index].plan.name
+            done = await step(rid, index, prepared, plan)
+            if isinstance(done, str):
+                self.emit("reload_failed", reload=rid, replica=name, error=done, replaced=replaced)
+                self.state = {"reload": rid, "outcome": "failed", "replica": name, "error": done}
+                return
+            replaced.append(done)
+            self.emit("reload_replaced", reload=rid, **done)
+        self.written = written
+        nginx_error = await self.stack.apply_config(prepared)
+        wall_s = round(self.now() - started, 3)
+        extra = {"nginx_error": nginx_error} if nginx_error else {}
+        self.emit("reload_done", reload=rid, replaced=replaced, wall_s=wall_s, **extra)
+        self.state = {"reload": rid, "outcome": "done", "replaced": replaced, "wall_s": wall_s}
+
+    async def _check(self, rid: int) -> tuple[reload.Prepared, ServeConfig, reload.Order]:
+        """The new config read, checked and prepared, or Refused saying why; touches no replica."""
+        if self.source is None or self.written is None:
+            raise Refused("this `up` has no config source to read again")
+        try:
+            written = await self.source.read()
+        except ConfigError as err:
+            raise Refused(str(err)) from None
+        slots = self.stack.slots()
+        problems = reload.refusals(self.written, written) + reload.port_refusals(written, len(slots))
+        if problems:
+            raise Refused("; ".join(problems))
+        self.state = {"reload": rid, "phase": "preparing the model"}
+        try:
+            prepared = await self.source.prepare(written)
+        except Exception as err:  # a model that cannot be fetched or read: what prepare raises says why
+            raise Refused(str(err) or type(err).__name__) from None
+        ports = [reload.next_port(written, i, r.plan.port) for i, r in enumerate(slots)]
+        busy = [self.source.port_problem(prepared.cfg.replica.host, port) for port in ports]
+        if any(busy):
+            raise Refused("; ".join(b for b in busy if b))
+        order = reload.replace_order(written.supervisor.reload_order, prepared.plans)
+        changed = reload.changed_keys(self.written, written)
+        self.emit("reload_started", reload=rid, order=order, changed=changed, ports=ports)
+        return prepared, written, order
+
+    async def _surge(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> _Step:
+        """The new replica starts beside the old one; once Nginx routes to it, the old one is retired."""
+        old = self.stack.slots()[index]
+        new = self._start(rid, index, prepared, plan)
+        error = await self.stack.admitted(new)
+        if error is not None:
+            await self.stack.drop(new)
+            return f"{error}; the old process keeps serving"
+        self.stack.take_slot(index, new)
+        await self.stack.retire(old)
+        return self._replaced(rid, old, new)
+
+    async def _drain_first(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> _Step:
+        """The old replica is retired first (its devices freed), then the new one starts in its place."""
+        old = self.stack.slots()[index]
+        self.state = {"reload": rid, "phase": f"draining {old.plan.name} before its replacement"}
+        await self.stack.retire(old)
+        new = self._start(rid, index, prepared, plan)
+        error = await self.stack.admitted(new)
+        if error is not None:
+            await self.stack.drop(new)
+            # Its devices are free again: the slot goes back to its previous config.
+            self.stack.restore_slot(index, old)
+            return f"{error}; {old.plan.name} starts again on its previous config"
+        self.stack.take_slot(index, new)
+        return self._replaced(rid, old, new)
+
+    def _start(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> Replica:
+        old = self.stack.slots()[index]
+        port = reload.next_port(prepared.cfg, index, old.plan.port)
+        plan = reload.incoming_plan(plan, port, rid)
+        write_text_atomic(plan.config_path, config_to_yaml(reload.replica_config(prepared.cfg, port)))
+        phase = f"starting {plan.name} on port {port}"
+        self.state = {"reload": rid, "phase": phase, "old_pid": old.proc.pid if old.proc else None}
+        return self.stack.start_incoming(plan, rid)
+
+    def _replaced(self, rid: int, old: Replica, new: Replica) -> dict[str, Any]:
+        pair = {
+            "replica": new.plan.name,
+            "old_pid": old.reload_pid,
+            "new_pid": new.proc.pid if new.proc else None,
+            "old_port": old.plan.port,
+            "new_port": new.plan.port,
+        }
+        self.state = {"reload": rid, "phase": f"{new.plan.name} replaced"}
+        return pair
