@@ -194,6 +194,26 @@ def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     assert "KillMode=mixed" in text and "Restart=on-failure" in text and "LimitMEMLOCK=infinity" in text
 
 
+def test_systemctl_reload_sends_up_a_sighup(tmp_path: Path) -> None:
+    # The unit's ExecReload line run as systemd runs it ($MAINPID: `up`'s pid) on a process that records
+    # the signals it gets: SIGHUP is what `up` takes as a rolling reload.
+    lines = [line for line in golden.sample_systemd().splitlines() if line.startswith("ExecReload=")]
+    assert len(lines) == 1, lines
+    got = tmp_path / "got"
+    code = (
+        "import signal, sys, time\n"
+        f"signal.signal(signal.SIGHUP, lambda n, f: (open({str(got)!r}, 'w').write('HUP'), sys.exit(0)))\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    with subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) as main:
+        assert main.stdout is not None and main.stdout.readline() == "ready\n"
+        argv = lines[0].removeprefix("ExecReload=").replace("$MAINPID", str(main.pid)).split()
+        assert subprocess.run(argv, timeout=30).returncode == 0
+        assert main.wait(30) == 0
+    assert got.read_text() == "HUP"
+
+
 def test_every_dialect_is_proxied_and_nginx_errors_use_one_table() -> None:
     text = golden.sample_nginx()
     for path in ("/translate", "/languages", "/v1/", "/libretranslate/", "/v2/", "/immersive/translate"):
