@@ -65,6 +65,7 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,
+        auto_reload=False,  # loaded once: `up` never re-reads a template file changed under it
     )
     env.filters.update(
         nginx_time=nginx_time, nginx_rate=nginx_rate, nginx_json=nginx_json, systemd_quote=systemd_quote

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -212,6 +213,24 @@ def test_systemctl_reload_sends_up_a_sighup(tmp_path: Path) -> None:
         assert subprocess.run(argv, timeout=30).returncode == 0
         assert main.wait(30) == 0
     assert got.read_text() == "HUP"
+
+
+def test_a_template_changed_after_the_environment_was_built_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The packaged templates copied, so the test can change one under a built environment as an
+    # upgrade would under a running `up`.
+    shutil.copytree(golden.REPO / "hunyuan_serve" / "templates", tmp_path / "templates")
+    monkeypatch.setattr(
+        render.jinja2, "PackageLoader", lambda *_: jinja2.FileSystemLoader(tmp_path / "templates")
+    )
+    env = render.environment()
+    first = env.get_template(render.SYSTEMD_TEMPLATE)
+    changed = tmp_path / "templates" / render.SYSTEMD_TEMPLATE
+    changed.write_text("changed {{ nothing }}\n", encoding="utf-8")
+    later = changed.stat().st_mtime + 60
+    os.utime(changed, (later, later))
+    assert env.get_template(render.SYSTEMD_TEMPLATE) is first
 
 
 def test_every_dialect_is_proxied_and_nginx_errors_use_one_table() -> None:
