@@ -99,8 +99,10 @@ def load_keys(path: str) -> frozenset[str]:
     """The keys of a keys file: one a line, blank lines and `#` comments skipped; none is an error."""
     try:
         text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"auth.keys_file: cannot read {path}: {err}") from err
+    except OSError as err:
+        raise ConfigError(f"auth.keys_file: cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"auth.keys_file: {path} is not UTF-8 text") from None
     keys = frozenset(line.split("#", 1)[0].strip() for line in text.splitlines()) - {""}
     if not keys:
         raise ConfigError(f"auth.keys_file: {path} holds no key")
@@ -184,8 +186,10 @@ def load_peer_secret(path: str) -> str:
     """The secret of a peer_secret_file: its text without the whitespace (newline) around it."""
     try:
         secret = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"auth.peer_secret_file: cannot read {path}: {err}") from err
+    except OSError as err:
+        raise ConfigError(f"auth.peer_secret_file: cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"auth.peer_secret_file: {path} is not UTF-8 text") from None
     if not secret:
         raise ConfigError(f"auth.peer_secret_file: {path} is empty")
     if not _PEER_SECRET.match(secret):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -176,8 +177,9 @@ class ReplicaConfig(Section):
     @field_validator("cache_redis_url")
     @classmethod
     def _redis_url(cls, value: str | None) -> str | None:
-        if value and not value.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError("a Redis URL starts with redis://, rediss:// or unix://")
+        problem = redis_url_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
         return value or None
 
     @model_validator(mode="after")
@@ -186,6 +188,27 @@ class ReplicaConfig(Section):
         if self.cache_path and self.cache_redis_url:
             raise ValueError("set one shared cache: cache_path (one host) or cache_redis_url (all hosts)")
         return self
+
+
+def redis_url_problem(url: str) -> str | None:
+    """What redis-py would only say at the first get (every request a miss): scheme, host, port, db."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        return "a Redis URL starts with redis://, rediss:// or unix:// (e.g. redis://10.0.0.9:6379/0)"
+    if parts.scheme == "unix":
+        return None if parts.path else "a unix:// Redis URL names its socket, e.g. unix:///run/redis.sock"
+    try:  # the netloc may hold a password: never quoted back
+        port = parts.port
+    except ValueError:
+        port = 0
+    if not parts.hostname:
+        return "a Redis URL names its host, e.g. redis://10.0.0.9:6379/0"
+    if port == 0:
+        return "the Redis URL's port is not a number from 1 to 65535"
+    database = parts.path.strip("/")
+    if database and not database.isdigit():
+        return f"the Redis URL's database {database!r} is not a number (e.g. /0)"
+    return None
 
 
 class SupervisorConfig(Section):
@@ -381,6 +404,13 @@ class ServeConfig(Section):
     nginx: NginxConfig = Field(default_factory=NginxConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
 
+    @field_validator("run_dir")
+    @classmethod
+    def _absolute_run_dir(cls, value: str) -> str:
+        # Nginx reads its prefix relative to itself (rel/nginx/rel/nginx.conf), and replicas and reloads
+        # read the run dir from elsewhere: one absolute path from the start.
+        return str(Path(value).expanduser().absolute()) if value else value
+
     @field_validator("gpus", mode="before")
     @classmethod
     def _parse_gpus(cls, value: Any) -> Any:
@@ -439,12 +469,35 @@ def default_run_dir(environ: Mapping[str, str]) -> Path:
     return Path("/tmp") / f"hunyuan-serve-{os.getuid()}"
 
 
-def _format_error(err: ValidationError) -> str:
-    lines = []
+def error_key(loc: Sequence[int | str]) -> str:
+    """A pydantic error location as the file's key, e.g. replica.cache_path or hosts[1].url."""
+    key = ""
+    for part in loc:
+        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
+    return key
+
+
+def validation_problems(err: ValidationError) -> str:
+    """Every problem on one line, each after its key; a check across keys names its keys itself."""
+    problems = []
     for item in err.errors():
-        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        lines.append(f"{key}: {item['msg']}")
-    return "invalid config: " + "; ".join(lines)
+        # A YAML list is validated as a tuple: say what the file should hold.
+        message = "should be a list" if item["type"] == "tuple_type" else item["msg"]
+        message = message.removeprefix("Value error, ")
+        key = error_key(item["loc"])
+        problems.append(f"{key}: {message}" if key else message)
+    return "; ".join(problems)
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """PyYAML's report (several lines, with a caret drawing) as one line: what, and where."""
+    mark = getattr(err, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{getattr(err, 'problem', None) or err}{where}"
+
+
+def _format_error(err: ValidationError) -> str:
+    return "invalid config: " + validation_problems(err)
 
 
 def _deep_merge(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -484,7 +537,7 @@ def load_config_file(path: str | Path | None) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"config {path} is not valid YAML: {err}") from None
+        raise ConfigError(f"config {path} is not valid YAML: {yaml_problem(err)}") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
