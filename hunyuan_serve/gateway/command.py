@@ -58,7 +58,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
 
 
 def _problems(inventory: Inventory) -> list[str]:
-    """Why the gateway cannot start: an unguarded public front, an unusable secret, a busy port."""
+    """Why the gateway cannot start: an unguarded public front, a busy port."""
     from hunyuan_serve.auth import open_listen_problem
     from hunyuan_serve.supervise.ports import port_problem
 
@@ -70,11 +70,23 @@ def _problems(inventory: Inventory) -> list[str]:
     return [p for p in problems if p]
 
 
+def check_files(inventory: Inventory) -> None:
+    """An unreadable or malformed secret or keys file is the inventory's mistake: a ConfigError (exit 2)
+    naming the file, before anything is created."""
+    from hunyuan_serve.auth import load_keys, peer_secret
+
+    auth = inventory.serve_config().auth
+    peer_secret(auth)
+    if auth.keys_file:
+        load_keys(auth.keys_file)
+
+
 def run_gateway(inventory: Inventory, run_dir: Path) -> int:
     import asyncio
 
     from hunyuan_serve.supervise.command import _lock_run_dir
 
+    check_files(inventory)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     lock = _lock_run_dir(run_dir)

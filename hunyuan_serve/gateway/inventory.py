@@ -9,11 +9,20 @@ from typing import Any
 import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from hunyuan_serve.config import AuthConfig, ConfigError, GatewayConfig, NginxConfig, Section, ServeConfig
+from hunyuan_serve.config import (
+    AuthConfig,
+    ConfigError,
+    GatewayConfig,
+    NginxConfig,
+    Section,
+    ServeConfig,
+    validation_problems,
+    yaml_problem,
+)
 
 # A host's name is a label in tables, events and /health; its URL is where its Nginx answers.
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-_URL = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?/?$")
+_URL = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:(?P<port>[0-9]{1,5}))?/?$")
 
 
 class HostEntry(Section):
@@ -32,8 +41,11 @@ class HostEntry(Section):
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
-        if not _URL.match(value):
-            raise ValueError(f"{value!r} is not a host URL like http://10.77.0.2:8080")
+        match = _URL.match(value)
+        if not match:
+            raise ValueError(f"{value!r} is not a host URL like http://10.77.0.2:8080 (no path)")
+        if match["port"] and not 1 <= int(match["port"]) <= 65535:
+            raise ValueError(f"{value!r}: the port is not from 1 to 65535")
         return value.rstrip("/")
 
 
@@ -43,7 +55,8 @@ class Inventory(Section):
     peer_secret_file: str | None = Field(
         None, description="The secret file the hosts were started with (auth.peer_secret_file)."
     )
-    hosts: tuple[HostEntry, ...] = Field(min_length=1, description="The hosts behind the gateway.")
+    # At least one, checked after the entries: pydantic's min_length also fires when an entry is invalid.
+    hosts: tuple[HostEntry, ...] = Field(description="The hosts behind the gateway.")
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     nginx: NginxConfig = Field(default_factory=NginxConfig)
     # The front's own API settings: keys_file (the replicas check the keys), allow_open, rate limits.
@@ -52,6 +65,8 @@ class Inventory(Section):
 
     @model_validator(mode="after")
     def _distinct_hosts(self) -> Inventory:
+        if not self.hosts:
+            raise ValueError("hosts: list at least one host, e.g. - {name: a, url: http://10.77.0.2:8080}")
         for field in ("name", "url"):
             values = [getattr(h, field) for h in self.hosts]
             twice = sorted({v for v in values if values.count(v) > 1})
@@ -67,14 +82,6 @@ class Inventory(Section):
         return ServeConfig(nginx=self.nginx, auth=auth)
 
 
-def _key(loc: tuple[int | str, ...]) -> str:
-    """A pydantic error location as the inventory's key, e.g. hosts[1].url."""
-    key = ""
-    for part in loc:
-        key += f"[{part}]" if isinstance(part, int) else (f".{part}" if key else str(part))
-    return key or "(top level)"
-
-
 def parse_inventory(data: Any, source: str, base_dir: Path) -> Inventory:
     """Validate a parsed inventory; errors name the key and the file. A relative secret file is
     read from the inventory's folder."""
@@ -86,8 +93,7 @@ def parse_inventory(data: Any, source: str, base_dir: Path) -> Inventory:
     try:
         inventory = Inventory.model_validate(data)
     except ValidationError as err:
-        problems = "; ".join(f"{_key(e['loc'])}: {e['msg']}" for e in err.errors())
-        raise ConfigError(f"inventory {source}: {problems}") from None
+        raise ConfigError(f"inventory {source}: {validation_problems(err)}") from None
     if inventory.peer_secret_file:
         inventory = inventory.model_copy(
             update={"peer_secret_file": str(Path(inventory.peer_secret_file).expanduser())}
@@ -104,5 +110,5 @@ def load_inventory(path: str | Path) -> Inventory:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as err:
-        raise ConfigError(f"inventory {path} is not valid YAML: {err}") from None
+        raise ConfigError(f"inventory {path} is not valid YAML: {yaml_problem(err)}") from None
     return parse_inventory(data, str(path), Path(path).resolve().parent)
