@@ -526,18 +526,25 @@ def build_config(file_data: Mapping[str, Any] | None, overrides: Mapping[str, An
         raise ConfigError(_format_error(err)) from None
 
 
+def read_yaml(path: str | Path, what: str) -> Any:
+    """A YAML file parsed; its errors on one line, naming what it is (config, inventory) and the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"cannot read {what} {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {path} is not UTF-8 text") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{what} {path} is not valid YAML: {yaml_problem(err)}") from None
+
+
 def load_config_file(path: str | Path | None) -> dict[str, Any]:
     """Read a YAML config file into a mapping; errors name the file."""
     if path is None:
         return {}
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read config {path}: {err.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"config {path} is not valid YAML: {yaml_problem(err)}") from None
+    data = read_yaml(path, "config")
     if data is None:
         return {}
     if not isinstance(data, dict):

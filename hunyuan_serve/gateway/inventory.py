@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from hunyuan_serve.config import (
@@ -16,8 +15,8 @@ from hunyuan_serve.config import (
     NginxConfig,
     Section,
     ServeConfig,
+    read_yaml,
     validation_problems,
-    yaml_problem,
 )
 
 # A host's name is a label in tables, events and /health; its URL is where its Nginx answers.
@@ -103,12 +102,4 @@ def parse_inventory(data: Any, source: str, base_dir: Path) -> Inventory:
 
 def load_inventory(path: str | Path) -> Inventory:
     """Read and validate an inventory YAML file."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"cannot read inventory {path}: {err.strerror}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigError(f"inventory {path} is not valid YAML: {yaml_problem(err)}") from None
-    return parse_inventory(data, str(path), Path(path).resolve().parent)
+    return parse_inventory(read_yaml(path, "inventory"), str(path), Path(path).resolve().parent)
