@@ -1,10 +1,9 @@
-"""The gateway's view of its hosts and their replicas: listings and probes in, routing out; no I/O.
+"""The gateway's view of its hosts and their replicas: listings and probes in, routing out; no I/O."""
 
-Each replica runs through the supervisor's own health machine (supervise/health.py). The gateway owns
-no process, so where the machine says Kill it counts the replica as gone at once (evicted), and its
-"restart" is the readmission probe after a backoff. A host that cannot be polled host_down_after times
-in a row is down: every replica of it is evicted together, and probed again once the host answers.
-"""
+# Each replica runs through the supervisor's own health machine (supervise/health.py). The gateway owns
+# no process, so where the machine says Kill it counts the replica as gone at once (evicted), and its
+# "restart" is the readmission probe after a backoff. A host that cannot be polled host_down_after times
+# in a row is down: every replica of it is evicted together, and probed again once the host answers.
 
 from __future__ import annotations
 

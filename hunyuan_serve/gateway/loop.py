@@ -1,10 +1,9 @@
-"""The gateway loop: poll the hosts, probe their replicas, and keep its Nginx on the current routing.
+"""The gateway loop: poll the hosts, probe their replicas, and keep its Nginx on the current routing."""
 
-One round every gateway.probe_interval_s: the hosts' listings (when discovery_interval_s has passed)
-and the replicas' probes run at once, each bounded by its own timeout; then time passes in the fleet
-and Nginx gets the new routing if it differs from what it has. Signals only enqueue; the loop stops
-between two rounds. Every effect goes through a small protocol, so the unit tests run it on fakes.
-"""
+# One round every gateway.probe_interval_s: the hosts' listings (when discovery_interval_s has passed)
+# and the replicas' probes run at once, each bounded by its own timeout; then time passes in the fleet
+# and Nginx gets the new routing if it differs from what it has. Signals only enqueue; the loop stops
+# between two rounds. Every effect goes through a small protocol, so the unit tests run it on fakes.
 
 from __future__ import annotations
 

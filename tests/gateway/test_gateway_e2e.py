@@ -1,11 +1,11 @@
-"""The gateway for real on loopback: two `up` hosts (a replica each on the tiny model, the peer secret
-on), the gateway's Nginx in front; requests reach both hosts, a host refuses callers without the
-secret, and one host's replica killed with SIGKILL is evicted at the front while requests still pass.
+"""The gateway for real on loopback: two `up` hosts behind its Nginx, the peer secret, a replica killed."""
 
-One start of the three processes serves the module; eviction and readmission times are printed (-s).
-Host b's replica binds 127.0.0.2, so every place that names a replica's address is seen to use
-replica.host rather than 127.0.0.1.
-"""
+# Two `up` hosts (a replica each on the tiny model, the peer secret on), the gateway's Nginx in front;
+# requests reach both hosts, a host refuses callers without the secret, and one host's replica killed
+# with SIGKILL is evicted at the front while requests still pass.
+# One start of the three processes serves the module; eviction and readmission times are printed (-s).
+# Host b's replica binds 127.0.0.2, so every place that names a replica's address is seen to use
+# replica.host rather than 127.0.0.1.
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The shared secret of a multi-host deployment: its file, the replica's check, a host's Nginx asking for
-it and a gateway's Nginx sending it (the real Nginx, small real upstreams behind the real check)."""
+"""The peer secret: its file, the replica's check, a host's Nginx asking for it, a gateway's sending it."""
+
+# The real Nginx, small real upstreams behind the real check.
 
 from __future__ import annotations
 
