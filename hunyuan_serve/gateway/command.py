@@ -46,14 +46,13 @@ def cmd_gateway(args: argparse.Namespace) -> int:
     if args.action == "status":
         return cmd_status(args)
     from hunyuan_serve.config import ConfigError
-    from hunyuan_serve.gateway.inventory import load_inventory
+    from hunyuan_serve.gateway.inventory import load_inventory, with_port
 
     if not args.inventory:
         raise ConfigError("gateway: --inventory FILE is required")
     inventory = load_inventory(args.inventory)
     if args.port is not None:
-        nginx = inventory.nginx.model_copy(update={"port": args.port})
-        inventory = inventory.model_copy(update={"nginx": nginx})
+        inventory = with_port(inventory, args.port)
     return run_gateway(inventory, gateway_run_dir(args, inventory))
 
 

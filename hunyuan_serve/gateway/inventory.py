@@ -81,6 +81,15 @@ class Inventory(Section):
         return ServeConfig(nginx=self.nginx, auth=auth)
 
 
+def with_port(inventory: Inventory, port: int) -> Inventory:
+    """`gateway --port` over the inventory's nginx.port, validated as the file's own would be."""
+    try:
+        nginx = NginxConfig.model_validate({**inventory.nginx.model_dump(), "port": port})
+    except ValidationError as err:
+        raise ConfigError(f"--port {port}: {validation_problems(err)}") from None
+    return inventory.model_copy(update={"nginx": nginx})
+
+
 def parse_inventory(data: Any, source: str, base_dir: Path) -> Inventory:
     """Validate a parsed inventory; errors name the key and the file. A relative secret file is
     read from the inventory's folder."""

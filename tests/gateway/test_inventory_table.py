@@ -102,6 +102,19 @@ def test_the_command_exits_2_on_a_bad_inventory_and_1_without_a_running_gateway(
     assert "no gateway has run" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("port", ["0", "65536", "99999", "-1"])
+def test_a_port_flag_out_of_range_is_refused_like_the_files_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], port: str
+) -> None:
+    # It was copied in unchecked, and the port check's bind() raised OverflowError with a traceback.
+    path = tmp_path / "inventory.yaml"
+    path.write_text(yaml.safe_dump({"hosts": HOSTS}))
+    argv = ["gateway", "--inventory", str(path), "--run-dir", str(tmp_path / "run"), "--port", port]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"hunyuan-serve: --port {port}: port: Input should be") and err.count("\n") == 1
+
+
 def test_the_command_refuses_a_secret_file_it_cannot_read(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
