@@ -15,6 +15,9 @@ if TYPE_CHECKING:  # the builders load Jinja and the plan: only when a base is r
 
 DEFAULT_IMAGE = "hunyuan-serve:latest"
 DEFAULT_NGINX_IMAGE = "docker.io/library/nginx:1.26"
+DEFAULT_NAMESPACE = "hunyuan-serve"
+DEFAULT_POD_CPU = "4"
+DEFAULT_POD_MEMORY = "16Gi"  # also the limit
 FLAGS = ("out", "image", "nginx_image", "namespace", "pod_cpu", "pod_memory", "model_pvc")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
@@ -35,9 +38,13 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
     add("--out", metavar="DIR", help="Directory of the base: new, empty, or a previous render (replaced).")
     add("--image", metavar="IMAGE", help=f"Replica image, yours to build (default {DEFAULT_IMAGE}).")
     add("--nginx-image", metavar="IMAGE", help=f"Front Nginx image (default {DEFAULT_NGINX_IMAGE}).")
-    add("--namespace", metavar="NS", help="Namespace of every object (default hunyuan-serve).")
-    add("--pod-cpu", metavar="Q", help="CPU request of a replica pod (default 4).")
-    add("--pod-memory", metavar="Q", help="Memory request and limit of a replica pod (default 16Gi).")
+    add("--namespace", metavar="NS", help=f"Namespace of every object (default {DEFAULT_NAMESPACE}).")
+    add("--pod-cpu", metavar="Q", help=f"CPU request of a replica pod (default {DEFAULT_POD_CPU}).")
+    add(
+        "--pod-memory",
+        metavar="Q",
+        help=f"Memory request and limit of a replica pod (default {DEFAULT_POD_MEMORY}).",
+    )
     add(
         "--model-pvc",
         metavar="CLAIM",
@@ -64,8 +71,8 @@ def pod_options(args: argparse.Namespace) -> PodOptions:
     return PodOptions(
         image=_checked(args.image, DEFAULT_IMAGE, _IMAGE, "--image"),
         nginx_image=_checked(args.nginx_image, DEFAULT_NGINX_IMAGE, _IMAGE, "--nginx-image"),
-        cpu=_checked(args.pod_cpu, "4", _QUANTITY, "--pod-cpu"),
-        memory=_checked(args.pod_memory, "16Gi", _QUANTITY, "--pod-memory"),
+        cpu=_checked(args.pod_cpu, DEFAULT_POD_CPU, _QUANTITY, "--pod-cpu"),
+        memory=_checked(args.pod_memory, DEFAULT_POD_MEMORY, _QUANTITY, "--pod-memory"),
         model_pvc=dns_label(args.model_pvc, "--model-pvc") if args.model_pvc else None,
     )
 
@@ -121,7 +128,7 @@ def cmd_render_k8s(args: argparse.Namespace) -> int:
     problems = [p for p in [open_front_problem(cfg), revision_problem(cfg)] if p] + mount_clashes(cfg)
     if problems:
         raise ConfigError("; ".join(problems))
-    namespace = dns_label(args.namespace or "hunyuan-serve", "--namespace")
+    namespace = dns_label(args.namespace or DEFAULT_NAMESPACE, "--namespace")
     pools = plan_pools(cfg)
     files = render_base(pools, pod_options(args), namespace, web_files())
     out = Path(args.out)
