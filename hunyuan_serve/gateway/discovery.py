@@ -16,6 +16,19 @@ class DiscoveryError(RuntimeError):
     """A host did not give its listing; the message says why (timeout, refused, HTTP 403...)."""
 
 
+# What an answer other than the listing most likely means, for the host's reason in `gateway status`.
+_STATUS_HINTS = {
+    403: "the host refused the peer secret (is its auth.peer_secret_file the inventory's?)",
+    404: f"no {LISTING_PATH} there (is the url a hunyuan-serve `up`'s Nginx, nginx.listen:nginx.port?)",
+}
+
+
+def status_reason(status: int, body: str) -> str:
+    """A host's refusal as one short line: the status, a hint where one fits, else the body's start."""
+    detail = _STATUS_HINTS.get(status) or " ".join(body.split())[:120]
+    return f"HTTP {status}" + (f": {detail}" if detail else "")
+
+
 class Discovery(Protocol):
     async def fetch(self, url: str) -> HostListing:
         """The listing of the host whose Nginx is at url; DiscoveryError when there is none."""
@@ -49,7 +62,7 @@ class HttpDiscovery:
         except httpx.HTTPError as err:
             raise DiscoveryError(type(err).__name__) from None
         if response.status_code != 200:
-            raise DiscoveryError(f"HTTP {response.status_code}: {response.text[:120]}")
+            raise DiscoveryError(status_reason(response.status_code, response.text))
         try:
             return parse_listing(response.json())
         except ValueError as err:

@@ -11,6 +11,7 @@ import yaml
 from hunyuan_serve.cli import main
 from hunyuan_serve.config import ConfigError
 from hunyuan_serve.gateway.command import format_table
+from hunyuan_serve.gateway.discovery import status_reason
 from hunyuan_serve.gateway.inventory import load_inventory
 
 HOSTS = [{"name": "a", "url": "http://10.77.0.2:8080"}, {"name": "b", "url": "http://10.77.0.3:8080/"}]
@@ -165,3 +166,18 @@ def test_the_run_dir_is_absolute_since_nginx_reads_its_prefix_from_it(tmp_path: 
     from hunyuan_serve.gateway.command import gateway_run_dir
 
     assert gateway_run_dir(argparse.Namespace(run_dir="run"), None) == Path.cwd() / "run"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "reason"),
+    [
+        (403, "<html>forbidden</html>", "HTTP 403: the host refused the peer secret"),
+        (404, "", "HTTP 404: no /_hs/replicas there (is the url a hunyuan-serve `up`'s Nginx"),
+        (502, "bad\n  gateway\n", "HTTP 502: bad gateway"),
+        (500, "", "HTTP 500"),
+    ],
+)
+def test_a_hosts_refusal_is_one_line_that_says_what_to_check(status: int, body: str, reason: str) -> None:
+    # A wrong port answered "HTTP 404: " before, which says nothing to someone writing their inventory.
+    found = status_reason(status, body)
+    assert found.startswith(reason) and "\n" not in found and not found.endswith(": ")
