@@ -1,8 +1,9 @@
 """Rolling reload end to end: a real `up` (two tiny replicas, real Nginx), steady load, `reload`.
 
-One `up` serves the module. The config file is edited, then `reload` replaces every replica under load: a
-replica setting, then the model (a second tiny checkpoint of another generation, so its prompt family is
-placed again); a bad config is refused with nothing touched. Figures are printed (run with -s); heavy:
+One `up` serves the module. Bad configs are refused with nothing touched; then the config file is edited and
+one `reload` replaces every replica under load, carrying the model (a second tiny checkpoint of another
+generation, so its prompt family is placed again), a replica setting and an Nginx setting. Figures are
+printed (run with -s); heavy:
 `flock /tmp/hs-heavy.lock timeout 900 .venv/bin/pytest -s -q tests/supervise/test_reload_e2e.py`.
 """
 
@@ -31,7 +32,7 @@ pytestmark = [
     pytest.mark.engine,
     pytest.mark.nginx,
     pytest.mark.skipif(not Path("/usr/sbin/nginx").exists(), reason="nginx is not installed"),
-    pytest.mark.timeout(START_TIMEOUT_S + 3 * RELOAD_TIMEOUT_S),
+    pytest.mark.timeout(START_TIMEOUT_S + 2 * RELOAD_TIMEOUT_S),
 ]
 
 
@@ -159,36 +160,6 @@ def _reload_under_load(stack: Stack, label: str, settings: dict[str, Any]) -> tu
     return load, out.stdout
 
 
-def test_reload_of_a_replica_setting_under_load_replaces_every_replica(stack: Stack) -> None:
-    settings = json.loads(json.dumps(stack.settings))
-    settings["replica"]["max_in_flight"] = 64  # each replica's /health says it
-    settings["nginx"]["max_fails"] = 2  # and Nginx's upstream lines
-    _reload_under_load(stack, "settings (replica.max_in_flight 256 -> 64, nginx.max_fails 1 -> 2)", settings)
-    for replica in stack.replicas():
-        health = httpx.get(f"http://{replica['addr']}/health", timeout=10, trust_env=False).json()
-        assert health["max_in_flight"] == 64, replica
-        assert replica["config"] == 1 and replica["state"] == "ready"
-    # Nginx took the new config too, once both replicas ran it.
-    assert (stack.run_dir / "nginx" / "nginx.conf").read_text().count(" max_fails=2 ") == 2
-    stack.settings = settings
-
-
-def test_reload_with_another_model_under_load(stack: Stack, second_model: Path) -> None:
-    old = stack.health()
-    settings = json.loads(json.dumps(stack.settings))
-    settings["engine"]["model"] = str(second_model)
-    load, _ = _reload_under_load(stack, "model (hunyuan-mt tiny -> hy-mt1.5 tiny)", settings)
-    new = stack.health()
-    assert old["family"] == "hunyuan-mt" and new["family"] == "hy-mt1.5"
-    assert new["model"] != old["model"] and {old["model"], new["model"]} <= set(load.models)
-    with httpx.Client(base_url=stack.url, timeout=60, trust_env=False) as client:
-        answer = client.post(
-            "/translate", json={"text": "Good night", "source_lang": "en", "target_lang": "zh"}
-        )
-    assert answer.status_code == 200 and answer.json()["model"] == new["model"]
-    stack.settings = settings
-
-
 @pytest.mark.parametrize(
     ("edit", "said"),
     [
@@ -217,3 +188,34 @@ def test_a_bad_config_is_refused_and_nothing_is_touched(
         (r["pid"], r["port"], r["config"]) for r in before
     ]
     assert stack.all_ready()
+
+
+def test_reload_to_another_model_and_settings_under_load_replaces_every_replica(
+    stack: Stack, second_model: Path
+) -> None:
+    # One reload carries everything a reload applies: the model (another generation's checkpoint, so its
+    # prompt family is placed again), a replica setting (each replica's /health says it) and an Nginx
+    # one (its upstream lines), the latter once both replicas run the new config.
+    old = stack.health()
+    settings = json.loads(json.dumps(stack.settings))
+    settings["engine"]["model"] = str(second_model)
+    settings["replica"]["max_in_flight"] = 64
+    settings["nginx"]["max_fails"] = 2
+    label = (
+        "model (hunyuan-mt tiny -> hy-mt1.5 tiny), replica.max_in_flight 256 -> 64, nginx.max_fails 1 -> 2"
+    )
+    load, _ = _reload_under_load(stack, label, settings)
+    for replica in stack.replicas():
+        health = httpx.get(f"http://{replica['addr']}/health", timeout=10, trust_env=False).json()
+        assert health["max_in_flight"] == 64, replica
+        assert replica["config"] == 1 and replica["state"] == "ready"
+    assert (stack.run_dir / "nginx" / "nginx.conf").read_text().count(" max_fails=2 ") == 2
+    new = stack.health()
+    assert old["family"] == "hunyuan-mt" and new["family"] == "hy-mt1.5"
+    assert new["model"] != old["model"] and {old["model"], new["model"]} <= set(load.models)
+    with httpx.Client(base_url=stack.url, timeout=60, trust_env=False) as client:
+        answer = client.post(
+            "/translate", json={"text": "Good night", "source_lang": "en", "target_lang": "zh"}
+        )
+    assert answer.status_code == 200 and answer.json()["model"] == new["model"]
+    stack.settings = settings
