@@ -69,6 +69,12 @@ class EngineConfig(Section):
         )
     )
     trust_remote_code: bool = Field(False, description="Allow model code from the checkpoint.")
+    shutdown_timeout_s: float = Field(
+        3.0,
+        ge=0,
+        description="On replica exit, time the engine's processes get to stop after SIGTERM before they "
+        "are killed (vLLM's own default is 5 s, past which a drained replica outlived kill_timeout_s).",
+    )
 
     @field_validator("quantization")
     @classmethod

@@ -111,10 +111,12 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
         # Stopped while the engine was still being built in a thread: its half-started engine
         # processes would outlive us (they wait for a handshake), so end them, then leave at once.
         _terminate_children()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+    # Drained, engine shut down, cache closed: what is left is the interpreter's teardown of torch and
+    # vLLM (seconds on a busy machine, past kill_timeout_s during a reload), which nothing here needs.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _run(args: argparse.Namespace) -> int:

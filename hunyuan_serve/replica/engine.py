@@ -426,7 +426,9 @@ class VllmEngine:
     def shutdown(self) -> None:
         engine, self._engine = self._engine, None
         if engine is not None:
-            engine.shutdown()
+            # Bounded: the engine core lingers in its own teardown after its workers have gone, and
+            # vLLM waits 5 s for it by default before it kills it.
+            engine.shutdown(timeout=self.cfg.shutdown_timeout_s)
 
 
 def _stats_logger_factory(stats: EngineStats) -> Any:

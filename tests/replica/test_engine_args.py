@@ -148,3 +148,20 @@ def test_the_device_flag_sets_the_engine_device() -> None:
     args = build_parser().parse_args(["replica", "--device", "cuda"])
     assert config_from_args(args).engine.device == "cuda"
     assert config_from_args(build_parser().parse_args(["replica"])).engine.device == "auto"
+
+
+def test_engine_shutdown_gives_its_processes_engine_shutdown_timeout_s() -> None:
+    from hunyuan_serve.replica.engine import VllmEngine
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.timeouts: list[float | None] = []
+
+        def shutdown(self, timeout: float | None = None) -> None:
+            self.timeouts.append(timeout)
+
+    recorder = Recorder()
+    engine = VllmEngine(EngineConfig(shutdown_timeout_s=1.5), "/models/tiny", _engine=recorder)
+    engine.shutdown()
+    engine.shutdown()  # once only: the second finds no engine
+    assert recorder.timeouts == [1.5] and not engine.is_alive()

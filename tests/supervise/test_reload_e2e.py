@@ -21,7 +21,8 @@ import httpx
 import pytest
 import yaml
 
-from hunyuan_serve.supervise.state import read_state
+from hunyuan_serve.supervise.events import read_events
+from hunyuan_serve.supervise.state import EVENTS_FILE, read_state
 from tests.support.load import Load
 from tests.support.stacks import alive, cli, free_ports, started, wait_until
 
@@ -149,6 +150,14 @@ def _reload_under_load(stack: Stack, label: str, settings: dict[str, Any]) -> tu
     assert [pid for pid in before.values() if alive(pid)] == []
     for name in before:
         assert f"{name} pid {before[name]} -> {after[name]}" in out.stdout
+    # Each old replica, drained and SIGTERMed, exited on its own with 0: not SIGKILLed (-9) at
+    # supervisor.kill_timeout_s, which a replica whose engine lingers after Uvicorn is done would be.
+    exits = {
+        e["pid"]: e["returncode"]
+        for e in read_events(stack.run_dir / EVENTS_FILE)
+        if e["event"] == "replica_exited"
+    }
+    assert {pid: exits.get(pid) for pid in before.values()} == {pid: 0 for pid in before.values()}
     stack.figures[label] = {
         "pids before": before,
         "pids after": after,
