@@ -10,10 +10,12 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from hunyuan_serve.cores import core_ranges
 
 if TYPE_CHECKING:
     from hunyuan_serve.families import SamplingDefaults
@@ -97,6 +99,12 @@ class K6Result:
         return self.value("http_req_duration", stat)
 
 
+def launcher(nice: int = 0, cores: Sequence[int] = ()) -> list[str]:
+    """What k6's command starts with: `nice -n N` for a nice value, `taskset --cpu-list` for cores."""
+    prefix = ["taskset", "--cpu-list", core_ranges(cores)] if cores else []
+    return prefix + (["nice", "-n", str(nice)] if nice else [])
+
+
 def run_k6(
     script: str,
     name: str,
@@ -107,16 +115,18 @@ def run_k6(
     timeout_s: float = 900.0,
     samples: bool = True,
     nice: int = 0,
+    cores: Sequence[int] = (),
 ) -> K6Result:
     """Run bench/k6/<script> with `env` passed as -e KEY=VALUE; keep its summary and (unless `samples`
     is false: writing each request's timings costs k6 CPU at hundreds of requests/s) samples in out_dir;
-    `nice`: k6's nice value (below 0 needs root), for a k6 that shares its cores with the servers."""
+    `nice`: k6's nice value (below 0 needs root), for a k6 that shares its cores with the servers;
+    `cores`: the only cores k6 may run on (none: any)."""
     import time
 
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = out_dir / f"{name}.summary.json"
     samples_path = out_dir / f"{name}.samples.csv.gz"
-    cmd = ["nice", "-n", str(nice)] if nice else []
+    cmd = launcher(nice, cores)
     cmd += [k6 or find_k6(), "run", "--quiet", "--no-color"]
     cmd += ["--out", f"csv={samples_path}"] if samples else []
     for key, value in {**env, "SUMMARY": str(summary), "SCENARIO": name}.items():

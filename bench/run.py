@@ -25,7 +25,7 @@ from bench import documents, edge, multihost, names, soak, targets
 from bench.k6run import find_k6
 from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, tree_rss_mb, warm_up
 from bench.report import best_rate
-from bench.session import Bench, Plan, only, overload_vus
+from bench.session import Bench, Plan, only, overload_vus, split_cores
 from bench.setups import SetupPlan, plan_setups
 from bench.stream_ttft import chat_body, measure, percentile, texts
 from bench.targets import Hardware
@@ -142,7 +142,8 @@ def _ramp_env(b: Bench, url: str, api: str = "translate", *, stack: bool = False
 def start_stack(b: Bench, device_flags: Sequence[str], replicas: int, name: str) -> Started:
     run_dir = b.work / name
     base_port = free_port()
-    server, url = targets.start_stack(b.model, run_dir, device_flags, base_port=base_port)
+    cpus = b.plan.stack_cores
+    server, url = targets.start_stack(b.model, run_dir, device_flags, base_port=base_port, cpus=cpus)
     return Started(
         server, url, "/health", lambda _: targets.ready_replicas(run_dir) > 0, run_dir, base_port, replicas
     )
@@ -165,6 +166,8 @@ def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
     if replicas != s.replicas:
         b.notes.append(f"The stack runs {replicas} replica(s), not the {s.replicas} planned.")
     meter = targets.replica_metrics(run_dir)
+    if b.plan.k6_cores:  # before the ramp: the capacity the overload is sized from, in the same layout
+        _pin_nginx(b, run_dir, b.plan.k6_cores)
     warm_up(f"{url}/translate", translate_body())
     ramp = b.k6("ramp.js", "ramp-stack", _ramp_env(b, url, stack=True), meter)
     b.add(names.RAMP, names.STACK, ramp, cached=True)
@@ -189,6 +192,26 @@ def bench_stack(b: Bench, s: Started, setup: SetupPlan) -> None:
     if setup.unequal:
         bench_unequal(b, url, run_dir, setup.stack_flags, base_port, meter)
     bench_chaos(b, url, run_dir, meter)
+
+
+def _pin_nginx(b: Bench, run_dir: Path, cores: Sequence[int]) -> None:
+    """Move the stack's Nginx (master and workers; workers it starts later inherit the master's) onto
+    `cores`, beside k6 and away from the replicas: no product setting pins Nginx's workers."""
+    import psutil
+
+    pid = int((targets.stack_status(run_dir).get("nginx") or {}).get("pid") or 0)
+    try:
+        procs = [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)] if pid else []
+        for proc in procs:
+            os.sched_setaffinity(proc.pid, set(cores))
+    except (psutil.Error, OSError) as err:
+        b.notes.append(f"Nginx could not be pinned to core(s) {list(cores)}: {err}")
+        return
+    replicas = [r.get("device") for r in targets.stack_status(run_dir).get("replicas", [])]
+    b.notes.append(
+        f"Pinned: k6 and Nginx ({len(procs)} processes) on core(s) {list(cores)}, the stack's `up` on "
+        f"{list(b.plan.stack_cores)} (replica devices {replicas})."
+    )
 
 
 def _served_model(url: str) -> str:
@@ -457,6 +480,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--k6-nice", type=int, default=0, help="k6's nice value (it shares the cores; below 0 needs root)."
     )
     parser.add_argument(
+        "--k6-cores",
+        type=_cores,
+        default=(),
+        help="Cores for k6 and the stack's Nginx, e.g. '1'; the stack's replicas get the other cores.",
+    )
+    parser.add_argument(
         "--stack-flags",
         default="",
         help="More `up` flags for the stacks, one string (e.g. '--max-conns 256 --worker-priority 0').",
@@ -468,9 +497,27 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _cores(text: str) -> tuple[int, ...]:
+    """'1' or '0,2': a comma-separated list of core numbers."""
+    try:
+        cores = tuple(sorted({int(part) for part in text.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of core numbers: {text!r}") from None
+    if any(core < 0 for core in cores):
+        raise argparse.ArgumentTypeError(f"core numbers are 0 or more: {text!r}")
+    return cores
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     plan = replace(only(Plan.quick() if args.quick else Plan(), args.only), k6_nice=args.k6_nice)
+    if args.k6_cores:
+        try:
+            rest = split_cores(sorted(os.sched_getaffinity(0)), args.k6_cores)
+        except ValueError as err:
+            print(f"[bench] {err}", file=sys.stderr)
+            return 2
+        plan = replace(plan, k6_cores=args.k6_cores, stack_cores=rest)
     try:
         hw = targets.detect_hardware(args.device)
     except ValueError as err:

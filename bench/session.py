@@ -58,6 +58,10 @@ class Plan:
     # k6's nice value: on CPU it shares the cores with the servers it measures, and a k6 waiting for a
     # core counts the wait in every latency (below 0 needs root).
     k6_nice: int = 0
+    # `--k6-cores`: k6 and the stack's Nginx on these cores, the stack's `up` (so its replicas) on
+    # stack_cores, the rest: the client measuring refusals then waits for no engine. (): no pinning.
+    k6_cores: tuple[int, ...] = ()
+    stack_cores: tuple[int, ...] = ()
     only: str = ""  # one scenario of the stack (names.OVERLOAD, after the ramp it is sized from); "": all
 
     @staticmethod
@@ -96,6 +100,17 @@ def overload_vus(plan: Plan, rate: int, replicas: int, edge_cap: int) -> int:
     """k6 VUs for the overload's open loop: every replica full at its edge cap (each accepted request
     holds a VU), plus overload_refusal_vu_s of refusals at the offered rate (Little's law)."""
     return replicas * edge_cap + math.ceil(rate * plan.overload_refusal_vu_s)
+
+
+def split_cores(available: Sequence[int], k6_cores: Sequence[int]) -> tuple[int, ...]:
+    """The cores left to the stack when k6 (and the stack's Nginx) take k6_cores of `available`."""
+    unknown = sorted(set(k6_cores) - set(available))
+    if unknown:
+        raise ValueError(f"--k6-cores: core(s) {unknown} not among this process's cores {sorted(available)}")
+    rest = tuple(sorted(set(available) - set(k6_cores)))
+    if not rest:
+        raise ValueError(f"--k6-cores: {sorted(k6_cores)} leaves no core for the stack's replicas")
+    return rest
 
 
 def base_env(plan: Plan, sampling: SamplingDefaults) -> dict[str, str]:
@@ -148,8 +163,10 @@ class Bench:
     ) -> K6Result:
         """Run a k6 script; with `meter` (replica /metrics URLs) count generated tokens server-side."""
         before = [scrape_counter(url, TOKENS_COUNTER) for url in meter]
-        nice = self.plan.k6_nice
-        result = run_k6(script, name, self.work / "k6", env, k6=self.k6_bin, samples=samples, nice=nice)
+        nice, cores = self.plan.k6_nice, self.plan.k6_cores
+        result = run_k6(
+            script, name, self.work / "k6", env, k6=self.k6_bin, samples=samples, nice=nice, cores=cores
+        )
         if meter:
             after = [scrape_counter(url, TOKENS_COUNTER) for url in meter]
             result.server_tokens = sum(counter_delta(b, a) for b, a in zip(before, after, strict=True))

@@ -116,12 +116,21 @@ def stack_argv(
 
 
 def start_stack(
-    model: Path, run_dir: Path, device_flags: Sequence[str], *, base_port: int, balance: str = "least_conn"
+    model: Path,
+    run_dir: Path,
+    device_flags: Sequence[str],
+    *,
+    base_port: int,
+    balance: str = "least_conn",
+    cpus: Sequence[int] = (),
 ) -> tuple[Server, str]:
     """Start `up`; returns the server and its public URL. Its replicas set their device environment
-    themselves from their config, so the bench passes none."""
+    themselves from their config, so the bench passes none. With cpus, `up` runs on those cores only,
+    and so pins its CPU replicas among them (it pins to the cores it may use)."""
     port = free_port()
     argv = stack_argv(model, run_dir, device_flags, port=port, base_port=base_port, balance=balance)
+    if cpus:
+        argv = ["taskset", "--cpu-list", ",".join(str(c) for c in cpus), *argv]
     name = f"{run_dir.name}-{balance}"
     server = Server(name, argv, run_dir.parent / f"up-{name}.log", server_env())
     return server, f"http://127.0.0.1:{port}"
