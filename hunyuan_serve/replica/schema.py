@@ -101,8 +101,17 @@ def parse_sampling(
         repetition_penalty=_number(
             data, "repetition_penalty", defaults.repetition_penalty, 0.0, 2.0, low_open=True
         ),
-        max_tokens=_integer(data, "max_tokens", min(max_tokens, max_model_len - 1), 1, max_model_len - 1),
+        max_tokens=_integer(
+            data, "max_tokens", default_max_tokens(max_tokens, max_model_len), 1, max_model_len - 1
+        ),
     )
+
+
+def default_max_tokens(configured: int, max_model_len: int) -> int:
+    """The output budget of a request that names none: the configured one, but never more than half the
+    context, so a small max_model_len (512 with the default 512) still leaves room for the text; a
+    translation needs about as many tokens out as in. A request may still ask for up to max_model_len - 1."""
+    return max(1, min(configured, max_model_len // 2))
 
 
 def _language(data: dict[str, Any], key: str, alias: str) -> Language:

@@ -24,7 +24,7 @@ from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.sampling import replica_sampling
-from hunyuan_serve.replica.schema import parse_sampling
+from hunyuan_serve.replica.schema import default_max_tokens, parse_sampling
 
 
 @pytest.fixture(scope="module")
@@ -355,6 +355,20 @@ def test_sampling_resolution(name: str) -> None:
         request, replica_sampling(cfg, family, model), cfg.max_tokens, max_model_len=1000
     )
     assert sampling == Sampling(**expected, max_tokens=50)
+
+
+@pytest.mark.parametrize(
+    ("configured", "max_model_len", "expected"),
+    [(512, 1024, 512), (512, 512, 256), (100, 512, 100), (512, 3, 1), (512, 2, 1)],
+)
+def test_the_default_output_budget_leaves_half_the_context_for_the_prompt(
+    configured: int, max_model_len: int, expected: int
+) -> None:
+    assert default_max_tokens(configured, max_model_len) == expected
+    asked = parse_sampling(
+        {"max_tokens": max_model_len - 1}, sampling_defaults(HUNYUAN_MT, "m"), configured, max_model_len
+    )
+    assert asked.max_tokens == max_model_len - 1  # asked for, the whole context minus one stays allowed
 
 
 def test_configured_defaults_reach_the_warm_up_and_every_request() -> None:
