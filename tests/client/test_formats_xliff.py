@@ -118,3 +118,24 @@ def test_stray_markup_characters_in_a_translation_keep_the_xml_well_formed() -> 
     doc = parse(XLIFF12, "xliff", Options(target="de"))
     out = doc.render(['Hallo <g id="1">%s</g> &amp; a < b', "Tschüss"])
     assert ET.fromstring(out.encode()) is not None and "&amp; a &lt; b</target>" in out
+
+
+def test_a_unit_whose_translation_failed_gets_its_source_for_review_and_is_tried_again() -> None:
+    doc = parse(XLIFF12, "xliff", Options(target="de"))
+    out = doc.render(["Hallo ohne Platzhalter", "Tschüss"], failed=frozenset({0}))
+    greet = ET.fromstring(out.encode()).find(f".//{NS12}trans-unit[@id='greet']/{NS12}target")
+    assert greet is not None and greet.get("state") == "needs-review-translation"
+    assert (
+        ET.tostring(greet, encoding="unicode").split(">", 1)[1].startswith('Hello <ns0:g id="1">%s</ns0:g>')
+    )
+    # The next run sends it again (a copy for review is not a translation); the finished one is kept.
+    again = parse(out, "xliff", Options(target="de"))
+    assert again.segments == ('Hello <g id="1">%s</g> &amp; welcome',)
+
+
+def test_xliff20_has_no_review_state_so_a_failed_unit_is_left_as_it_was() -> None:
+    doc = parse(XLIFF20, "xliff", Options(target="fr"))
+    out = doc.render(["Ouvrir le fichier", "Fermer"], failed=frozenset({0}))
+    segments = list(ET.fromstring(out.encode()).iter(f"{NS20}segment"))
+    assert [s.get("state") for s in segments] == [None, "translated"]
+    assert [s.findtext(f"{NS20}target") for s in segments] == [None, "Fermer"]

@@ -13,6 +13,10 @@ from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Optio
 # Per version: the element holding one source/target pair, and the element whose start tag has the state.
 _UNIT = {"1.2": "trans-unit", "2.0": "segment"}
 _STATE = {"1.2": "translated", "2.0": "translated"}
+# XLIFF 1.2's state for a unit whose translation lost a placeholder: the source is copied into the
+# target for a reviewer, as translators' tools do. 2.0 has no such state (initial, translated,
+# reviewed, final): there the unit is left as it was.
+_REVIEW = {"1.2": "needs-review-translation"}
 _UNTRANSLATED = {"new", "needs-translation", "initial"}
 
 
@@ -43,7 +47,11 @@ def parse_xliff(content: str, options: Options) -> Document:
         for index, (unit, new) in enumerate(zip(chosen, translations, strict=True)):
             if index not in failed:
                 raw = escape_markup(new) if "<" in content[slice(*unit.source)] else escape(new)
-                edits.extend(_unit_edits(content, version, unit, raw))
+                edits.extend(_unit_edits(content, version, unit, raw, _STATE[version]))
+            elif version in _REVIEW:
+                edits.extend(
+                    _unit_edits(content, version, unit, content[slice(*unit.source)], _REVIEW[version])
+                )
         # The file names the target language once it holds a translation into it.
         language = _language_edit(content, version, header, options.target) if edits else []
         return splice(content, [*edits, *language])
@@ -53,7 +61,13 @@ def parse_xliff(content: str, options: Options) -> Document:
 
 def _translated(content: str, unit: _Unit) -> bool:
     has_text = unit.target is not None and content[slice(*unit.target)].strip() != ""
-    return has_text and (unit.state or "") not in _UNTRANSLATED
+    # A source copied for review (ours, or any tool's) is not a translation: the next run tries again.
+    copied = (
+        unit.state == _REVIEW["1.2"]
+        and unit.target is not None
+        and content[slice(*unit.target)] == content[slice(*unit.source)]
+    )
+    return has_text and (unit.state or "") not in _UNTRANSLATED and not copied
 
 
 def _text(raw: str) -> str:
@@ -127,8 +141,7 @@ class _CharOffsets:
         return len(self.data[:byte_offset].decode("utf-8"))
 
 
-def _unit_edits(content: str, version: str, unit: _Unit, raw: str) -> list[Edit]:
-    state = _STATE[version]
+def _unit_edits(content: str, version: str, unit: _Unit, raw: str, state: str) -> list[Edit]:
     if unit.target is not None:
         if unit.target[0] == unit.target[1] and content[unit.target[0] - 2 : unit.target[0]] == "/>":
             tag_start = content.rfind("<target", 0, unit.target[0])
@@ -136,21 +149,21 @@ def _unit_edits(content: str, version: str, unit: _Unit, raw: str) -> list[Edit]
                 Edit(
                     tag_start,
                     unit.target[0],
-                    _target(version, raw, unit.source_indent)[len(unit.source_indent) :],
+                    _target(version, raw, unit.source_indent, state)[len(unit.source_indent) :],
                 )
             ]
             return [*edits, *_state_edit(content, unit.tag, state)] if version == "2.0" else edits
         edits = [Edit(*unit.target, raw)]
         tag = unit.tag if version == "2.0" else unit.target_tag
         return [*edits, *_state_edit(content, tag, state)] if tag else edits
-    insert = "\n" + _target(version, raw, unit.source_indent)
+    insert = "\n" + _target(version, raw, unit.source_indent, state)
     edits = [Edit(unit.source_end, unit.source_end, insert)]
     return [*edits, *_state_edit(content, unit.tag, state)] if version == "2.0" else edits
 
 
-def _target(version: str, raw: str, indent: str) -> str:
-    state = f' state="{_STATE[version]}"' if version == "1.2" else ""
-    return f"{indent}<target{state}>{raw}</target>"
+def _target(version: str, raw: str, indent: str, state: str) -> str:
+    attribute = f' state="{state}"' if version == "1.2" else ""
+    return f"{indent}<target{attribute}>{raw}</target>"
 
 
 def _state_edit(content: str, tag: tuple[int, int], state: str) -> list[Edit]:
