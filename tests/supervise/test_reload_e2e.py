@@ -164,6 +164,7 @@ def _reload_under_load(stack: Stack, label: str, settings: dict[str, Any]) -> tu
         "reload wall time, s": round(t1 - t0, 1),
         "requests served during the reload": sum(t0 <= t <= t1 for t in load.ok),
         "failed requests": len(load.failures),
+        "old replicas' exit codes": {pid: exits[pid] for pid in before.values()},
         "answers per model": load.models,
     }
     return load, out.stdout
@@ -213,11 +214,12 @@ def test_reload_to_another_model_and_settings_under_load_replaces_every_replica(
     label = (
         "model (hunyuan-mt tiny -> hy-mt1.5 tiny), replica.max_in_flight 256 -> 64, nginx.max_fails 1 -> 2"
     )
-    load, _ = _reload_under_load(stack, label, settings)
+    load, said = _reload_under_load(stack, label, settings)
+    rid = int(said.split()[1])  # "reload 4 done in ...": the refusals before it had ids too
     for replica in stack.replicas():
         health = httpx.get(f"http://{replica['addr']}/health", timeout=10, trust_env=False).json()
         assert health["max_in_flight"] == 64, replica
-        assert replica["config"] == 1 and replica["state"] == "ready"
+        assert replica["config"] == rid and replica["state"] == "ready"
     assert (stack.run_dir / "nginx" / "nginx.conf").read_text().count(" max_fails=2 ") == 2
     new = stack.health()
     assert old["family"] == "hunyuan-mt" and new["family"] == "hy-mt1.5"
