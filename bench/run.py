@@ -528,7 +528,8 @@ def main(argv: list[str] | None = None) -> int:
         extra = tuple(shlex.split(args.stack_flags))
         setup = replace(setup, stack_flags=setup.stack_flags + extra)
         setup = replace(setup, notes=(*setup.notes, f"The stacks ran with `up {' '.join(extra)}`."))
-    work = args.work or REPO / "bench" / ".runs" / time.strftime("%Y%m%d-%H%M%S")
+    # Absolute: k6 resolves the items file's path from its script's folder, not from here.
+    work = (args.work or REPO / "bench" / ".runs" / time.strftime("%Y%m%d-%H%M%S")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     model = prepare_model(args, work)
     items = work / "items.json"
