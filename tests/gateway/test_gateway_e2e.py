@@ -110,10 +110,12 @@ class Front:
 
 
 @contextlib.contextmanager
-def _host(name: str, model: Path, work: Path, secret: Path, replica_host: str) -> Iterator[Host]:
+def _host(name: str, model: Path, work: Path, secret: Path, replica_host: str, core: int) -> Iterator[Host]:
     port, base = free_ports(2)
     run_dir, log = work / f"run-{name}", work / f"up-{name}.log"
-    argv = tiny_up(model, run_dir, port, base, max_tokens=8)
+    # Each host on its own core, as on two machines: unpinned, the serving host's engine threads spin on
+    # both cores and the killed host's new engine waited 200+ s for CPU to start again.
+    argv = ["taskset", "--cpu-list", str(core), *tiny_up(model, run_dir, port, base, max_tokens=8)]
     argv += ["--peer-secret-file", str(secret), "--replica-host", replica_host]
     argv += ["--probe-interval-s", "0.25", "--restart-backoff-base-s", "0.5", "--drain-timeout-s", "5"]
     with started(argv, log=log) as proc:
@@ -139,8 +141,8 @@ def front(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
     secret.write_text(SECRET + "\n")
     t0 = time.time()
     with (
-        _host("a", tiny_model_dir, work, secret, "127.0.0.1") as a,
-        _host("b", tiny_model_dir, work, secret, "127.0.0.2") as b,
+        _host("a", tiny_model_dir, work, secret, "127.0.0.1", core=0) as a,
+        _host("b", tiny_model_dir, work, secret, "127.0.0.2", core=1 % (os.cpu_count() or 1)) as b,
     ):
         for host in (a, b):
             wait_until(host.proc, host.log, host.ready, START_TIMEOUT_S, f"host {host.name} ready")
