@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from hunyuan_serve.config import build_config
 from hunyuan_serve.supervise.plan import plan_replicas
+from tests.support.stacks import free_port
 
 TORCH_INIT = """
 import json, os, sys
@@ -81,12 +81,6 @@ def _model(root: Path) -> Path:
     return model
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _run_gpu_replica(tmp_path: Path, **stub_env: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
     """Start `hunyuan-serve replica` with the environment and device `up` plans for a GPU replica."""
     cfg = build_config({}, {})
@@ -100,7 +94,7 @@ def _run_gpu_replica(tmp_path: Path, **stub_env: str) -> tuple[subprocess.Comple
     stubs = _stubs(tmp_path / "stubs")
     env.update(PYTHONPATH=str(stubs), STUB_LOG=str(log), **stub_env)
     argv = [sys.executable, "-m", "hunyuan_serve", "replica", "--model", str(_model(tmp_path))]
-    argv += ["--device", "cuda", "--port", str(_free_port())]
+    argv += ["--device", "cuda", "--port", str(free_port())]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
     lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
     return done, [json.loads(line) for line in lines]

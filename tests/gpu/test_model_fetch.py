@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.families import DEFAULT_HUB_MODEL
 from hunyuan_serve.models import ModelError, fetch_model, is_hub_id, model_config, resolve_model
+from tests.support.stacks import free_ports
 
 
 def _checkpoint(root: Path) -> Path:
@@ -44,17 +44,10 @@ def test_the_default_model_on_gpus_is_the_families_hub_model() -> None:
     assert resolve_model(EngineConfig(model="/m"), on_gpu=True) == "/m"
 
 
-def _ports() -> int:
-    with socket.socket() as a, socket.socket() as b:
-        a.bind(("127.0.0.1", 0))
-        b.bind(("127.0.0.1", a.getsockname()[1] + 1))
-        return int(a.getsockname()[1])
-
-
 def _up(tmp_path: Path, model: str, **env: str) -> subprocess.CompletedProcess[str]:
-    port = _ports()
+    port, base_port = free_ports(2)
     argv = [sys.executable, "-m", "hunyuan_serve", "up", "--model", model, "--run-dir", str(tmp_path / "run")]
-    argv += ["--port", str(port), "--base-port", str(port + 1)]
+    argv += ["--port", str(port), "--base-port", str(base_port)]
     full = {**os.environ, "HF_HOME": str(tmp_path / "hf"), **env}
     full.pop("HF_HUB_CACHE", None)
     return subprocess.run(argv, env=full, capture_output=True, text=True, timeout=120, check=False)
