@@ -431,6 +431,8 @@ class ServeConfig(Section):
     @model_validator(mode="after")
     def _gpus_fit_tensor_parallel(self) -> ServeConfig:
         if self.gpus is not None:
+            if self.gpus and self.engine.device == "cpu":  # one would silently win over the other
+                raise ConfigError(f"gpus {list(self.gpus)} with engine.device: cpu: drop one of the two")
             split_devices(self.gpus, self.engine.tensor_parallel_size)
         return self
 

@@ -217,12 +217,15 @@ def cmd_up(args: argparse.Namespace) -> int:
     from hunyuan_serve.supervise.plan import with_replica_engine
 
     cfg = written = config_from_args(args)
+    problem = open_listen_problem(cfg)
+    if problem:  # a setting to change, like any other refused config: exit 2, before anything is written
+        raise ConfigError(problem)
     run_dir = run_dir_of(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     lock = _lock_run_dir(run_dir)
     plans = plan_here(cfg, run_dir)
-    problems = busy_ports(cfg, plans) + [p for p in [open_listen_problem(cfg)] if p]
+    problems = busy_ports(cfg, plans)
     if problems:
         print("hunyuan-serve: cannot start: " + "; ".join(problems), file=sys.stderr)
         return 1

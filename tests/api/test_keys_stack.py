@@ -63,7 +63,8 @@ def test_up_refuses_a_public_listen_without_keys(tiny_model_dir: Path, tmp_path:
     port, base = free_ports(2)
     cmd = [*_up_args(tiny_model_dir, tmp_path, port, base), "--nginx-listen", "0.0.0.0"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1 and "auth.keys_file" in out.stderr and "not loopback" in out.stderr, out.stderr
+    assert out.returncode == 2 and "auth.keys_file" in out.stderr and "not loopback" in out.stderr, out.stderr
+    assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
 def test_official_clients_send_their_keys_and_read_the_refusals(stack: Stack) -> None:

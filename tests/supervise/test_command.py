@@ -56,3 +56,19 @@ def test_up_on_a_busy_port_fails_at_once(tmp_path: Path, capsys: pytest.CaptureF
         code = _run(["up", "--port", str(port), "--run-dir", str(tmp_path), "--model", "/nonexistent"])
     assert code == 1
     assert f"port {port} on 127.0.0.1 is in use by pid " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--nginx-listen", "0.0.0.0"], "nginx.listen 0.0.0.0 is not loopback"),
+        (["--peer-secret-file", "/nonexistent/peer.secret"], "auth.peer_secret_file: cannot read"),
+    ],
+)
+def test_up_refuses_an_unguarded_or_unreadable_auth_setting_as_a_config_error(
+    tmp_path: Path, flags: list[str], named: str
+) -> None:
+    run_dir = tmp_path / "run"
+    with pytest.raises(ConfigError, match=named):  # the CLI prints it and exits 2
+        _run(["up", "--run-dir", str(run_dir), "--model", "/nonexistent", *flags])
+    assert not run_dir.exists()

@@ -40,6 +40,7 @@ def test_parse_gpus_rejects(text: str) -> None:
         ({"supervisor": {"probe_timeout_s": -1}}, {}, "supervisor.probe_timeout_s"),
         ({}, {"engine.quantization": "experts_int8"}, "experts_int8"),
         ({"gpus": "0,1,2"}, {"engine.tensor_parallel_size": 2}, "groups of 2"),
+        ({"gpus": "0,1"}, {"engine.device": "cpu"}, "with engine.device: cpu"),
         ({"replicas": 0}, {}, "replicas"),
     ],
 )
