@@ -394,6 +394,18 @@ class GatewayConfig(Section):
     drain_timeout_s: float = Field(10.0, ge=0, description="Time in-flight requests get on shutdown.")
 
 
+class LogsConfig(Section):
+    """How big the log files under the run directory (Nginx's, each replica's) may grow."""
+
+    # One JSON line per request in Nginx's access log and again in the replica's: ~1 GB a day each at
+    # 30 requests/s. The bound per log is rotate_at_bytes * (rotate_keep + 1).
+    rotate_at_bytes: int = Field(
+        64 * 1024 * 1024, ge=0, description="Size at which a log moves to .1 and starts empty (0: never)."
+    )
+    rotate_keep: int = Field(4, ge=1, description="Rotated copies kept per log (.1 newest ... .N oldest).")
+    rotate_check_interval_s: float = Field(30.0, gt=0, description="Time between checks of the logs' sizes.")
+
+
 class ServeConfig(Section):
     """Everything `up` needs: devices, replicas and every section above."""
 
@@ -409,6 +421,7 @@ class ServeConfig(Section):
     supervisor: SupervisorConfig = Field(default_factory=SupervisorConfig)
     nginx: NginxConfig = Field(default_factory=NginxConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    logs: LogsConfig = Field(default_factory=LogsConfig)
 
     @field_validator("run_dir")
     @classmethod
@@ -573,6 +586,7 @@ _SECTIONS: dict[str, type[Section]] = {
     "supervisor": SupervisorConfig,
     "nginx": NginxConfig,
     "auth": AuthConfig,
+    "logs": LogsConfig,
 }
 
 # Flags whose short name would be ambiguous across sections get the section as prefix.

@@ -12,6 +12,7 @@ from hunyuan_serve.config import (
     AuthConfig,
     ConfigError,
     GatewayConfig,
+    LogsConfig,
     NginxConfig,
     Section,
     ServeConfig,
@@ -60,6 +61,7 @@ class Inventory(Section):
     nginx: NginxConfig = Field(default_factory=NginxConfig)
     # The front's own API settings: keys_file (the replicas check the keys), allow_open, rate limits.
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    logs: LogsConfig = Field(default_factory=LogsConfig)
     run_dir: str = Field("", description="Where the gateway's Nginx, state and events go.")
 
     @model_validator(mode="after")
@@ -78,7 +80,7 @@ class Inventory(Section):
     def serve_config(self) -> ServeConfig:
         """The front's settings in the shape the Nginx renderer takes (the one config model)."""
         auth = self.auth.model_copy(update={"peer_secret_file": self.peer_secret_file})
-        return ServeConfig(nginx=self.nginx, auth=auth)
+        return ServeConfig(nginx=self.nginx, auth=auth, logs=self.logs)
 
 
 def with_port(inventory: Inventory, port: int) -> Inventory:

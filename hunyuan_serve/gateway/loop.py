@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from hunyuan_serve import logrotate
 from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
 from hunyuan_serve.gateway.fleet import Event, Fleet, HostListing, HostView
 from hunyuan_serve.gateway.inventory import Inventory
@@ -60,6 +61,7 @@ class Gateway:
         self.retry_at = 0.0  # after a refused reload: when to try again
         self.next_discovery = clock.now()
         self.nginx_exit: asyncio.Task[int | None] | None = None
+        self.rotating: asyncio.Task[None] | None = None
         self.started_at = time.time()
 
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
@@ -71,6 +73,9 @@ class Gateway:
         loop = asyncio.get_running_loop()
         for sig in self.signals:
             loop.add_signal_handler(sig, self.request_stop, sig)
+        self.rotating = asyncio.create_task(
+            logrotate.rotate_forever(self._log_files, lambda: self.cfg.logs, self.clock.sleep, self.emit)
+        )
         try:
             await self.step()  # the first listings, so Nginx starts with what is already there
             await self.start_nginx()
@@ -85,6 +90,9 @@ class Gateway:
             await self._shutdown()
             for sig in self.signals:
                 loop.remove_signal_handler(sig)
+
+    def _log_files(self) -> list[logrotate.LogFile]:
+        return self.nginx.logs() + logrotate.files_in(self.run_dir / "logs")
 
     async def _pause(self) -> bool:
         """Sleep a probe interval; False when a signal came (it ends the sleep at once)."""
@@ -207,9 +215,10 @@ class Gateway:
 
     async def _shutdown(self) -> None:
         self.emit("stopping", drain_timeout_s=self.gw.drain_timeout_s)
-        if self.nginx_exit is not None:
-            self.nginx_exit.cancel()
-            await asyncio.gather(self.nginx_exit, return_exceptions=True)
+        for task in (self.nginx_exit, self.rotating):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         await self.nginx.stop(self.gw.drain_timeout_s)
         self.emit("nginx_stopped")
         for closing in (self.prober.aclose, self.discovery.aclose):

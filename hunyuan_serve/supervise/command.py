@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from hunyuan_serve.supervise.reload import Prepared, Source
     from hunyuan_serve.supervise.supervisor import Supervisor
 
-ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx", "auth")
+ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx", "auth", "logs")
 SYSTEMD_CONFIG = "/etc/hunyuan-serve/config.yaml"
 
 

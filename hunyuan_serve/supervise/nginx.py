@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 
 from hunyuan_serve.config import NginxConfig
+from hunyuan_serve.logrotate import LogFile
 from hunyuan_serve.supervise import procs
 from hunyuan_serve.supervise.state import write_text_atomic
 
@@ -145,6 +146,14 @@ class NginxController:
         """Graceful quit (stop accepting, finish in-flight requests) within drain_s, then SIGKILL."""
         if self.proc is not None:
             await procs.stop(self.proc, signal.SIGQUIT, drain_s)
+
+    def logs(self) -> list[LogFile]:
+        """Its access and error logs; after a rotation USR1 makes the master and workers reopen them."""
+        return [LogFile(self.access_log, self._reopen_logs), LogFile(self.error_log, self._reopen_logs)]
+
+    def _reopen_logs(self) -> None:
+        if self.proc is not None:
+            procs.send(self.proc, signal.SIGUSR1)
 
     def describe(self) -> dict[str, object]:
         return {

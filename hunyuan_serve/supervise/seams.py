@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
+from hunyuan_serve.logrotate import LogFile
 from hunyuan_serve.supervise.plan import ReplicaPlan
 from hunyuan_serve.supervise.probe import ProbeResult
 
@@ -71,6 +72,10 @@ class NginxControl(Protocol):
         ...
 
     async def stop(self, drain_s: float) -> None: ...
+
+    def logs(self) -> list[LogFile]:
+        """Its log files, each with the way to make Nginx reopen it after a rotation."""
+        ...
 
     def describe(self) -> dict[str, object]: ...
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hunyuan_serve import logrotate
 from hunyuan_serve.config import ServeConfig, config_to_yaml
 from hunyuan_serve.supervise import health, reload
 from hunyuan_serve.supervise.health import Abandon, Health, Kill, Reroute, Start, State
@@ -154,7 +155,11 @@ class Supervisor:
         for sig in self.signals:
             loop.add_signal_handler(sig, self.request_stop, sig)
         try:
-            self._background = [asyncio.create_task(self._ticker()), asyncio.create_task(self._nginx_loop())]
+            self._background = [
+                asyncio.create_task(self._ticker()),
+                asyncio.create_task(self._nginx_loop()),
+                asyncio.create_task(self._rotate_logs()),
+            ]
             self._tick()  # launches every replica
             while not self.stopping:
                 self._handle(await self.queue.get())
@@ -173,6 +178,13 @@ class Supervisor:
         while True:
             await self.clock.sleep(self.sup.tick_s)
             self.queue.put_nowait(_Tick())
+
+    async def _rotate_logs(self) -> None:
+        await logrotate.rotate_forever(self._log_files, lambda: self.cfg.logs, self.clock.sleep, self.emit)
+
+    def _log_files(self) -> list[logrotate.LogFile]:
+        """Nginx's logs, and every replica's (those a reload started since the last check too)."""
+        return self.nginx.logs() + logrotate.files_in(self.run_dir / "logs")
 
     def _handle(self, item: _Item) -> None:
         if isinstance(item, _Signal) and item.signum == signal.SIGHUP:

@@ -14,6 +14,7 @@ from hunyuan_serve.gateway.discovery import DiscoveryError
 from hunyuan_serve.gateway.fleet import HostListing, ListedReplica, parse_listing
 from hunyuan_serve.gateway.inventory import parse_inventory
 from hunyuan_serve.gateway.loop import Gateway
+from hunyuan_serve.logrotate import LogFile
 from hunyuan_serve.supervise.probe import ProbeResult
 
 A, B = "http://10.77.0.2:8080", "http://10.77.0.3:8080"
@@ -91,6 +92,9 @@ class Nginx:
 
     async def stop(self, drain_s: float) -> None:
         self.stopped = True
+
+    def logs(self) -> list[LogFile]:
+        return [LogFile(self.prefix / "access.log")]
 
     def describe(self) -> dict[str, object]:
         return {"pid": 4242}

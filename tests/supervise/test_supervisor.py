@@ -16,7 +16,7 @@ import pytest
 from hunyuan_serve.config import build_config
 from hunyuan_serve.supervise.plan import ReplicaPlan, plan_replicas
 from hunyuan_serve.supervise.procs import SubprocessRunner
-from tests.support.supervisor_sim import Sim, Sims, settle
+from tests.support.supervisor_sim import Sim, Sims, settings_with, settle
 
 
 @pytest.fixture
@@ -369,3 +369,26 @@ async def test_real_runner_awaits_before_spawn_first(tmp_path: Path) -> None:
     proc = await spawning
     assert await runner.wait(proc) == 0
     assert plan.log_path.read_text() == "started\n"
+
+
+async def test_logs_past_the_limit_are_rotated_and_nginx_told_to_reopen(make: Callable[..., Sim]) -> None:
+    sim = make(
+        settings_with({}, logs={"rotate_at_bytes": 1000, "rotate_keep": 2, "rotate_check_interval_s": 30})
+    )
+    logs = sim.run_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    (sim.nginx.prefix / "logs").mkdir(parents=True)
+    access = sim.nginx.prefix / "logs" / "access.log"
+    sim.start()
+    await sim.at(5)
+    (logs / "replica-0.log").write_bytes(b"x" * 1500)
+    (logs / "replica-1.log").write_bytes(b"x" * 10)
+    access.write_bytes(b"y" * 1000)
+    await sim.at(29)
+    assert not sim.named("log_rotated")  # checked every 30 s
+    await sim.at(31)
+    rotated = {(e["path"], e["bytes"]) for e in sim.named("log_rotated")}
+    assert rotated == {(str(logs / "replica-0.log"), 1500), (str(access), 1000)}
+    assert sim.nginx.reopened == 1 and (logs / "replica-0.log").stat().st_size == 0
+    assert (logs / "replica-1.log").stat().st_size == 10
+    assert await sim.stop() == 0

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve.config import ServeConfig, build_config
+from hunyuan_serve.logrotate import LogFile
 from hunyuan_serve.supervise.nginx import NginxError
 from hunyuan_serve.supervise.plan import ReplicaPlan, plan_replicas
 from hunyuan_serve.supervise.probe import ProbeResult
@@ -183,6 +184,7 @@ class FakeNginx:
         self.starts = 0
         self.reloads: list[float] = []  # when each reload began
         self.stopped = False
+        self.reopened = 0  # USR1s: times it was told to reopen its logs
         self._exit: asyncio.Future[int] | None = None
 
     async def start(self, text: str, log_path: Path) -> int:
@@ -211,6 +213,12 @@ class FakeNginx:
 
     async def stop(self, drain_s: float) -> None:
         self.stopped = True
+
+    def logs(self) -> list[LogFile]:
+        return [LogFile(self.prefix / "logs" / "access.log", self._reopen)]
+
+    def _reopen(self) -> None:
+        self.reopened += 1
 
     def describe(self) -> dict[str, object]:
         return {"pid": None if self.stopped else 700 + self.starts}
