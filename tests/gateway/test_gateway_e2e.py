@@ -15,10 +15,9 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -27,8 +26,9 @@ import yaml
 from hunyuan_serve.auth import PEER_REFUSED
 from hunyuan_serve.supervise.events import read_events
 from hunyuan_serve.supervise.state import read_state
+from tests.support.gateway import GatewayRun
 from tests.support.load import Load
-from tests.support.stacks import cli, free_ports, started, tail, tiny_up, wait_until
+from tests.support.stacks import cli, free_ports, started, tiny_up, wait_until
 
 START_TIMEOUT_S = 480.0  # two vLLM CPU engines loading on two shared cores
 SECRET = "e2e-peer-secret-0123456789abcdef"
@@ -67,46 +67,12 @@ class Host:
 
 
 @dataclass
-class Front:
+class Front(GatewayRun):
+    """The gateway over hosts a and b."""
+
     a: Host
     b: Host
-    proc: subprocess.Popen[bytes]
-    run_dir: Path
-    port: int
-    log: Path
     figures: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def events(self) -> list[dict[str, Any]]:
-        return read_events(self.run_dir / "gateway-events.jsonl")
-
-    def access_log(self) -> list[dict[str, Any]]:
-        path = self.run_dir / "nginx" / "logs" / "access.log"
-        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-    def health(self) -> dict[str, Any]:
-        try:
-            return dict(httpx.get(self.url + "/health", timeout=5, trust_env=False).json())
-        except (httpx.HTTPError, ValueError):
-            return {}
-
-    def all_ready(self) -> bool:
-        return self.health().get("ready") == 2
-
-    def wait_event(
-        self, match: Callable[[dict[str, Any]], bool], timeout: float, after: int
-    ) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for event in self.events()[after:]:
-                if match(event):
-                    return event
-            assert self.proc.poll() is None, f"the gateway exited:\n{tail(self.log)}"
-            time.sleep(0.05)
-        pytest.fail(f"no matching gateway event within {timeout}s; last: {self.events()[-8:]}")
 
 
 @contextlib.contextmanager
@@ -150,7 +116,7 @@ def front(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         run_dir, log = work / "run-gateway", work / "gateway.log"
         argv = cli("gateway", "--inventory", str(_inventory(work, [a, b], port)), "--run-dir", str(run_dir))
         with started(argv, log=log) as proc:
-            gateway = Front(a, b, proc, run_dir, port, log)
+            gateway = Front(proc, run_dir, port, log, a, b)
             wait_until(proc, log, gateway.all_ready, 60, "both hosts' replicas ready at the front")
             gateway.figures["cold start of 2 hosts and the gateway, s"] = round(time.time() - t0, 1)
             try:
@@ -251,7 +217,7 @@ def test_a_hosts_replica_killed_is_evicted_at_the_front_and_requests_still_pass(
         if e["event"] == "admitted" and e["ts"] > killed_at
     ]
     front.figures["kill -9: host a readmitted its replica after, s"] = round(host_admitted[0] - killed_at, 1)
-    front.figures["kill -9: requests ok"] = float(len(load.ok))
+    front.figures["kill -9: requests ok"] = float(len(load.answered()))
     front.figures["kill -9: requests failed"] = float(len(load.failures))
     assert load.failures == [], load.failures[:5]
     assert front.all_ready()

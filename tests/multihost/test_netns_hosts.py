@@ -12,9 +12,7 @@ import contextlib
 import functools
 import json
 import subprocess
-import threading
 import time
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +22,11 @@ import httpx
 import pytest
 import yaml
 
-from hunyuan_serve.supervise.events import read_events
 from hunyuan_serve.supervise.state import read_state
 from tests.support import netns
-from tests.support.stacks import cli, free_ports, started, tail, wait_until
+from tests.support.gateway import GatewayRun
+from tests.support.load import Load, Sent
+from tests.support.stacks import cli, free_ports, started, tiny_engine, wait_until
 
 START_TIMEOUT_S = 480.0  # two vLLM CPU engines loading, one per shared core
 SECRET = "netns-peer-secret-0123456789abcdef"
@@ -54,14 +53,7 @@ def _host_config(
         "replicas": 1,
         "base_port": REPLICA_PORT,
         "run_dir": str(work / f"run-{host.name}"),
-        "engine": {
-            "model": str(model),
-            "dtype": "float32",
-            "enforce_eager": True,
-            "kv_cache_memory_bytes": 128 * 1024 * 1024,
-            "max_model_len": 512,
-            "max_num_seqs": 16,
-        },
+        "engine": tiny_engine(model),
         "replica": {"host": host.addr, "max_tokens": 8, **(replica or {})},
         "supervisor": {"probe_interval_s": 0.25, "restart_backoff_base_s": 0.5, "drain_timeout_s": 5.0},
         "nginx": {"listen": host.addr, "port": HOST_PORT, "worker_processes": 1},
@@ -95,15 +87,8 @@ class Deployment:
     secret: Path
     stack: contextlib.ExitStack
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
-    gateway: subprocess.Popen[bytes] | None = None
-    gateway_dir: Path = Path()
-    gateway_log: Path = Path()
-    port: int = 0
+    gateway: GatewayRun | None = None
     figures: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def replica_addr(self, name: str) -> str:
         return f"{self.lab.host(name).addr}:{REPLICA_PORT}"
@@ -140,42 +125,10 @@ class Deployment:
         proc = self.procs[name]
         wait_until(proc, self.work / f"up-{name}.log", lambda: self.host_ready(name), START_TIMEOUT_S, name)
 
-    def front(self) -> subprocess.Popen[bytes]:
+    @property
+    def gw(self) -> GatewayRun:
         assert self.gateway is not None, "the gateway is not started"
         return self.gateway
-
-    def events(self) -> list[dict[str, Any]]:
-        return read_events(self.gateway_dir / "gateway-events.jsonl")
-
-    def wait_event(
-        self, match: Callable[[dict[str, Any]], bool], timeout: float, after: int
-    ) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for event in self.events()[after:]:
-                if match(event):
-                    return event
-            assert self.front().poll() is None, f"gateway exited:\n{tail(self.gateway_log)}"
-            time.sleep(0.05)
-        pytest.fail(f"no matching gateway event within {timeout}s; last: {self.events()[-8:]}")
-
-    def health(self) -> dict[str, Any]:
-        try:
-            return dict(httpx.get(self.url + "/health", timeout=5, trust_env=False).json())
-        except (httpx.HTTPError, ValueError):
-            return {}
-
-    def all_ready(self) -> bool:
-        return self.health().get("ready") == 2
-
-    def status(self, *flags: str) -> str:
-        argv = cli("gateway", "status", *flags, "--run-dir", str(self.gateway_dir))
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout
-
-    def access_log(self) -> dict[str, dict[str, Any]]:
-        path = self.gateway_dir / "nginx" / "logs" / "access.log"
-        entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        return {e["request_id"]: e for e in entries}
 
 
 @pytest.fixture(scope="module")
@@ -190,88 +143,23 @@ def deployment(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -
             d.start_host(name)
         for name in ("a", "b"):
             d.wait_host(name)
-        (d.port,) = free_ports(1)
-        d.gateway_dir, d.gateway_log = work / "run-gateway", work / "gateway.log"
-        argv = cli("gateway", "--inventory", str(_inventory(work, lab, secret, d.port)))
-        d.gateway = stack.enter_context(started([*argv, "--run-dir", str(d.gateway_dir)], log=d.gateway_log))
-        wait_until(d.gateway, d.gateway_log, d.all_ready, 60, "both hosts' replicas ready at the front")
+        (port,) = free_ports(1)
+        run_dir, log = work / "run-gateway", work / "gateway.log"
+        argv = cli("gateway", "--inventory", str(_inventory(work, lab, secret, port)))
+        proc = stack.enter_context(started([*argv, "--run-dir", str(run_dir)], log=log))
+        d.gateway = GatewayRun(proc, run_dir, port, log)
+        wait_until(proc, log, d.gw.all_ready, 60, "both hosts' replicas ready at the front")
         d.figures["cold start of 2 hosts and the gateway, s"] = round(time.time() - t0, 1)
-        print("\ngateway status, both hosts up:\n" + d.status())
+        print("\ngateway status, both hosts up:\n" + d.gw.status())
         try:
             yield d
         finally:
             print("\nmulti-host (network namespaces) figures:", json.dumps(d.figures, indent=1))
 
 
-@dataclass
-class Sent:
-    request_id: str
-    start: float
-    end: float = 0.0
-    outcome: str = ""  # "200", another status with its body, or the transport error
-
-
-@dataclass
-class Load:
-    """A bounded number of clients sending translations through the front in a loop until stopped."""
-
-    url: str
-    threads: int = 3
-    pause_s: float = 0.05  # leaves the cores room to start an engine again while under load
-    sent: list[Sent] = field(default_factory=list)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _workers: list[threading.Thread] = field(default_factory=list)
-
-    def _one(self, client: httpx.Client, text: str) -> None:
-        rid = uuid.uuid4().hex
-        record = Sent(rid, time.time())
-        self.sent.append(record)
-        body = {"text": text, "source_lang": "en", "target_lang": "zh"}
-        try:
-            response = client.post("/translate", json=body, headers={"X-Request-ID": rid})
-            ok = response.status_code == 200 and "result" in response.json()
-            record.outcome = "200" if ok else f"{response.status_code} {response.text[:160]}"
-        except httpx.HTTPError as err:
-            record.outcome = repr(err)
-        record.end = time.time()
-
-    def _run(self, n: int) -> None:
-        with httpx.Client(base_url=self.url, timeout=120.0, trust_env=False) as client:
-            i = 0
-            while not self._stop.is_set():
-                i += 1
-                self._one(client, f"Hello from client {n}, request {i}")
-                self._stop.wait(self.pause_s)
-
-    def __enter__(self) -> Load:
-        self._workers = [
-            threading.Thread(target=self._run, args=(n,), daemon=True) for n in range(self.threads)
-        ]
-        for worker in self._workers:
-            worker.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for worker in self._workers:
-            worker.join(timeout=150)
-
-    def ok(self, since: float = 0.0) -> int:
-        return sum(1 for s in self.sent if s.outcome == "200" and s.start > since)
-
-    def failed(self) -> list[Sent]:
-        return [s for s in self.sent if s.end and s.outcome != "200"]
-
-    def wait_ok(self, count: int, since: float = 0.0, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.ok(since) < count:
-            assert time.monotonic() < deadline, f"fewer than {count} answered; failed: {self.failed()[:3]}"
-            time.sleep(0.05)
-
-
 def _went_to(d: Deployment, load: Load, addr: str) -> list[Sent]:
     """The requests the front sent to addr (first try or a retry), from its access log."""
-    log = d.access_log()
+    log = d.gw.access_by_id()
     return [s for s in load.sent if addr in str(log.get(s.request_id, {}).get("upstream_addr", ""))]
 
 
@@ -279,7 +167,7 @@ def _wait_served_by(d: Deployment, load: Load, addr: str, since: float) -> float
     """When the first request started after `since` was answered by addr (its readmission seen)."""
     deadline = time.monotonic() + 120
     while True:
-        log = d.access_log()
+        log = d.gw.access_by_id()
         served = [
             s.start
             for s in load.sent
@@ -313,26 +201,26 @@ def test_host_killed_whole_loses_no_request_and_is_readmitted_when_started_again
     deployment: Deployment,
 ) -> None:
     d, name = deployment, "a/replica-0"
-    wait_until(d.front(), d.gateway_log, d.all_ready, START_TIMEOUT_S, "both ready")
-    mark = len(d.events())
-    with Load(d.url) as load:
+    wait_until(d.gw.proc, d.gw.log, d.gw.all_ready, START_TIMEOUT_S, "both ready")
+    mark = len(d.gw.events())
+    with Load(d.gw.url) as load:
         load.wait_ok(10)
         t_kill = time.time()
         killed = d.lab.kill_all("a")
-        evicted = d.wait_event(_is("evicted", name), 60, mark)
+        evicted = d.gw.wait_event(_is("evicted", name), 60, mark)
         load.wait_ok(10, since=evicted["ts"])  # host b answers alone meanwhile
-        print("\ngateway status, host a killed:\n" + d.status())
-        assert d.health()["hosts"]["a"]["ready"] == 0
+        print("\ngateway status, host a killed:\n" + d.gw.status())
+        assert d.gw.health()["hosts"]["a"]["ready"] == 0
         t_start = time.time()
         d.start_host("a")
         d.wait_host("a")
         t_host = time.time()
-        admitted = d.wait_event(_is("admitted", name), START_TIMEOUT_S, mark)
+        admitted = d.gw.wait_event(_is("admitted", name), START_TIMEOUT_S, mark)
         first = _wait_served_by(d, load, d.replica_addr("a"), admitted["ts"])
     # While host a was dead (from the kill until its `up` started again), which requests went there.
     sent_a = [s.start for s in _went_to(d, load, d.replica_addr("a")) if t_kill <= s.start < t_start]
     d.figures["kill -9 of host a: processes killed"] = len(killed)
-    d.figures["kill -9: requests answered / failed"] = f"{load.ok()} / {len(load.failed())}"
+    d.figures["kill -9: requests answered / failed"] = f"{len(load.answered())} / {len(load.failed())}"
     d.figures["kill -9: evicted at the front after, s"] = round(evicted["ts"] - t_kill, 3)
     d.figures["kill -9: requests sent to a while it was dead"] = len(sent_a)
     d.figures["kill -9: last new request sent to a after, s"] = round(max(sent_a, default=t_kill) - t_kill, 3)
@@ -347,24 +235,24 @@ def test_host_killed_whole_loses_no_request_and_is_readmitted_when_started_again
 
 def test_host_cut_off_is_evicted_and_readmitted_when_restored(deployment: Deployment) -> None:
     d, name = deployment, "a/replica-0"
-    wait_until(d.front(), d.gateway_log, d.all_ready, START_TIMEOUT_S, "both ready")
-    mark = len(d.events())
-    with Load(d.url) as load:
+    wait_until(d.gw.proc, d.gw.log, d.gw.all_ready, START_TIMEOUT_S, "both ready")
+    mark = len(d.gw.events())
+    with Load(d.gw.url) as load:
         load.wait_ok(10)
         t_cut = time.time()
         d.lab.cut("a")
         try:
-            evicted = d.wait_event(_is("evicted", name), 60, mark)
+            evicted = d.gw.wait_event(_is("evicted", name), 60, mark)
             load.wait_ok(10, since=evicted["ts"])
-            print("\ngateway status, host a cut off:\n" + d.status())
+            print("\ngateway status, host a cut off:\n" + d.gw.status())
         finally:
             t_restore = time.time()
             d.lab.restore("a")
-        admitted = d.wait_event(_is("admitted", name), 120, mark)
+        admitted = d.gw.wait_event(_is("admitted", name), 120, mark)
         first = _wait_served_by(d, load, d.replica_addr("a"), admitted["ts"])
     sent_a = [s.start for s in _went_to(d, load, d.replica_addr("a")) if t_cut <= s.start < t_restore]
     failed = load.failed()
-    d.figures["cut: requests answered / failed"] = f"{load.ok()} / {len(failed)}"
+    d.figures["cut: requests answered / failed"] = f"{len(load.answered())} / {len(failed)}"
     d.figures["cut: failures"] = sorted({s.outcome[:80] for s in failed})
     d.figures["cut: evicted at the front after, s"] = round(evicted["ts"] - t_cut, 3)
     d.figures["cut: requests sent to a while it was cut off"] = len(sent_a)
@@ -375,16 +263,16 @@ def test_host_cut_off_is_evicted_and_readmitted_when_restored(deployment: Deploy
     )
     d.figures["restore: readmitted at the front after, s"] = round(admitted["ts"] - t_restore, 3)
     d.figures["restore: first request answered by a after readmission, s"] = round(first - admitted["ts"], 3)
-    print("\ngateway status, host a restored:\n" + d.status())
+    print("\ngateway status, host a restored:\n" + d.gw.status())
     assert t_cut < evicted["ts"] < t_restore < admitted["ts"]
-    assert d.all_ready()
+    assert d.gw.all_ready()
 
 
 def test_rolling_reload_of_both_hosts_in_turn_loses_no_request(deployment: Deployment) -> None:
     d = deployment
-    wait_until(d.front(), d.gateway_log, d.all_ready, START_TIMEOUT_S, "both ready")
+    wait_until(d.gw.proc, d.gw.log, d.gw.all_ready, START_TIMEOUT_S, "both ready")
     pids: dict[str, str] = {}
-    with Load(d.url) as load:
+    with Load(d.gw.url) as load:
         load.wait_ok(10)
         for name in ("a", "b"):
             before = d.replica_pid(name)
@@ -398,16 +286,16 @@ def test_rolling_reload_of_both_hosts_in_turn_loses_no_request(deployment: Deplo
             d.figures[f"reload of host {name}: wall time, s"] = round(t1 - t0, 1)
             # The front routes the new replica (the other port of the pair) before the next host goes.
             wait_until(
-                d.front(),
-                d.gateway_log,
+                d.gw.proc,
+                d.gw.log,
                 functools.partial(_routes_only_new, d, name),
                 60,
                 f"{name}'s new replica",
             )
         load.wait_ok(10, since=time.time())
-    print("\ngateway status, both hosts reloaded:\n" + d.status())
+    print("\ngateway status, both hosts reloaded:\n" + d.gw.status())
     d.figures["reload: replica pids, old -> new"] = pids
-    d.figures["reload: requests answered / failed"] = f"{load.ok()} / {len(load.failed())}"
+    d.figures["reload: requests answered / failed"] = f"{len(load.answered())} / {len(load.failed())}"
     assert load.failed() == [], [s.outcome for s in load.failed()[:5]]
     for name in ("a", "b"):
         health = httpx.get(
@@ -421,7 +309,7 @@ def test_rolling_reload_of_both_hosts_in_turn_loses_no_request(deployment: Deplo
 
 def _routes_only_new(d: Deployment, name: str) -> bool:
     """The gateway routes the host's replica on its new port, and no longer the old one."""
-    state = json.loads(d.status("--json") or "{}")
+    state = json.loads(d.gw.status("--json") or "{}")
     host: dict[str, Any] = next((h for h in state.get("hosts", []) if h["name"] == name), {})
     routed = [r["addr"] for r in host.get("replicas", []) if r["routed"]]
-    return routed == [f"{d.lab.host(name).addr}:{REPLICA_PORT + 1}"] and d.all_ready()
+    return routed == [f"{d.lab.host(name).addr}:{REPLICA_PORT + 1}"] and d.gw.all_ready()

@@ -16,13 +16,15 @@ import httpx
 import pytest
 import yaml
 
+from hunyuan_serve.supervise.events import read_events
 from hunyuan_serve.supervise.state import read_state
 from hunyuan_serve.supervise.targets import NGINX_FILE, REPLICAS_FILE, TARGETS_DIR
-from tests.support.stacks import cli, free_ports, started, wait_until
+from tests.support.stacks import cli, free_ports, started, tiny_engine, wait_until
 
 START_TIMEOUT_S = 420.0
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 MAX_IN_FLIGHT = 7
+ROTATE_AT = 16 * 1024
 
 pytestmark = [
     pytest.mark.engine,
@@ -62,17 +64,12 @@ def _up_config(work: Path, model: Path) -> tuple[Path, int, int]:
         "replicas": 1,
         "base_port": base,
         "run_dir": str(work / "run"),
-        "engine": {
-            "model": str(model),
-            "dtype": "float32",
-            "enforce_eager": True,
-            "kv_cache_memory_bytes": 128 * 1024 * 1024,
-            "max_model_len": 512,
-            "max_num_seqs": 8,
-        },
+        "engine": tiny_engine(model, max_num_seqs=8),
         "replica": {"max_tokens": 4, "max_in_flight": MAX_IN_FLIGHT},
         "supervisor": {"probe_interval_s": 0.5, "startup_timeout_s": 400.0},
         "nginx": {"port": port, "status_port": status_port, "worker_processes": 1},
+        # Small enough that the requests of the log test rotate every log several times; all kept.
+        "logs": {"rotate_at_bytes": ROTATE_AT, "rotate_keep": 1000, "rotate_check_interval_s": 0.25},
     }
     config = work / "up.yaml"
     config.write_text(yaml.safe_dump(settings))
@@ -180,3 +177,44 @@ def test_shipped_alert_rules_load_and_evaluate(observed: Observed) -> None:
     # One replica, serving: neither down alert is pending or firing.
     states = {rule["name"]: rule["state"] for rule in rules}
     assert states["HunyuanReplicaDown"] == "inactive" and states["HunyuanAllReplicasDown"] == "inactive"
+
+
+def _logged_ids(log: Path) -> list[str]:
+    """request_id of every JSON line in the log and its rotated copies."""
+    ids = []
+    for path in log.parent.glob(log.name + "*"):
+        for line in path.read_text(errors="replace").splitlines():
+            if line.startswith("{") and '"request_id"' in line:
+                ids.append(json.loads(line)["request_id"])
+    return ids
+
+
+def test_logs_rotate_under_requests_and_nginx_loses_no_line(observed: Observed) -> None:
+    """Requests (cache hits after the first, ~1 KB of log lines each) rotate Nginx's access log and the
+    replica's log several times; every request is in Nginx's log and its copies exactly once."""
+    sent = [f"rotate-{i:04d}" for i in range(400)]
+    with httpx.Client(base_url=observed.nginx_url, trust_env=False, timeout=30) as client:
+        for rid in sent:
+            body = {"text": "Open file", "source_lang": "en", "target_lang": "zh"}
+            answer = client.post("/translate", json=body, headers={"X-Request-ID": rid})
+            assert answer.status_code == 200, answer.text
+    access = observed.run_dir / "nginx" / "logs" / "access.log"
+    replica = observed.run_dir / "logs" / "replica-0.log"
+
+    def rotations() -> list[str]:
+        events = read_events(observed.run_dir / "events.jsonl")
+        return [e["path"] for e in events if e["event"] == "log_rotated"]
+
+    def settled(rotated: list[str]) -> bool:  # rotated enough, and no rotation still due to shift files
+        due = [p for p in (access, replica) if not p.exists() or p.stat().st_size >= ROTATE_AT]
+        return not due and rotated.count(str(access)) >= 3 and rotated.count(str(replica)) >= 3
+
+    deadline = time.monotonic() + 30  # checks come every 0.25 s; a loaded machine may delay them
+    while not settled(rotated := rotations()):
+        assert time.monotonic() < deadline, rotated
+        time.sleep(0.25)
+    assert (access.parent / "access.log.1").stat().st_size >= ROTATE_AT
+    mine = [rid for rid in _logged_ids(access) if rid.startswith("rotate-")]
+    assert sorted(mine) == sent  # renamed, then reopened on USR1: nothing lost, nothing twice
+    in_replica_logs = {rid for rid in _logged_ids(replica) if rid.startswith("rotate-")}
+    assert len(in_replica_logs) >= len(sent) - rotated.count(str(replica))  # copytruncate's window

@@ -24,7 +24,7 @@ import yaml
 from hunyuan_serve.supervise.events import read_events
 from hunyuan_serve.supervise.state import EVENTS_FILE, read_state
 from tests.support.load import Load
-from tests.support.stacks import alive, cli, free_ports, started, wait_until
+from tests.support.stacks import alive, cli, free_ports, started, tiny_engine, wait_until
 
 START_TIMEOUT_S = 420.0  # two vLLM CPU engines loading on two shared cores
 RELOAD_TIMEOUT_S = 900.0  # two replicas replaced one at a time, each a cold engine start beside the old one
@@ -86,14 +86,7 @@ def _settings(work: Path, model: Path) -> tuple[dict[str, Any], int]:
         "replicas": 2,
         "base_port": base,
         "run_dir": str(work / "run"),
-        "engine": {
-            "model": str(model),
-            "dtype": "float32",
-            "enforce_eager": True,
-            "kv_cache_memory_bytes": 128 * 1024 * 1024,
-            "max_model_len": 512,
-            "max_num_seqs": 16,
-        },
+        "engine": tiny_engine(model),
         "replica": {"max_tokens": 8},
         "supervisor": {
             "probe_interval_s": 0.25,
@@ -162,7 +155,7 @@ def _reload_under_load(stack: Stack, label: str, settings: dict[str, Any]) -> tu
         "pids before": before,
         "pids after": after,
         "reload wall time, s": round(t1 - t0, 1),
-        "requests served during the reload": sum(t0 <= t <= t1 for t in load.ok),
+        "requests served during the reload": sum(t0 <= s.end <= t1 for s in load.answered()),
         "failed requests": len(load.failures),
         "old replicas' exit codes": {pid: exits[pid] for pid in before.values()},
         "answers per model": load.models,

@@ -27,7 +27,16 @@ from hunyuan_serve.supervise.events import read_events
 from hunyuan_serve.supervise.ports import port_problem
 from hunyuan_serve.supervise.state import read_state
 from tests.support.load import Load
-from tests.support.stacks import alive, cli, free_ports, started, stop, tail, wait_until
+from tests.support.stacks import (
+    alive,
+    cli,
+    free_ports,
+    started,
+    stop,
+    tiny_engine,
+    wait_event,
+    wait_until,
+)
 
 START_TIMEOUT_S = 420.0  # two vLLM CPU engines loading on two shared cores
 REPLICAS = ("replica-0", "replica-1")
@@ -78,15 +87,7 @@ class Stack:
     def wait_event(
         self, match: Callable[[dict[str, Any]], bool], timeout: float, after: int = 0
     ) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for event in self.events()[after:]:
-                if match(event):
-                    return event
-            if self.proc.poll() is not None:
-                pytest.fail(f"up exited with {self.proc.returncode}:\n{tail(self.log)}")
-            time.sleep(0.05)
-        pytest.fail(f"no matching event within {timeout}s; last events: {self.events()[-8:]}")
+        return wait_event(self.proc, self.log, self.events, match, timeout, after)
 
     def access_log(self) -> list[dict[str, Any]]:
         path = self.run_dir / "nginx" / "logs" / "access.log"
@@ -101,14 +102,7 @@ def _write_config(work: Path, model: Path) -> tuple[Path, int]:
         "replicas": len(REPLICAS),
         "base_port": base,
         "run_dir": str(work / "run"),
-        "engine": {
-            "model": str(model),
-            "dtype": "float32",
-            "enforce_eager": True,
-            "kv_cache_memory_bytes": 128 * 1024 * 1024,
-            "max_model_len": 512,
-            "max_num_seqs": 16,
-        },
+        "engine": tiny_engine(model),
         "replica": {"max_tokens": 8},
         "supervisor": {
             "probe_interval_s": 0.25,
@@ -321,7 +315,7 @@ def _fail_and_recover(
     stack.figures[f"{label}: supervisor decision after signal, s"] = round(decided["ts"] - t_signal, 3)
     stack.figures[f"{label}: eviction after signal, s"] = round(evicted["ts"] - t_signal, 3)
     stack.figures[f"{label}: readmission after signal, s"] = round(admitted["ts"] - t_signal, 1)
-    stack.figures[f"{label}: requests served during the test"] = len(load.ok)
+    stack.figures[f"{label}: requests served during the test"] = len(load.answered())
     stack.figures[f"{label}: responses cut after their headers"] = len(truncated)
     return evicted, stack.events()[mark:]
 

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -64,12 +65,27 @@ def cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "hunyuan_serve", *args]
 
 
+TINY_KV_CACHE_BYTES = 128 * 1024 * 1024
+
+
+def tiny_engine(model: Path, max_num_seqs: int = 16) -> dict[str, object]:
+    """The engine section of an `up` config on a tiny checkpoint, sized for two shared cores."""
+    return {
+        "model": str(model),
+        "dtype": "float32",
+        "enforce_eager": True,
+        "kv_cache_memory_bytes": TINY_KV_CACHE_BYTES,
+        "max_model_len": 512,
+        "max_num_seqs": max_num_seqs,
+    }
+
+
 def tiny_up(model: Path, run_dir: Path, port: int, base_port: int, max_tokens: int) -> list[str]:
-    """`hunyuan-serve up` with one replica on a tiny checkpoint, sized for two shared cores."""
+    """`hunyuan-serve up` with one replica on a tiny checkpoint, the flags of tiny_engine's settings."""
     cmd = cli("up", "--model", str(model), "--replicas", "1", "--port", str(port))
     cmd += ["--base-port", str(base_port), "--run-dir", str(run_dir)]
     cmd += ["--dtype", "float32", "--enforce-eager", "true", "--max-model-len", "512"]
-    cmd += ["--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16"]
+    cmd += ["--kv-cache-memory-bytes", str(TINY_KV_CACHE_BYTES), "--max-num-seqs", "16"]
     return [*cmd, "--max-tokens", str(max_tokens)]
 
 
@@ -103,6 +119,29 @@ def wait_until(
         if time.monotonic() > deadline:
             pytest.fail(f"not {what} within {timeout_s:.0f}s:\n{tail(log)}")
         time.sleep(POLL_S)
+
+
+Event = dict[str, Any]
+
+
+def wait_event(
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    events: Callable[[], list[Event]],
+    match: Callable[[Event], bool],
+    timeout_s: float,
+    after: int = 0,
+) -> Event:
+    """The first of events()[after:] that matches, polled; fails the test if proc exits or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for event in events()[after:]:
+            if match(event):
+                return event
+        if proc.poll() is not None:
+            pytest.fail(f"{proc.args!r} exited with {proc.returncode}:\n{tail(log)}")
+        time.sleep(POLL_S / 2)
+    pytest.fail(f"no matching event within {timeout_s}s; last events: {events()[-8:]}")
 
 
 @contextlib.contextmanager
