@@ -392,6 +392,13 @@ class GatewayConfig(Section):
         10.0, ge=0, description="Longest such wait (it doubles per eviction since the replica was ready)."
     )
     drain_timeout_s: float = Field(10.0, ge=0, description="Time in-flight requests get on shutdown.")
+    # Hosts serving different models behind one front would answer the same request differently (and
+    # a client's cache is keyed by the model the front names): set it to route only hosts serving it.
+    model: str | None = Field(
+        None,
+        description="Route only hosts whose listing names this served model (unset: any, and a mix of "
+        "models is reported as an event models_differ and in /health).",
+    )
 
 
 class LogsConfig(Section):

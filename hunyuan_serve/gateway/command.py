@@ -166,10 +166,10 @@ def _cell(value: object) -> str:
 
 def format_table(state: dict[str, Any]) -> str:
     """One line per replica (a host without any gets one line), then the front."""
-    head = ("HOST", "HOST_STATE", "REPLICA", "ADDR", "STATE", "PROBE_MS", "REASON")
+    head = ("HOST", "HOST_STATE", "MODEL", "REPLICA", "ADDR", "STATE", "PROBE_MS", "REASON")
     rows: list[tuple[str, ...]] = [head]
     for host in state.get("hosts", []):
-        lead = (_cell(host.get("name")), _cell(host.get("state")))
+        lead = (_cell(host.get("name")), _cell(host.get("state")), _cell(host.get("model")))
         for r in host.get("replicas") or [{}]:
             reason = r.get("reason") if r else host.get("reason")
             cells = (r.get("name"), r.get("addr"), r.get("state"), r.get("last_probe_ms"), reason)

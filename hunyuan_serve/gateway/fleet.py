@@ -119,6 +119,7 @@ class Fleet:
         self.gw = gw
         self.rules = health_rules(gw)
         self.hosts = {h.name: HostView(h, since=now) for h in hosts}
+        self.mix: dict[str, str] = {}  # host -> model, last reported while the hosts disagreed
 
     # -- discovery ---------------------------------------------------------------------------
 
@@ -143,7 +144,24 @@ class Fleet:
         for addr, gone in old.items():
             if addr not in view.replicas:
                 events.append(("replica_gone", {"host": host, "replica": gone.name, "addr": addr}))
-        return events + self._step_host(view, health.Tick(now))
+        return events + self._model_mix() + self._step_host(view, health.Tick(now))
+
+    def models(self) -> dict[str, str]:
+        """host -> the model it serves, for each host that is up and listed one."""
+        return {
+            name: v.listing.model for name, v in self.hosts.items() if v.up and v.listing and v.listing.model
+        }
+
+    def _model_mix(self) -> list[Event]:
+        """models_differ once when the hosts up start to serve different models (or another mix)."""
+        models = self.models()
+        if len(set(models.values())) < 2:
+            self.mix = {}
+            return []
+        if models == self.mix:
+            return []
+        self.mix = models
+        return [("models_differ", {"models": models, "routed": self.gw.model or "all"})]
 
     def unlisted(self, host: str, detail: str, now: float) -> list[Event]:
         """A poll of the host failed; the host_down_after-th in a row takes every replica of it out."""
@@ -209,8 +227,13 @@ class Fleet:
 
     # -- what the gateway's Nginx routes to ----------------------------------------------------
 
+    def serves_the_model(self, view: HostView) -> bool:
+        return self.gw.model is None or (view.listing is not None and view.listing.model == self.gw.model)
+
     def routed(self, view: HostView, replica: RemoteReplica) -> bool:
-        return view.up and replica.host_ready and replica.health.state.routable
+        return (
+            view.up and self.serves_the_model(view) and replica.host_ready and replica.health.state.routable
+        )
 
     def routing(self) -> Routing:
         """Every replica of every host, in inventory and listing order; those not routable are down."""
@@ -224,14 +247,19 @@ class Fleet:
 
     def front(self) -> GatewayFront:
         """The model the hosts serve (the first host that listed one) and each host's counts."""
-        listings = [v.listing for v in self.hosts.values() if v.up and v.listing is not None]
-        model = next((x.model for x in listings if x.model), "")
+        listings = [
+            v.listing
+            for v in self.hosts.values()
+            if v.up and v.listing is not None and self.serves_the_model(v)
+        ]
+        model = next((x.model for x in listings if x.model), self.gw.model or "")
         family = next((x.family for x in listings if x.family), None)
         hosts = {
             name: {
                 "state": view.state,
                 "ready": sum(self.routed(view, r) for r in view.replicas.values()),
                 "replicas": len(view.replicas),
+                "model": view.listing.model if view.listing else None,
             }
             for name, view in self.hosts.items()
         }
@@ -242,6 +270,8 @@ class Fleet:
         state = replica.health.state
         if not view.up:
             return "host_down"
+        if not self.serves_the_model(view):
+            return "other_model"
         if not replica.host_ready:
             return "not_ready_on_host"
         if state.routable:

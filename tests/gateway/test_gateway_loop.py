@@ -105,8 +105,8 @@ class Nginx:
         return {addr: not down for addr, down in lines}
 
 
-def listing(*replicas: tuple[str, str, bool], config: int = 1) -> HostListing:
-    return HostListing("tiny-mt", "hunyuan-mt", config, tuple(ListedReplica(*r) for r in replicas))
+def listing(*replicas: tuple[str, str, bool], config: int = 1, model: str = "tiny-mt") -> HostListing:
+    return HostListing(model, "hunyuan-mt", config, tuple(ListedReplica(*r) for r in replicas))
 
 
 class Harness:
@@ -157,10 +157,40 @@ async def test_boot_admits_every_replica_of_every_host(tmp_path: Path) -> None:
     assert [e["replica"] for e in h.named("admitted")] == ["a/replica-0", "b/replica-0"]
     assert [e["host"] for e in h.named("host_up")] == ["a", "b"]
     assert (
-        '"hosts":{"a":{"state":"up","ready":1,"replicas":1},"b":{"state":"up","ready":1,"replicas":1}}'
-        in (h.nginx.configs[-1])
+        '"hosts":{"a":{"state":"up","ready":1,"replicas":1,"model":"tiny-mt"},'
+        '"b":{"state":"up","ready":1,"replicas":1,"model":"tiny-mt"}}' in h.nginx.configs[-1]
     )
     assert "least_conn;" in h.nginx.configs[-1] and "proxy_next_upstream error timeout" in h.nginx.configs[-1]
+
+
+async def test_hosts_serving_different_models_are_reported_once_per_mix(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    h.discovery.answers[B] = listing(("replica-0", "10.77.0.3:8101", True), model="other-mt")
+    await h.boot()
+    assert h.named("models_differ") == [{"models": {"a": "tiny-mt", "b": "other-mt"}, "routed": "all"}]
+    assert all(h.nginx.upstream().values())  # unset gateway.model: a mix is reported, not refused
+    await h.rounds(4)
+    assert len(h.named("models_differ")) == 1
+    h.discovery.answers[B] = listing(("replica-0", "10.77.0.3:8101", True))  # b's reload to a's model
+    await h.rounds(4)
+    h.discovery.answers[A] = listing(("replica-0", "10.77.0.2:8101", True), model="third-mt")
+    await h.rounds(4)
+    assert [e["models"] for e in h.named("models_differ")][-1] == {"a": "third-mt", "b": "tiny-mt"}
+
+
+async def test_gateway_model_routes_only_the_hosts_serving_it(tmp_path: Path) -> None:
+    h = Harness(tmp_path, model="tiny-mt")
+    h.discovery.answers[B] = listing(("replica-0", "10.77.0.3:8101", True), model="other-mt")
+    await h.boot()
+    assert h.nginx.upstream() == {"10.77.0.2:8101": True, "10.77.0.3:8101": False}
+    assert h.named("models_differ")[0]["routed"] == "tiny-mt"
+    view = h.gw.fleet.hosts["b"]
+    assert h.gw.fleet.replica_state(view, view.replicas["10.77.0.3:8101"]) == "other_model"
+    assert '"model":"tiny-mt"' in h.nginx.configs[-1]
+    h.discovery.answers[B] = listing(("replica-0", "10.77.0.3:8101", True))
+    await h.rounds(4)
+    assert all(h.nginx.upstream().values())
+    assert [e["replica"] for e in h.named("admitted")][-1] == "b/replica-0"
 
 
 async def test_host_down_evicts_all_its_replicas_and_back_readmits_them(tmp_path: Path) -> None:

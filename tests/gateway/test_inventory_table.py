@@ -148,15 +148,25 @@ def test_status_table_has_a_line_per_replica_and_one_for_a_host_without_any() ->
         "pid": 7,
         "run_dir": "/r",
         "hosts": [
-            {"name": "a", "state": "up", "replicas": [replica]},
+            {"name": "a", "state": "up", "model": "tencent/Hy-MT2", "replicas": [replica]},
             {"name": "b", "state": "down", "reason": "3 failed poll(s): timeout", "replicas": []},
         ],
         "nginx": {"pid": 8, "listen": "0.0.0.0", "port": 8080, "ready": 1, "replicas": 1},
     }
     lines = format_table(state).splitlines()
-    assert lines[0].split() == ["HOST", "HOST_STATE", "REPLICA", "ADDR", "STATE", "PROBE_MS", "REASON"]
-    assert lines[1].split() == ["a", "up", "replica-0", "10.77.0.2:8101", "ready", "2.5", "ok"]
-    assert lines[2].split()[:2] == ["b", "down"] and lines[2].endswith("3 failed poll(s): timeout")
+    head = ["HOST", "HOST_STATE", "MODEL", "REPLICA", "ADDR", "STATE", "PROBE_MS", "REASON"]
+    assert lines[0].split() == head
+    assert lines[1].split() == [
+        "a",
+        "up",
+        "tencent/Hy-MT2",
+        "replica-0",
+        "10.77.0.2:8101",
+        "ready",
+        "2.5",
+        "ok",
+    ]
+    assert lines[2].split()[:3] == ["b", "down", "-"] and lines[2].endswith("3 failed poll(s): timeout")
     assert lines[-1] == "nginx: pid 8 on 0.0.0.0:8080, 1 of 1 replica(s) in the upstream"
 
 
