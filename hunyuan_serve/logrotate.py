@@ -92,6 +92,6 @@ async def rotate_forever(
         rotate_due(files(), settings(), emit)
 
 
-def files_in(folder: Path, pattern: str = "*.log") -> list[LogFile]:
-    """The logs of a folder its writers hold open in append mode (copied and truncated)."""
-    return [LogFile(p) for p in sorted(folder.glob(pattern)) if p.is_file()]
+def files_in(folder: Path) -> list[LogFile]:
+    """The *.log files of a folder, whose writers hold them open in append mode (copied and truncated)."""
+    return [LogFile(p) for p in sorted(folder.glob("*.log")) if p.is_file()]

@@ -100,7 +100,8 @@ def test_a_writer_appending_through_copy_and_truncate_keeps_writing(tmp_path: Pa
                 rotate(LogFile(log), keep=1000)
                 rotations += 1
     finally:
-        writer.kill() if writer.poll() is None else None
+        if writer.poll() is None:
+            writer.kill()
         writer.wait()
     assert writer.returncode == 0 and rotations >= 3
     pieces = [*reversed(rotated_names(log, rotations)), log]
