@@ -48,7 +48,7 @@ def detect_hardware(device: str, visible: Callable[[], Sequence[int | str]] | No
     if device not in DEVICES:
         raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
     if visible is None:
-        from hunyuan_serve.supervise.command import visible_gpus
+        from hunyuan_serve.gpu import visible_gpus
 
         visible = visible_gpus
     gpus = tuple(str(gpu) for gpu in visible())

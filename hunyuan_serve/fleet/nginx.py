@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 
 from hunyuan_serve.config import NginxConfig
+from hunyuan_serve.fleet import procs
+from hunyuan_serve.fleet.state import write_text_atomic
 from hunyuan_serve.logrotate import LogFile
-from hunyuan_serve.supervise import procs
-from hunyuan_serve.supervise.state import write_text_atomic
 
 
 class NginxError(RuntimeError):

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from hunyuan_serve.config import ConfigError, ServeConfig, split_devices
+from hunyuan_serve.config import DEFAULT_POOL, ConfigError, ServeConfig, split_devices
 from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.gpu import CUDA_ENV, DeviceId
 
@@ -29,6 +29,7 @@ class ReplicaPlan:
     cpus: tuple[int, ...] = ()  # empty: no restriction (GPU replicas)
     gpus: tuple[DeviceId, ...] = ()  # the devices of a GPU replica, as its CUDA_VISIBLE_DEVICES names them
     host: str = "127.0.0.1"  # the address the replica binds (replica.host)
+    pool: str = DEFAULT_POOL  # the pool (config `pools`) whose model it serves
 
     @property
     def addr(self) -> str:

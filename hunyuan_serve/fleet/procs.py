@@ -9,8 +9,8 @@ import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
-from hunyuan_serve.supervise.plan import ReplicaPlan
-from hunyuan_serve.supervise.seams import Proc
+from hunyuan_serve.fleet.plan import ReplicaPlan
+from hunyuan_serve.fleet.seams import Proc
 
 
 async def spawn(
@@ -100,22 +100,6 @@ def pid_alive(pid: int) -> bool:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live pids whose process group is pgid (read from /proc)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            members.append(int(entry))
-    return members
 
 
 def _cmdline(pid: int) -> str | None:

@@ -14,7 +14,7 @@ import jinja2
 
 from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, NATIVE, peer_secret
 from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.supervise.routing import Routing
+from hunyuan_serve.fleet.routing import Routing
 
 NGINX_TEMPLATE = "nginx/nginx.conf.j2"
 SYSTEMD_TEMPLATE = "systemd/hunyuan-serve.service.j2"

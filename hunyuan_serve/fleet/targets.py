@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hunyuan_serve.supervise.routing import Routing
-from hunyuan_serve.supervise.state import write_json_atomic
+from hunyuan_serve.fleet.routing import Routing
+from hunyuan_serve.fleet.state import write_json_atomic
 
 TARGETS_DIR = "prometheus"
 REPLICAS_FILE = "replicas.json"  # the scrape job of the replicas' /metrics

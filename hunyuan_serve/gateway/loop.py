@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve import logrotate
+from hunyuan_serve.fleet.nginx import NginxError
+from hunyuan_serve.fleet.render import GatewayFront, environment, render_nginx
+from hunyuan_serve.fleet.routing import Routing
+from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober
+from hunyuan_serve.fleet.state import write_json_atomic
 from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
 from hunyuan_serve.gateway.fleet import Event, Fleet, HostListing, HostView
 from hunyuan_serve.gateway.inventory import Inventory
-from hunyuan_serve.supervise.nginx import NginxError
-from hunyuan_serve.supervise.render import GatewayFront, environment, render_nginx
-from hunyuan_serve.supervise.routing import Routing
-from hunyuan_serve.supervise.seams import Clock, NginxControl, Prober
-from hunyuan_serve.supervise.state import write_json_atomic
 
 STATE_FILE = "gateway.json"
 EVENTS_FILE = "gateway-events.jsonl"

@@ -9,6 +9,7 @@ from typing import Any
 import yaml
 
 from hunyuan_serve.config import config_to_yaml
+from hunyuan_serve.fleet.render import render_nginx
 from hunyuan_serve.k8s.front import front_deployment, front_service
 from hunyuan_serve.k8s.manifests import (
     NGINX_CONFIGMAP,
@@ -25,7 +26,6 @@ from hunyuan_serve.k8s.manifests import (
     service,
 )
 from hunyuan_serve.k8s.pools import Pool, front_config, front_routing
-from hunyuan_serve.supervise.render import render_nginx
 
 KUSTOMIZATION = "kustomization.yaml"
 HEADER = (

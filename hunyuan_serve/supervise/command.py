@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
-import pwd
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from hunyuan_serve.config import (
     ConfigError,
@@ -22,23 +20,20 @@ from hunyuan_serve.config import (
     default_run_dir,
     load_config_file,
 )
-from hunyuan_serve.gpu import visible_gpus
-from hunyuan_serve.k8s.command import add_flags as add_k8s_flags
-from hunyuan_serve.k8s.command import wants_k8s
+from hunyuan_serve.fleet.rundir import lock_run_dir, run_dir_of, web_root, worker_user
 
 if TYPE_CHECKING:
-    from hunyuan_serve.supervise.events import JsonEvents
-    from hunyuan_serve.supervise.plan import ReplicaPlan
+    from hunyuan_serve.fleet.events import JsonEvents
+    from hunyuan_serve.fleet.plan import ReplicaPlan
     from hunyuan_serve.supervise.reload import Prepared, Source
     from hunyuan_serve.supervise.supervisor import Supervisor
 
 ALL_SECTIONS = ("top", "engine", "replica", "supervisor", "nginx", "auth", "logs")
-SYSTEMD_CONFIG = "/etc/hunyuan-serve/config.yaml"
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     up = subparsers.add_parser("up", help="Start replicas behind Nginx and supervise them (Ctrl-C stops).")
-    _serve_flags(up)
+    serve_flags(up)
     up.set_defaults(func=cmd_up)
 
     status = subparsers.add_parser("status", help="Show the replicas of the running `up`.")
@@ -62,20 +57,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     reload.set_defaults(func=cmd_reload)
 
-    render = subparsers.add_parser(
-        "render", help="Print the Nginx config or systemd unit `up` would use; k8s: write a kustomize base."
-    )
-    render.add_argument("what", choices=("nginx", "systemd", "k8s"))
-    _serve_flags(render)
-    add_k8s_flags(render)
-    render.set_defaults(func=cmd_render)
-
     config = subparsers.add_parser("config", help="Print the effective config (file + flags) as YAML.")
-    _serve_flags(config)
+    serve_flags(config)
     config.set_defaults(func=cmd_config)
 
 
-def _serve_flags(parser: argparse.ArgumentParser) -> None:
+def serve_flags(parser: argparse.ArgumentParser) -> None:
     add_config_flags(parser, ALL_SECTIONS)
     parser.add_argument("--port", dest="nginx.port", default=argparse.SUPPRESS, help="Same as --nginx-port.")
 
@@ -83,39 +70,9 @@ def _serve_flags(parser: argparse.ArgumentParser) -> None:
 # -- effects `up` needs, kept here so the rest stays testable ------------------------------------
 
 
-def run_dir_of(cfg: ServeConfig) -> Path:
-    return Path(cfg.run_dir) if cfg.run_dir else default_run_dir(os.environ)
-
-
-def web_root() -> Path:
-    return Path(__file__).resolve().parent.parent / "web"
-
-
-def worker_user() -> str | None:
-    """Nginx started by root would run workers as nobody, who cannot read a private run dir."""
-    return pwd.getpwuid(os.geteuid()).pw_name if os.geteuid() == 0 else None
-
-
-def _lock_run_dir(run_dir: Path) -> IO[str]:
-    path = run_dir / "up.lock"
-    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the life of `up`
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        other = handle.read().strip() or "?"
-        handle.close()
-        raise ConfigError(f"another `up` (pid {other}) is running with run dir {run_dir}") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
-
-
 def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
     """Why the public port or a replica's port cannot be bound now (empty: all free)."""
-    from hunyuan_serve.supervise.ports import port_problem
+    from hunyuan_serve.fleet.ports import port_problem
 
     busy = [port_problem(cfg.nginx.listen, cfg.nginx.port)]
     busy += [port_problem(cfg.replica.host, p.port) for p in plans]
@@ -124,7 +81,7 @@ def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
 
 def write_configs(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path) -> None:
     """The effective config of `up` and of each replica (its own port), where they will read them."""
-    from hunyuan_serve.supervise.state import write_text_atomic
+    from hunyuan_serve.fleet.state import write_text_atomic
 
     for plan in plans:
         data = cfg.model_dump(mode="json")
@@ -135,7 +92,7 @@ def write_configs(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path)
 
 def open_events(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, model: str) -> JsonEvents:
     """A new events file for this `up`, its first event naming what it runs."""
-    from hunyuan_serve.supervise.events import JsonEvents
+    from hunyuan_serve.fleet.events import JsonEvents
 
     path = run_dir / "events.jsonl"
     path.write_text("", encoding="utf-8")
@@ -164,10 +121,10 @@ def build_supervisor(
 ) -> Supervisor:
     """The supervisor on the real adapters: subprocesses, HTTP probes, Nginx, the monotonic clock."""
     from hunyuan_serve.auth import peer_headers
-    from hunyuan_serve.supervise.nginx import NginxController
-    from hunyuan_serve.supervise.probe import HttpProber
-    from hunyuan_serve.supervise.procs import SubprocessRunner
-    from hunyuan_serve.supervise.seams import RealClock
+    from hunyuan_serve.fleet.nginx import NginxController
+    from hunyuan_serve.fleet.probe import HttpProber
+    from hunyuan_serve.fleet.procs import SubprocessRunner
+    from hunyuan_serve.fleet.seams import RealClock
     from hunyuan_serve.supervise.supervisor import Supervisor
 
     return Supervisor(
@@ -213,8 +170,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     from hunyuan_serve import gpu
     from hunyuan_serve.auth import open_listen_problem
     from hunyuan_serve.doctor import format_table, preflight
+    from hunyuan_serve.fleet.plan import with_replica_engine
     from hunyuan_serve.models import fetch_model, resolve_model
-    from hunyuan_serve.supervise.plan import with_replica_engine
 
     cfg = written = config_from_args(args)
     problem = open_listen_problem(cfg)
@@ -223,7 +180,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     run_dir = run_dir_of(cfg)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
-    lock = _lock_run_dir(run_dir)
+    lock = lock_run_dir(run_dir)
     plans = plan_here(cfg, run_dir)
     problems = busy_ports(cfg, plans)
     if problems:
@@ -256,50 +213,6 @@ def cmd_up(args: argparse.Namespace) -> int:
     finally:
         emit.close()
         lock.close()
-
-
-def cmd_render(args: argparse.Namespace) -> int:
-    if wants_k8s(args):
-        from hunyuan_serve.k8s.command import cmd_render_k8s
-
-        return cmd_render_k8s(args)
-    from hunyuan_serve.supervise.health import State
-    from hunyuan_serve.supervise.plan import plan_replicas
-    from hunyuan_serve.supervise.render import render_nginx, render_systemd
-    from hunyuan_serve.supervise.routing import routing_from_states
-
-    cfg = config_from_args(args)
-    run_dir = run_dir_of(cfg)
-    plans = plan_replicas(
-        cfg,
-        visible_gpus=visible_gpus(),
-        cores=sorted(os.sched_getaffinity(0)),
-        run_dir=run_dir,
-        python=sys.executable,
-    )
-    if args.what == "nginx":
-        routing = routing_from_states([(p.addr, State.READY) for p in plans], [p.name for p in plans])
-        sys.stdout.write(
-            render_nginx(
-                cfg, routing, prefix=run_dir / "nginx", web_root=web_root(), worker_user=worker_user()
-            )
-        )
-        return 0
-    config_path = str(Path(args.config).resolve()) if getattr(args, "config", None) else SYSTEMD_CONFIG
-    exe = Path(sys.executable).parent / "hunyuan-serve"
-    argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "hunyuan_serve"]
-    sys.stdout.write(
-        render_systemd(
-            cfg,
-            argv=[*argv, "up", "--config", config_path],
-            run_dir=Path("/run/hunyuan-serve"),
-            working_dir=Path.cwd(),
-            user=None,
-            replicas=len(plans),
-            config_path=config_path,
-        )
-    )
-    return 0
 
 
 def cmd_config(args: argparse.Namespace) -> int:
@@ -337,7 +250,7 @@ RELOAD_POLL_S = 0.2  # how often `reload` reads the events file while it waits (
 def plan_here(cfg: ServeConfig, run_dir: Path) -> list[ReplicaPlan]:
     """The replicas' plans on this machine's GPUs (as CUDA_VISIBLE_DEVICES limits them) or cores."""
     from hunyuan_serve import gpu
-    from hunyuan_serve.supervise.plan import plan_replicas
+    from hunyuan_serve.fleet.plan import plan_replicas
 
     facts = gpu.query_gpus()
     return plan_replicas(
@@ -353,8 +266,8 @@ def plan_here(cfg: ServeConfig, run_dir: Path) -> list[ReplicaPlan]:
 def prepare_reload(cfg: ServeConfig, run_dir: Path) -> Prepared:
     """What `up` does at start before a replica runs, for a reload: plans, the model fetched, its family."""
     from hunyuan_serve.auth import open_listen_problem
+    from hunyuan_serve.fleet.plan import with_replica_engine
     from hunyuan_serve.models import fetch_model, resolve_model
-    from hunyuan_serve.supervise.plan import with_replica_engine
     from hunyuan_serve.supervise.reload import Prepared
 
     plans = plan_here(cfg, run_dir)
@@ -373,9 +286,9 @@ def reload_source(args: argparse.Namespace, written: ServeConfig, run_dir: Path)
     import asyncio
 
     from hunyuan_serve.config import overrides_from_args
-    from hunyuan_serve.supervise.ports import port_problem
+    from hunyuan_serve.fleet.ports import port_problem
+    from hunyuan_serve.fleet.state import write_json_atomic
     from hunyuan_serve.supervise.reload import Source
-    from hunyuan_serve.supervise.state import write_json_atomic
 
     path = str(Path(args.config).resolve()) if getattr(args, "config", None) else None
     overrides = overrides_from_args(args)
@@ -418,9 +331,9 @@ def _recorded_config(run_dir: Path) -> str | None:
 def cmd_reload(args: argparse.Namespace) -> int:
     import signal
 
-    from hunyuan_serve.supervise.events import read_events
-    from hunyuan_serve.supervise.procs import pid_alive
-    from hunyuan_serve.supervise.state import EVENTS_FILE, read_state
+    from hunyuan_serve.fleet.events import read_events
+    from hunyuan_serve.fleet.procs import pid_alive
+    from hunyuan_serve.fleet.state import EVENTS_FILE, read_state
 
     run_dir, timeout_s = _reload_target(args)
     state = read_state(run_dir)
@@ -437,8 +350,8 @@ def cmd_reload(args: argparse.Namespace) -> int:
 def _await_reload(events_path: Path, mark: int, pid: int, timeout_s: float) -> int:
     import time
 
-    from hunyuan_serve.supervise.events import read_events
-    from hunyuan_serve.supervise.procs import pid_alive
+    from hunyuan_serve.fleet.events import read_events
+    from hunyuan_serve.fleet.procs import pid_alive
     from hunyuan_serve.supervise.reload import outcome, reload_id
 
     deadline = time.monotonic() + timeout_s

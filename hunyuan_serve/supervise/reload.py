@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.supervise.plan import ReplicaPlan
+from hunyuan_serve.fleet.plan import ReplicaPlan
 
 # The one table of settings a reload cannot apply: changing any of them is refused, naming the key.
 # Every other setting is applied: the new replicas run it, and Nginx and the supervisor take the new

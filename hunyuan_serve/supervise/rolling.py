@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from hunyuan_serve.config import ConfigError, ServeConfig, config_to_yaml
+from hunyuan_serve.fleet.plan import ReplicaPlan
+from hunyuan_serve.fleet.state import write_text_atomic
 from hunyuan_serve.supervise import reload
-from hunyuan_serve.supervise.plan import ReplicaPlan
-from hunyuan_serve.supervise.state import write_text_atomic
-
-if TYPE_CHECKING:
-    from hunyuan_serve.supervise.supervisor import Replica
+from hunyuan_serve.supervise.replica import Replica
 
 Emit = Callable[..., None]
 _Step = dict[str, Any] | str  # a replica replaced (old and new pid, port), or why not

@@ -21,46 +21,21 @@ from typing import Any, TypeVar
 
 from hunyuan_serve import logrotate
 from hunyuan_serve.config import ServeConfig, config_to_yaml
-from hunyuan_serve.supervise import health, reload
-from hunyuan_serve.supervise.health import Abandon, Health, Kill, Reroute, Start, State
-from hunyuan_serve.supervise.nginx import NginxError
-from hunyuan_serve.supervise.plan import ReplicaPlan
-from hunyuan_serve.supervise.render import environment, render_nginx
+from hunyuan_serve.fleet import health
+from hunyuan_serve.fleet.health import Abandon, Kill, Reroute, Start, State
+from hunyuan_serve.fleet.nginx import NginxError
+from hunyuan_serve.fleet.plan import ReplicaPlan
+from hunyuan_serve.fleet.render import environment, render_nginx
+from hunyuan_serve.fleet.routing import Routing, routing_from_states
+from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober, Runner
+from hunyuan_serve.fleet.state import STATE_FILE, write_json_atomic, write_text_atomic
+from hunyuan_serve.fleet.targets import write_targets
+from hunyuan_serve.supervise import reload
+from hunyuan_serve.supervise.replica import Abandoned, Replica
 from hunyuan_serve.supervise.rolling import RollingReload
-from hunyuan_serve.supervise.routing import Routing, routing_from_states
-from hunyuan_serve.supervise.seams import Clock, NginxControl, Prober, Proc, Runner
-from hunyuan_serve.supervise.state import STATE_FILE, write_json_atomic, write_text_atomic
-from hunyuan_serve.supervise.targets import write_targets
 
 Emit = Callable[..., None]
 _T = TypeVar("_T")
-
-
-@dataclass(eq=False)  # compared by identity: a reload has two of one slot's name for a while
-class Replica:
-    """A replica's plan, its pure health state and the live handles that go with it."""
-
-    plan: ReplicaPlan
-    health: Health
-    generation: int = 0  # bumped per launch, so late observations of an old process are dropped
-    proc: Proc | None = None  # None until the spawn lands, and again once it has exited
-    waiter: asyncio.Task[None] | None = None  # spawns the process, then waits for its exit
-    prober: asyncio.Task[None] | None = None  # the probe loop, while the state is probed
-    kill_pending: str | None = None  # a Kill that came while the spawn was still in progress
-    last_probe_ms: float | None = None
-    config: int = 0  # the reload whose config it runs (0: the one `up` started with)
-    incoming: int | None = None  # the reload that started it, until it takes its slot
-    retiring: bool = False  # replaced (or a failed incoming): out of the routing, stopped, never restarted
-    reload_pid: int | None = None  # the pid it had when a reload retired it
-
-
-@dataclass(frozen=True)
-class Abandoned:
-    """A killed process that did not exit, with the task still waiting for it."""
-
-    replica: str
-    proc: Proc | None
-    waiter: asyncio.Task[None] | None
 
 
 @dataclass(frozen=True)

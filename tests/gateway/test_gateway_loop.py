@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from hunyuan_serve.config import GatewayConfig
+from hunyuan_serve.fleet.probe import ProbeResult
 from hunyuan_serve.gateway.discovery import DiscoveryError
 from hunyuan_serve.gateway.fleet import HostListing, ListedReplica, parse_listing
 from hunyuan_serve.gateway.inventory import parse_inventory
 from hunyuan_serve.gateway.loop import Gateway
 from hunyuan_serve.logrotate import LogFile
-from hunyuan_serve.supervise.probe import ProbeResult
 
 A, B = "http://10.77.0.2:8080", "http://10.77.0.3:8080"
 
@@ -78,7 +78,7 @@ class Nginx:
         return 4242
 
     async def reload(self, text: str, generation: int) -> dict[str, float]:
-        from hunyuan_serve.supervise.nginx import NginxError
+        from hunyuan_serve.fleet.nginx import NginxError
 
         self.attempts += 1
         if self.refuse:

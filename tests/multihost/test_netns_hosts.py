@@ -22,7 +22,7 @@ import httpx
 import pytest
 import yaml
 
-from hunyuan_serve.supervise.state import read_state
+from hunyuan_serve.fleet.state import read_state
 from tests.support import netns
 from tests.support.gateway import GatewayRun
 from tests.support.load import Load, Sent

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hunyuan_serve.supervise.health import State
-from hunyuan_serve.supervise.routing import routing_from_states
-from hunyuan_serve.supervise.targets import NGINX_FILE, REPLICAS_FILE, TARGETS_DIR, write_targets
+from hunyuan_serve.fleet.health import State
+from hunyuan_serve.fleet.routing import routing_from_states
+from hunyuan_serve.fleet.targets import NGINX_FILE, REPLICAS_FILE, TARGETS_DIR, write_targets
 
 NAMES = [("replica-0", "cpu:0"), ("replica-1", "cuda:1")]
 

@@ -10,12 +10,15 @@ import pytest
 import yaml
 
 from hunyuan_serve.config import ConfigError
+from hunyuan_serve import render_command
 from hunyuan_serve.supervise import command
 
 
 def _run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
-    command.add_parser(parser.add_subparsers(dest="command", required=True))
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    command.add_parser(subparsers)
+    render_command.add_parser(subparsers)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

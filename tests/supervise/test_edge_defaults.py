@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.config import NginxConfig, build_config
-from hunyuan_serve.supervise.health import State
-from hunyuan_serve.supervise.render import edge_max_conns, render_nginx
-from hunyuan_serve.supervise.routing import routing_from_states
+from hunyuan_serve.fleet.health import State
+from hunyuan_serve.fleet.render import edge_max_conns, render_nginx
+from hunyuan_serve.fleet.routing import routing_from_states
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 CPU_CAP = NginxConfig().cpu_max_conns

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.config import ConfigError, build_config
-from hunyuan_serve.supervise.plan import cpu_groups, plan_replicas, with_replica_engine
+from hunyuan_serve.fleet.plan import cpu_groups, plan_replicas, with_replica_engine
 
 RUN = Path("/run/hs")
 
@@ -181,7 +181,7 @@ FORBIDDEN = {"asyncio", "subprocess", "httpx", "os", "time", "random", "signal",
 
 @pytest.mark.parametrize("name", PURE)
 def test_pure_modules_import_no_effects(name: str) -> None:
-    source = (Path(__file__).resolve().parents[2] / "hunyuan_serve" / "supervise" / name).read_text()
+    source = (Path(__file__).resolve().parents[2] / "hunyuan_serve" / "fleet" / name).read_text()
     imported = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -190,8 +190,8 @@ def test_pure_modules_import_no_effects(name: str) -> None:
             imported.add(node.module)
             imported.add(node.module.split(".")[0])
     assert not imported & FORBIDDEN
-    assert not {m for m in imported if m.startswith("hunyuan_serve.supervise.")} - {
-        "hunyuan_serve.supervise.health",
-        "hunyuan_serve.supervise.routing",
-        "hunyuan_serve.supervise.plan",
+    assert not {m for m in imported if m.startswith("hunyuan_serve.fleet.")} - {
+        "hunyuan_serve.fleet.health",
+        "hunyuan_serve.fleet.routing",
+        "hunyuan_serve.fleet.plan",
     }

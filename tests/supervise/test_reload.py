@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from hunyuan_serve.config import ConfigError, ServeConfig, build_config
+from hunyuan_serve.fleet.plan import plan_replicas
 from hunyuan_serve.models import ModelError
 from hunyuan_serve.supervise import reload, status
-from hunyuan_serve.supervise.plan import plan_replicas
 from tests.support.supervisor_sim import SETTINGS, Sim, Sims, settings_with
 
 R0, R1 = "replica-0", "replica-1"

@@ -13,9 +13,9 @@ import pytest
 
 from hunyuan_serve import auth
 from hunyuan_serve.config import build_config
-from hunyuan_serve.supervise import render
-from hunyuan_serve.supervise.health import State
-from hunyuan_serve.supervise.routing import routing_from_states
+from hunyuan_serve.fleet import render
+from hunyuan_serve.fleet.health import State
+from hunyuan_serve.fleet.routing import routing_from_states
 
 from . import golden
 

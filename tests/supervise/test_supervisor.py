@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.config import build_config
-from hunyuan_serve.supervise.plan import ReplicaPlan, plan_replicas
-from hunyuan_serve.supervise.procs import SubprocessRunner
+from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas
+from hunyuan_serve.fleet.procs import SubprocessRunner
 from tests.support.supervisor_sim import Sim, Sims, settings_with, settle
 
 

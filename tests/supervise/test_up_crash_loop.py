@@ -15,8 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from hunyuan_serve.supervise.events import read_events
-from hunyuan_serve.supervise.state import read_state
+from hunyuan_serve.fleet.events import read_events
+from hunyuan_serve.fleet.state import read_state
 from tests.support.stacks import alive, cli, free_ports, started, stop, wait_until
 
 pytestmark = [

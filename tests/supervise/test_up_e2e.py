@@ -23,9 +23,9 @@ import psutil
 import pytest
 import yaml
 
-from hunyuan_serve.supervise.events import read_events
-from hunyuan_serve.supervise.ports import port_problem
-from hunyuan_serve.supervise.state import read_state
+from hunyuan_serve.fleet.events import read_events
+from hunyuan_serve.fleet.ports import port_problem
+from hunyuan_serve.fleet.state import read_state
 from tests.support.load import Load
 from tests.support.stacks import (
     alive,

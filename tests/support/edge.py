@@ -18,11 +18,11 @@ from starlette.types import Receive, Scope, Send
 
 from hunyuan_serve.auth import KeyCheck
 from hunyuan_serve.config import ServeConfig, build_config
-from hunyuan_serve.supervise.command import worker_user
-from hunyuan_serve.supervise.health import State
-from hunyuan_serve.supervise.nginx import NginxController
-from hunyuan_serve.supervise.render import render_nginx
-from hunyuan_serve.supervise.routing import routing_from_states
+from hunyuan_serve.fleet.health import State
+from hunyuan_serve.fleet.nginx import NginxController
+from hunyuan_serve.fleet.render import render_nginx
+from hunyuan_serve.fleet.routing import routing_from_states
+from hunyuan_serve.fleet.rundir import worker_user
 from tests.support.stacks import free_port
 
 KEYS = ("key-alpha-0123456789", "key-beta-9876543210")

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve.config import ServeConfig, build_config
+from hunyuan_serve.fleet.nginx import NginxError
+from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas
+from hunyuan_serve.fleet.probe import ProbeResult
+from hunyuan_serve.fleet.seams import Proc
 from hunyuan_serve.logrotate import LogFile
-from hunyuan_serve.supervise.nginx import NginxError
-from hunyuan_serve.supervise.plan import ReplicaPlan, plan_replicas
-from hunyuan_serve.supervise.probe import ProbeResult
 from hunyuan_serve.supervise.reload import Source
-from hunyuan_serve.supervise.seams import Proc
 from hunyuan_serve.supervise.supervisor import Supervisor
 
 SETTINGS: dict[str, Any] = {

@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from hunyuan_serve.config import LogsConfig, NginxConfig, build_config
+from hunyuan_serve.fleet.nginx import NginxController
+from hunyuan_serve.fleet.rundir import worker_user
 from hunyuan_serve.logrotate import LogFile, due, files_in, rotate, rotate_due, rotated_names
-from hunyuan_serve.supervise.command import worker_user
-from hunyuan_serve.supervise.nginx import NginxController
 from tests.support.stacks import free_port
 
 

@@ -1,0 +1,41 @@
+"""The run directory and the host facts every program that renders Nginx needs (up, gateway, k8s)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pwd
+from pathlib import Path
+from typing import IO
+
+from hunyuan_serve.config import ConfigError, ServeConfig, default_run_dir
+
+
+def run_dir_of(cfg: ServeConfig) -> Path:
+    return Path(cfg.run_dir) if cfg.run_dir else default_run_dir(os.environ)
+
+
+def web_root() -> Path:
+    return Path(__file__).resolve().parent.parent / "web"
+
+
+def worker_user() -> str | None:
+    """Nginx started by root would run workers as nobody, who cannot read a private run dir."""
+    return pwd.getpwuid(os.geteuid()).pw_name if os.geteuid() == 0 else None
+
+
+def lock_run_dir(run_dir: Path) -> IO[str]:
+    path = run_dir / "up.lock"
+    handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the life of `up`
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        other = handle.read().strip() or "?"
+        handle.close()
+        raise ConfigError(f"another `up` (pid {other}) is running with run dir {run_dir}") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle

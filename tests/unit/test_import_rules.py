@@ -1,0 +1,76 @@
+"""Which package of hunyuan_serve may import which: the programs are peers over fleet/ and the pure core."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "hunyuan_serve"
+
+# The programs: each runs on its own (a process or a command) and shares code only through the
+# library packages below them, never by importing another program.
+PROGRAMS = {"supervise", "gateway", "k8s", "replica", "client"}
+# Who may not be imported by whom (importer -> forbidden). Function-level imports count too.
+FORBIDDEN: dict[str, set[str]] = {
+    "fleet": PROGRAMS | {"render_command", "cli"},
+    "supervise": PROGRAMS - {"supervise"},
+    "gateway": PROGRAMS - {"gateway"},
+    "k8s": PROGRAMS - {"k8s"},
+    "replica": (PROGRAMS - {"replica"}) | {"fleet"},
+    "client": (PROGRAMS - {"client"}) | {"fleet"},
+    "families": PROGRAMS - {"client"},  # `prompt --glossary` reads glossary files with the client's parser
+    "config": PROGRAMS | {"fleet", "families"},
+    "languages": PROGRAMS | {"fleet", "families", "config"},
+}
+
+
+def _package(root: Path, path: Path) -> str:
+    return path.relative_to(root).with_suffix("").parts[0]
+
+
+def _imported(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("hunyuan_serve"):
+            if node.module == "hunyuan_serve":
+                yield from ((node.lineno, alias.name) for alias in node.names)
+            else:
+                yield node.lineno, node.module.split(".")[1]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("hunyuan_serve."):
+                    yield node.lineno, alias.name.split(".")[1]
+
+
+def violations(root: Path) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        importer = _package(root, path)
+        for line, target in _imported(ast.parse(path.read_text(encoding="utf-8"))):
+            if target != importer and target in FORBIDDEN.get(importer, set()):
+                found.append(f"{path.relative_to(root.parent)}:{line}: {importer} imports {target}")
+    return found
+
+
+def test_no_package_imports_what_its_rules_forbid() -> None:
+    assert violations(ROOT) == []
+
+
+@pytest.mark.parametrize(
+    ("rel", "source", "expected"),
+    [
+        ("gateway/x.py", "from hunyuan_serve.supervise.command import x\n", "gateway imports supervise"),
+        ("fleet/x.py", "def f():\n    from hunyuan_serve import gateway\n", "fleet imports gateway"),
+        ("k8s/x.py", "import hunyuan_serve.supervise.plan\n", "k8s imports supervise"),
+    ],
+)
+def test_a_forbidden_import_is_reported(tmp_path: Path, rel: str, source: str, expected: str) -> None:
+    """The check itself fails on a violation, function-level imports included."""
+    root = tmp_path / "hunyuan_serve"
+    (root / rel).parent.mkdir(parents=True)
+    (root / rel).write_text(source, encoding="utf-8")
+    (root / "fleet").mkdir(exist_ok=True)
+    (root / "fleet" / "ok.py").write_text("from hunyuan_serve.config import ServeConfig\n", encoding="utf-8")
+    assert [v.split(": ", 1)[1] for v in violations(root)] == [expected]
