@@ -7,7 +7,6 @@ processes or sockets. The config "file" is a mapping the test edits; the fake So
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from hunyuan_serve.config import ConfigError, ServeConfig, build_config, resolve_pools
+from hunyuan_serve.config import ServeConfig, build_config, resolve_pools
 from hunyuan_serve.fleet.plan import plan_replicas, replica_config
-from hunyuan_serve.models import ModelError
 from hunyuan_serve.supervise import reload, status
-from tests.support.supervisor_sim import SETTINGS, Sim, Sims, settings_with
+from tests.support.supervisor_sim import SETTINGS, FakeSource, Sim, Sims, settings_with
 
 R0, R1 = "replica-0", "replica-1"
 
@@ -171,46 +169,6 @@ def test_the_first_reload_requested_after_the_signal_serves_it() -> None:
 
 
 # -- histories on the real loop ------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class FakeSource:
-    """The config file `up` was started with, as a mapping the test edits; prepare may fail."""
-
-    settings: dict[str, Any]
-    run_dir: Path
-    gpus: Sequence[int] = ()
-    read_error: str | None = None
-    prepare_error: str | None = None
-    busy: dict[int, str] = dataclasses.field(default_factory=dict)
-    reads: int = 0
-
-    def source(self) -> reload.Source:
-        return reload.Source(
-            build_config(copy.deepcopy(self.settings), {}), self.read, self.prepare, self.port
-        )
-
-    async def read(self) -> ServeConfig:
-        self.reads += 1
-        if self.read_error:
-            raise ConfigError(self.read_error)
-        return build_config(copy.deepcopy(self.settings), {})
-
-    async def prepare(self, cfg: ServeConfig) -> reload.Prepared:
-        if self.prepare_error:
-            raise ModelError(self.prepare_error)
-        plans = plan_replicas(
-            cfg, visible_gpus=list(self.gpus), cores=[0, 1], run_dir=self.run_dir, python="python"
-        )
-        return reload.Prepared(cfg, plans, {"model": cfg.engine.model or "m"})
-
-    def port(self, host: str, port: int) -> str | None:
-        return self.busy.get(port)
-
-    def edit(self) -> None:
-        """What the user does before a reload: a setting every replica reads gets a new value."""
-        replica = self.settings.setdefault("replica", {})
-        replica["max_tokens"] = replica.get("max_tokens", 512) + 1
 
 
 @pytest.fixture
