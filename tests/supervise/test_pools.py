@@ -108,6 +108,19 @@ def test_render_lists_every_pools_replicas(capsys: pytest.CaptureFixture[str]) -
     assert all(f"server 127.0.0.1:{port} " in text for port in (9100, 9101, 9102))
 
 
+def test_render_hands_each_pools_servers_to_the_template(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hunyuan_serve.fleet import render
+    from hunyuan_serve.fleet.routing import Routing
+
+    seen: list[Routing] = []
+    monkeypatch.setattr(render, "render_nginx", lambda cfg, routing, **_: seen.append(routing) or "")
+    assert cli.main(["render", "nginx", "--pool", "a=/m/a:replicas=2", "--pool", "b=/m/b"]) == 0
+    assert {pool: [s.name for s in servers] for pool, servers in seen[0].pools().items()} == {
+        "a": ["a-0", "a-1"],
+        "b": ["b-0"],
+    }
+
+
 # -- the plan ----------------------------------------------------------------------------------------
 
 
