@@ -75,7 +75,7 @@ def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
     from hunyuan_serve.fleet.ports import port_problem
 
     busy = [port_problem(cfg.nginx.listen, cfg.nginx.port)]
-    busy += [port_problem(cfg.replica.host, p.port) for p in plans]
+    busy += [port_problem(p.host, p.port) for p in plans]  # each pool's replica.host
     return [p for p in busy if p]
 
 
