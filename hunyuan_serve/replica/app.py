@@ -15,8 +15,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hunyuan_serve import auth
 from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.languages import find_language
-from hunyuan_serve.prompts import Family, build_prompt
+from hunyuan_serve.families.build import probe_prompt
+from hunyuan_serve.prompts import Family
 from hunyuan_serve.replica import ops
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import Replica
@@ -56,7 +56,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
 
 async def warm_up(replica: Replica) -> Generation:
     """One short translation with the sampling requests get, so the first client does not pay for it."""
-    prompt = build_prompt(replica.family, find_language("en"), find_language("zh"), "Hello, world.")
+    prompt = probe_prompt(replica.family, "Hello, world.")
     defaults = replica.sampling
     sampling = Sampling(
         defaults.temperature, defaults.top_p, defaults.top_k, defaults.repetition_penalty, WARMUP_MAX_TOKENS
