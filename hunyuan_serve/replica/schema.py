@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hunyuan_serve.config import ReplicaConfig
-from hunyuan_serve.families import SamplingDefaults
-from hunyuan_serve.families.base import Features, GlossaryInvalid
+from hunyuan_serve.families import SamplingDefaults, chimera
+from hunyuan_serve.families.base import Features, GlossaryInvalid, PromptInputError
 from hunyuan_serve.families.build import Limits, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage, find_language, is_auto
@@ -270,3 +270,60 @@ def _stream_flag(data: dict[str, Any], batch: bool, preserve_format: bool) -> bo
     if stream and preserve_format:
         raise ApiError(422, "unsupported_feature", "stream cannot be combined with preserve_format")
     return stream
+
+
+@dataclass(frozen=True)
+class FuseRequest:
+    """A validated POST /fuse: one source text, its candidate translations, the Chimera's sampling."""
+
+    text: str
+    source: Language
+    target: Language
+    candidates: tuple[str, ...]
+    sampling: Sampling
+
+
+_FUSE_KEYS = {"text", "source_lang", "target_lang", "src_lang", "tgt_lang", "candidates"} | {
+    "temperature",
+    "top_p",
+    "top_k",
+    "repetition_penalty",
+    "max_tokens",
+}
+
+
+def _candidates(data: dict[str, Any]) -> tuple[str, ...]:
+    """`candidates`: a list of strings (empty ones too: a candidate may be empty), 2 to 8 of them."""
+    items = data.get("candidates")
+    if items is None:
+        raise ApiError(422, "missing_field", "candidates (a list of candidate translations) is required")
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ApiError(422, "invalid_parameter", "candidates must be a list of strings")
+    try:
+        chimera.check_count(len(items))
+    except PromptInputError as err:
+        raise ApiError(400, "invalid_candidates", str(err)) from None
+    for index, item in enumerate(items):
+        if "\x00" in item:
+            raise ApiError(422, "invalid_text", f"candidates[{index}] contains a NUL character")
+    return tuple(items)
+
+
+def parse_fuse(raw: bytes, cfg: ReplicaConfig, defaults: SamplingDefaults, max_model_len: int) -> FuseRequest:
+    """POST /fuse's body: text, source_lang (required: the prompt names it), target_lang, candidates."""
+    if len(raw) > cfg.max_body_bytes:
+        raise ApiError(413, "body_too_large", f"body is {len(raw)} bytes; the limit is {cfg.max_body_bytes}")
+    data = decode_body(raw)
+    unknown = sorted(set(data) - _FUSE_KEYS)
+    if unknown:
+        raise ApiError(422, "unknown_field", f"unknown field(s): {', '.join(unknown)[:200]}")
+    if "text" not in data:
+        raise ApiError(422, "missing_field", "give text (a string): /fuse fuses the candidates of one text")
+    texts, _ = _texts(data, cfg)
+    return FuseRequest(
+        text=texts[0],
+        source=_language(data, "source_lang", "src_lang"),
+        target=_language(data, "target_lang", "tgt_lang"),
+        candidates=_candidates(data),
+        sampling=parse_sampling(data, defaults, cfg.max_tokens, max_model_len),
+    )
