@@ -179,6 +179,28 @@ class ReplicaConfig(Section):
     graceful_shutdown_s: float = Field(
         30.0, ge=0, description="On SIGTERM, time in-flight requests get to finish before the replica exits."
     )
+    # Hunyuan-MT-Chimera fusion (issue 19): /translate with "ensemble" samples candidates here and has
+    # the Chimera pool fuse them (POST /fuse). The pool's own config (up's pools) fills chimera_url.
+    chimera_url: str | None = Field(
+        None,
+        description="Base URL of the Chimera pool that fuses ensemble candidates (POST /fuse), e.g. "
+        "http://127.0.0.1:8090; unset: ensemble requests are refused (400).",
+    )
+    # Well under request_timeout_s, so a stuck Chimera still leaves time to answer the candidate.
+    chimera_timeout_s: float = Field(
+        30.0, gt=0, description="Deadline of one fusion call to the Chimera pool; past it, a failure."
+    )
+    chimera_connect_timeout_s: float = Field(
+        2.0, gt=0, description="Deadline of a connection to the Chimera pool; past it, a failure."
+    )
+    chimera_keepalive: int = Field(
+        32, ge=1, description="Idle keep-alive connections the replica keeps open to the Chimera pool."
+    )
+    chimera_failure: Literal["degrade", "refuse"] = Field(
+        "degrade",
+        description="When the Chimera pool fails or refuses a fusion: degrade (answer the first candidate, "
+        "fused_by null, header X-Hunyuan-Fusion saying why) or refuse (503 fusion_unavailable).",
+    )
 
     @field_validator("cache_redis_url")
     @classmethod
@@ -186,6 +208,13 @@ class ReplicaConfig(Section):
         problem = redis_url_problem(value) if value else None
         if problem:
             raise ValueError(problem)
+        return value or None
+
+    @field_validator("chimera_url")
+    @classmethod
+    def _chimera_url(cls, value: str | None) -> str | None:
+        if value and urllib.parse.urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("chimera_url is an http:// or https:// URL, e.g. http://127.0.0.1:8090")
         return value or None
 
     @model_validator(mode="after")

@@ -21,6 +21,7 @@ from hunyuan_serve.replica import ops
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import Replica
 from hunyuan_serve.replica.engine import Engine, Generation, Sampling
+from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle, load
@@ -51,6 +52,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         metrics=metrics,
         cache=cache,
         progress=ProgressWatch(),
+        fusion=Fusion(rcfg),
     )
 
 
@@ -75,6 +77,7 @@ def lifespan(
         loader = asyncio.create_task(
             load(replica.lifecycle, replica.engine, warm, replica.cfg.warmup_timeout_s, on_fatal)
         )
+        replica.fusion.open()
         try:
             yield
         finally:
@@ -82,6 +85,7 @@ def lifespan(
             await asyncio.gather(loader, return_exceptions=True)
             replica.engine.shutdown()
             await replica.cache.aclose()
+            await replica.fusion.aclose()
 
     return run
 

@@ -32,6 +32,7 @@ class TranslateRequest:
     style: str = ""
     preserve_format: bool = False
     stream: bool = False  # answer as server-sent events of the text as it is generated (one text only)
+    ensemble: int = 0  # candidates per text to sample and have the Chimera pool fuse; 0: a plain request
 
     def asked(self) -> Features:
         """What the request asks for, with its whole glossary (a text's prompt gets the terms in it)."""
@@ -55,6 +56,7 @@ _KNOWN_KEYS = {
     "style",
     "preserve_format",
     "stream",
+    "ensemble",
 }
 
 
@@ -247,15 +249,49 @@ def parse_fields(
     target = _language(data, "target_lang", "tgt_lang")
     sampling = parse_sampling(data, defaults, cfg.max_tokens, max_model_len)
     instructions = _instructions(data, feature_limits(cfg))
+    stream = _stream_flag(data, batch, instructions["preserve_format"])
     return TranslateRequest(
         texts=texts,
         batch=batch,
         source=source,
         target=target,
         sampling=sampling,
-        stream=_stream_flag(data, batch, instructions["preserve_format"]),
+        stream=stream,
+        ensemble=_ensemble(data, cfg, stream, instructions["preserve_format"]),
         **instructions,
     )
+
+
+ENSEMBLE_SHAPE = f'{{"candidates": N}}, N from {chimera.MIN_CANDIDATES} to {chimera.MAX_CANDIDATES}'
+
+
+def _ensemble(data: dict[str, Any], cfg: ReplicaConfig, stream: bool, preserve_format: bool) -> int:
+    """`ensemble`: {"candidates": N} (default 6), only with a Chimera pool to fuse them; 0 when absent."""
+    value = data.get("ensemble")
+    if value is None:
+        return 0
+    if not isinstance(value, dict) or set(value) - {"candidates"}:
+        raise ApiError(400, "invalid_ensemble", f"ensemble must be {ENSEMBLE_SHAPE} (default 6)")
+    count = value.get("candidates", chimera.DEFAULT_CANDIDATES)
+    if isinstance(count, bool) or not isinstance(count, int):
+        got = json.dumps(count)[:40]
+        raise ApiError(400, "invalid_ensemble", f"ensemble.candidates must be an integer, got {got}")
+    try:
+        chimera.check_count(count, "ensemble.candidates")
+    except PromptInputError as err:
+        raise ApiError(400, "invalid_ensemble", str(err)) from None
+    if stream or preserve_format:
+        # The answer is the fusion of whole candidates, and the Chimera's prompt carries no <sn> tags.
+        with_what = "stream" if stream else "preserve_format"
+        raise ApiError(400, "invalid_ensemble", f"ensemble cannot be combined with {with_what}")
+    if not cfg.chimera_url:
+        raise ApiError(
+            400,
+            "ensemble_unavailable",
+            "ensemble needs a Chimera pool to fuse its candidates, and none is configured "
+            "(replica.chimera_url)",
+        )
+    return count
 
 
 def _stream_flag(data: dict[str, Any], batch: bool, preserve_format: bool) -> bool:

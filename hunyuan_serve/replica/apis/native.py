@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from hunyuan_serve.families import CHIMERA, chimera
 from hunyuan_serve.languages import AUTO, LANGUAGES
+from hunyuan_serve.replica import ensemble
 from hunyuan_serve.replica.apis import compat, sse
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.engine import Delta
@@ -53,7 +54,7 @@ def _not_on_a_chimera(replica: Replica) -> None:
             "fusion_only",
             f"{replica.engine.model_name} is a Hunyuan-MT-Chimera model (prompt family chimera): it fuses "
             "candidate translations, it does not translate a text alone; POST /fuse {source_lang, "
-            "target_lang, text, candidates}",
+            'target_lang, text, candidates}, or ask a translation replica for "ensemble"',
         )
 
 
@@ -63,6 +64,8 @@ async def _translate(replica: Replica, call: Call) -> Response:
     req = parse_translate(raw, replica.cfg, replica.sampling, replica.engine.max_model_len)
     if req.source is AUTO:  # no source_lang: detected (replica.apis.compat); a mixed batch per language
         req, mixed = compat.detected_source(replica, req)
+        if mixed and req.ensemble:
+            raise ApiError(400, "invalid_ensemble", "ensemble needs one source language: give source_lang")
         if mixed:
             return await compat.native_mixed(replica, call, req)
     call.log.update(source_lang=req.source.code, target_lang=req.target.code, texts=len(req.texts))
@@ -72,9 +75,34 @@ async def _translate(replica: Replica, call: Call) -> Response:
         # Checked here (prompt, budget), before the response starts, so a refusal is a plain 4xx.
         deltas = replica.translator.stream_translation(req, call.id)
         return sse.response(_events(replica, req, call, deltas), call)
+    if req.ensemble:
+        return await _ensemble(replica, req, call)
     outcome = await call.run(replica.translator.translate(req, call.id))
     call.note(outcome)
     return JSONResponse(_answer(replica, req, outcome, call), headers={"X-Request-ID": call.id})
+
+
+async def _sample_and_fuse(
+    replica: Replica, req: TranslateRequest, call: Call
+) -> tuple[Outcome, list[ensemble.Fused]]:
+    outcome = await replica.translator.translate(req, call.id)  # N candidates per text, one engine call each
+    return outcome, await replica.fusion.fuse_all(req, outcome.candidates, call.id)
+
+
+async def _ensemble(replica: Replica, req: TranslateRequest, call: Call) -> Response:
+    """`ensemble`: each text's candidates, fused by the Chimera pool or (degraded) the first of them."""
+    call.log["ensemble"] = req.ensemble
+    outcome, answers = await call.run(_sample_and_fuse(replica, req, call))
+    call.note(outcome)
+    call.log["fused"] = sum(each.fused_by is not None for each in answers)
+    degraded = [each.reason for each in answers if each.fused_by is None]
+    if degraded:
+        call.log["fusion_degraded"] = degraded[0]
+    ensemble.refuse_if_degraded(replica.cfg, answers)
+    body = _answer(replica, req, outcome, call)
+    body.update(ensemble.answer_fields(req.batch, answers))
+    headers = {"X-Request-ID": call.id, **ensemble.fusion_header(answers)}
+    return JSONResponse(body, headers=headers)
 
 
 async def _events(
