@@ -218,6 +218,16 @@ class ReplicaConfig(Section):
         return value or None
 
     @model_validator(mode="after")
+    def _fusion_within_the_deadline(self) -> ReplicaConfig:
+        # Else the request's own deadline (a 504) ends an ensemble before a stuck Chimera can degrade it.
+        if self.chimera_url and self.chimera_timeout_s >= self.request_timeout_s:
+            raise ValueError(
+                f"chimera_timeout_s ({self.chimera_timeout_s:g}) must be under request_timeout_s "
+                f"({self.request_timeout_s:g}): a stuck Chimera must leave time to answer the candidate"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _one_shared_cache(self) -> ReplicaConfig:
         # One shared layer: two would each miss what the other holds and double every write.
         if self.cache_path and self.cache_redis_url:

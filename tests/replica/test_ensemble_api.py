@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -239,3 +240,17 @@ def test_answer_and_header_shapes() -> None:
     error = httpx.Response(429, json={"error": {"code": "rate_limited", "message": "slow down"}})
     assert refusal_reason(error) == "HTTP 429 rate_limited"
     assert refusal_reason(httpx.Response(502, text="<html>bad gateway</html>")) == "HTTP 502"
+
+
+@pytest.mark.parametrize(
+    ("replica", "message"),
+    [
+        ({"chimera_url": "ftp://10.0.0.9:8090"}, "chimera_url is an http:// or https:// URL"),
+        ({"chimera_url": "http://10.0.0.9:8090", "request_timeout_s": 20},
+         "chimera_timeout_s (30) must be under request_timeout_s (20)"),
+    ],
+)  # fmt: skip
+def test_fusion_settings_are_checked_naming_the_field(replica: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_config(**replica)
+    make_config(request_timeout_s=20)  # without a Chimera pool the deadline alone is no conflict
