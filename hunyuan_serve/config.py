@@ -180,6 +180,28 @@ class ReplicaConfig(Section):
     graceful_shutdown_s: float = Field(
         30.0, ge=0, description="On SIGTERM, time in-flight requests get to finish before the replica exits."
     )
+    # Hunyuan-MT-Chimera fusion (issue 19): /translate with "ensemble" samples candidates here and has
+    # the Chimera pool fuse them (POST /fuse). The pool's own config (up's pools) fills chimera_url.
+    chimera_url: str | None = Field(
+        None,
+        description="Base URL of the Chimera pool that fuses ensemble candidates (POST /fuse), e.g. "
+        "http://127.0.0.1:8090; unset: ensemble requests are refused (400).",
+    )
+    # Well under request_timeout_s, so a stuck Chimera still leaves time to answer the candidate.
+    chimera_timeout_s: float = Field(
+        30.0, gt=0, description="Deadline of one fusion call to the Chimera pool; past it, a failure."
+    )
+    chimera_connect_timeout_s: float = Field(
+        2.0, gt=0, description="Deadline of a connection to the Chimera pool; past it, a failure."
+    )
+    chimera_keepalive: int = Field(
+        32, ge=1, description="Idle keep-alive connections the replica keeps open to the Chimera pool."
+    )
+    chimera_failure: Literal["degrade", "refuse"] = Field(
+        "degrade",
+        description="When the Chimera pool fails or refuses a fusion: degrade (answer the first candidate, "
+        "fused_by null, header X-Hunyuan-Fusion saying why) or refuse (503 fusion_unavailable).",
+    )
 
     @field_validator("cache_redis_url")
     @classmethod
@@ -188,6 +210,23 @@ class ReplicaConfig(Section):
         if problem:
             raise ValueError(problem)
         return value or None
+
+    @field_validator("chimera_url")
+    @classmethod
+    def _chimera_url(cls, value: str | None) -> str | None:
+        if value and urllib.parse.urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("chimera_url is an http:// or https:// URL, e.g. http://127.0.0.1:8090")
+        return value or None
+
+    @model_validator(mode="after")
+    def _fusion_within_the_deadline(self) -> ReplicaConfig:
+        # Else the request's own deadline (a 504) ends an ensemble before a stuck Chimera can degrade it.
+        if self.chimera_url and self.chimera_timeout_s >= self.request_timeout_s:
+            raise ValueError(
+                f"chimera_timeout_s ({self.chimera_timeout_s:g}) must be under request_timeout_s "
+                f"({self.request_timeout_s:g}): a stuck Chimera must leave time to answer the candidate"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_shared_cache(self) -> ReplicaConfig:

@@ -15,12 +15,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hunyuan_serve import auth
 from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.languages import find_language
-from hunyuan_serve.prompts import Family, build_prompt
+from hunyuan_serve.families.build import probe_prompt
+from hunyuan_serve.prompts import Family
 from hunyuan_serve.replica import ops
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import Replica
 from hunyuan_serve.replica.engine import Engine, Generation, Sampling
+from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle, load
@@ -51,12 +52,13 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         metrics=metrics,
         cache=cache,
         progress=ProgressWatch(),
+        fusion=Fusion(rcfg),
     )
 
 
 async def warm_up(replica: Replica) -> Generation:
     """One short translation with the sampling requests get, so the first client does not pay for it."""
-    prompt = build_prompt(replica.family, find_language("en"), find_language("zh"), "Hello, world.")
+    prompt = probe_prompt(replica.family, "Hello, world.")
     defaults = replica.sampling
     sampling = Sampling(
         defaults.temperature, defaults.top_p, defaults.top_k, defaults.repetition_penalty, WARMUP_MAX_TOKENS
@@ -75,6 +77,7 @@ def lifespan(
         loader = asyncio.create_task(
             load(replica.lifecycle, replica.engine, warm, replica.cfg.warmup_timeout_s, on_fatal)
         )
+        replica.fusion.open()
         try:
             yield
         finally:
@@ -82,6 +85,7 @@ def lifespan(
             await asyncio.gather(loader, return_exceptions=True)
             replica.engine.shutdown()
             await replica.cache.aclose()
+            await replica.fusion.aclose()
 
     return run
 

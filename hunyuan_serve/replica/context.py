@@ -11,6 +11,7 @@ from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import SamplingDefaults
 from hunyuan_serve.prompts import Family
 from hunyuan_serve.replica.engine import Engine
+from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.liveness import ProgressWatch
@@ -33,6 +34,7 @@ class Replica:
     metrics: Metrics
     cache: TranslationCache
     progress: ProgressWatch
+    fusion: Fusion  # the client to the Chimera pool that fuses ensemble candidates
 
 
 def current(request: Request) -> Replica:
