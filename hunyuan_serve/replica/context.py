@@ -16,6 +16,8 @@ from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.service import Translator
+from hunyuan_serve.replica.usage import Usage
+from hunyuan_serve.stores import Store
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,8 @@ class Replica:
     metrics: Metrics
     cache: TranslationCache
     progress: ProgressWatch
+    store: Store  # glossaries and per-key usage (SQLite on one host, Redis on many)
+    usage: Usage
 
 
 def current(request: Request) -> Replica:
