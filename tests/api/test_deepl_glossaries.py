@@ -42,14 +42,14 @@ class App:
 
 
 def _serve(tmp: Path, family: str, **replica: Any) -> Iterator[App]:
+    tmp.mkdir(parents=True, exist_ok=True)
     keys = tmp / "keys.txt"
     keys.write_text(f"{KEY_A}\n{KEY_B}\n{KEY_SMALL} limit={SMALL_LIMIT}\n")
     store = tmp / "store.sqlite"
+    if "cache_redis_url" not in replica:  # one shared layer: the file or Redis
+        replica["store_path"] = str(store)
     cfg = ServeConfig.model_validate(
-        {
-            "auth": {"keys_file": str(keys)},
-            "replica": {"cache_entries": 100, "store_path": str(store), **replica},
-        }
+        {"auth": {"keys_file": str(keys)}, "replica": {"cache_entries": 100, **replica}, "run_dir": str(tmp)}
     )
     engine = PromptEngine()
     with serve_in_thread(create_app(engine, cfg, family)) as url:
@@ -217,3 +217,24 @@ def test_usage_is_counted_per_key_and_a_limit_refuses_in_each_apis_shape(app: Ap
         metrics = httpx.get(app.url + "/metrics").text
     line = f'hunyuan_key_characters_total{{key="{key_label(auth.key_id(KEY_SMALL))}"}} 12.0'
     assert line in metrics and KEY_SMALL not in metrics
+
+
+def test_hosts_sharing_redis_share_glossaries_and_counts(tmp_path: Path) -> None:
+    from tests.support.redis_server import redis_server
+
+    with redis_server(tmp_path) as redis, contextlib.ExitStack() as hosts:
+        shared = {"cache_redis_url": redis.url, "cache_redis_prefix": "hosts-test:"}
+        one, two = (hosts.enter_context(_served(tmp_path / name, HY_MT15, **shared)) for name in ("a", "b"))
+        with client(one, KEY_SMALL) as first, client(two, KEY_SMALL) as second:
+            made = first.create_glossary("g", "EN", "DE", {"cat": "Katze"})
+            second.translate_text("a cat", source_lang="EN", target_lang="DE", glossary=made)
+            assert "Katze" in two.engine.prompt_texts()[-1]  # host b read what host a stored
+            first.translate_text("cat", source_lang="EN", target_lang="DE")
+            assert first.get_usage().character.count == second.get_usage().character.count == 8
+            assert int(redis.command("GET", f"hosts-test:usage:{auth.key_id(KEY_SMALL)}")) == 8
+            second.delete_glossary(made)
+            assert first.list_glossaries() == []
+        assert not one.store.exists() and not two.store.exists()  # no SQLite file beside Redis
+
+
+_served = contextlib.contextmanager(_serve)
