@@ -143,6 +143,19 @@ class ReplicaConfig(Section):
         gt=0,
         description="After a Redis error, how long the cache does without Redis before trying again.",
     )
+    # DeepL glossaries and per-key usage (hunyuan_serve/stores.py): durable, shared by the replicas of a
+    # host through one SQLite file, or by every host through Redis when cache_redis_url is set.
+    store_path: str | None = Field(
+        None,
+        description="SQLite file of the glossaries and per-key usage the replicas of a host share "
+        "(default: store.sqlite in the run dir; with cache_redis_url they live in Redis instead).",
+    )
+    # DeepL allows 10 MiB a glossary; each translate request matches every term against its texts (one
+    # regex a term), so a smaller bound keeps that matching cheap. Both are checked before anything is stored.
+    max_glossary_entries: int = Field(5000, ge=1, description="Most entries in one stored glossary.")
+    max_glossary_bytes: int = Field(
+        1024 * 1024, ge=1024, description="Largest glossary entries text (TSV or CSV), in UTF-8 bytes."
+    )
     health_deep_timeout_s: float = Field(10.0, gt=0, description="Deadline of the deep health probe.")
     stall_timeout_s: float = Field(
         60.0,
@@ -233,6 +246,8 @@ class ReplicaConfig(Section):
         # One shared layer: two would each miss what the other holds and double every write.
         if self.cache_path and self.cache_redis_url:
             raise ValueError("set one shared cache: cache_path (one host) or cache_redis_url (all hosts)")
+        if self.store_path and self.cache_redis_url:
+            raise ValueError("set one shared store: store_path (one host) or cache_redis_url (all hosts)")
         return self
 
 

@@ -29,6 +29,8 @@ from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.service import Translator
+from hunyuan_serve.replica.usage import Usage
+from hunyuan_serve.stores import store_from_config
 
 WARMUP_MAX_TOKENS = 4
 
@@ -40,6 +42,8 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
     admission = Admission(lifecycle, rcfg.max_in_flight, rcfg.retry_after_s)
     metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
     cache = TranslationCache.from_config(rcfg, metrics)
+    store = store_from_config(cfg)
+    usage = Usage(auth.key_limits(cfg.auth), store, metrics.registry)
     return Replica(
         engine=engine,
         cfg=rcfg,
@@ -47,12 +51,14 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         sampling=replica_sampling(rcfg, family, engine.model_name),
         lifecycle=lifecycle,
         admission=admission,
-        gate=Gate(admission, rcfg, metrics),
+        gate=Gate(admission, rcfg, metrics, usage),
         translator=Translator(engine, family, cache, metrics),
         metrics=metrics,
         cache=cache,
         progress=ProgressWatch(),
         fusion=Fusion(rcfg),
+        store=store,
+        usage=usage,
     )
 
 
@@ -86,6 +92,7 @@ def lifespan(
             replica.engine.shutdown()
             await replica.cache.aclose()
             await replica.fusion.aclose()
+            await replica.store.aclose()
 
     return run
 
@@ -118,6 +125,7 @@ def create_app(
     app.include_router(native.router)
     app.include_router(libretranslate.router)
     app.include_router(deepl.router)
+    app.include_router(deepl.v3)
     app.include_router(immersive.router)
     app.include_router(openai.router)
     auth.install(app, cfg)  # API keys (auth.keys_file): every route but /health, in each dialect's shape

@@ -17,6 +17,8 @@ from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.service import Translator
+from hunyuan_serve.replica.usage import Usage
+from hunyuan_serve.stores import Store
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,8 @@ class Replica:
     cache: TranslationCache
     progress: ProgressWatch
     fusion: Fusion  # the client to the Chimera pool that fuses ensemble candidates
+    store: Store  # glossaries and per-key usage (SQLite on one host, Redis on many)
+    usage: Usage
 
 
 def current(request: Request) -> Replica:

@@ -68,6 +68,7 @@ async def _translate(replica: Replica, call: Call) -> Response:
             raise ApiError(400, "invalid_ensemble", "ensemble needs one source language: give source_lang")
         if mixed:
             return await compat.native_mixed(replica, call, req)
+    await call.bill(req.texts)  # per key: refused past its limit, counted once answered
     call.log.update(source_lang=req.source.code, target_lang=req.target.code, texts=len(req.texts))
     if req.asked().used():
         call.log["features"] = list(req.asked().used())
