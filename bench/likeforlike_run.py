@@ -18,7 +18,7 @@ from bench import likeforlike as lfl
 from bench import names, targets
 from bench.k6run import run_k6
 from bench.likeforlike import Comparison, Pin, Round
-from bench.procs import REPO, Server, free_port, running, tree_cpu_s, warm_up
+from bench.procs import REPO, Server, free_port, http_json, running, tree_cpu_s
 from bench.session import Bench
 from bench.targets import Hardware
 from hunyuan_serve.replica.command import TEST_IGNORE_EOS_ENV
@@ -27,6 +27,8 @@ from hunyuan_serve.replica.command import TEST_IGNORE_EOS_ENV
 # random weights end most answers at once, and every string must cost the same on both sides.
 IGNORE_EOS = {TEST_IGNORE_EOS_ENV: "1"}
 TOKENS, PROMPT_TOKENS = "hunyuan_generation_tokens", "hunyuan_prompt_tokens"
+# What the warm-up requests translate: no string of the workload, so no measured request meets it cached.
+WARM_TEXT = "Warm-up request of the like-for-like bench"
 
 
 def cores() -> list[int]:
@@ -288,7 +290,7 @@ def bench_job(b: Bench, hw: Hardware, timeout_s: float) -> Comparison:
         wait_files([cue / f"ready-{i}" for i in range(count)], engines, timeout_s)
         wait_stack(stack, url, run_dir, timeout_s)
         meter = targets.replica_metrics(run_dir)
-        warm_up(f"{url}/translate", {"text": "Open file", "source_lang": "en", "target_lang": "zh"})
+        warm(url, "translate")
         replicas = _replica_pids(run_dir)
         for number, setup in lfl.alternating(rounds, names.OFFLINE, names.TRANSLATE_JOB):
             lang = names.STACK_TARGETS[number % len(names.STACK_TARGETS)]
@@ -357,7 +359,7 @@ def k6_round(
     result = run_k6("pass.js", f"lfl-{name}", b.work / "k6", env, k6=b.k6_bin, samples=False, cores=client)
     idle_cpu = sum(tree_cpu_s(pid) for pid in idle) - cpu0
     tokens = scrape(meter, TOKENS) - tokens0 if meter else result.value("gen_tokens", "count")
-    prompt = scrape(meter, PROMPT_TOKENS) - prompt0 if meter else 0.0
+    prompt = scrape(meter, PROMPT_TOKENS) - prompt0 if meter else result.value("prompt_tokens", "count")
     count = result.requests - result.failed
     return Round(
         number,
@@ -382,12 +384,17 @@ def alternate(b: Bench, c: Comparison, sides: Mapping[str, Side], client: Sequen
             c.rounds.append(k6_round(b, side, number, setup, client=client, vus=vus, idle=idle))
 
 
-def warm(url: str, api: str) -> None:
-    if api == "openai":
-        body = {"model": names.SERVED_NAME, "prompt": "Hello", "max_tokens": 8}
-        warm_up(f"{url}/v1/completions", body)
-    else:
-        warm_up(f"{url}/translate", {"text": "Open file", "source_lang": "en", "target_lang": "zh"})
+def warm(url: str, api: str, count: int = 8) -> None:
+    """A few requests of texts of their own (distinct: the stack would answer a repeat from its
+    cache), so that no measured round includes lazy first-request work; the engines get as many."""
+    for number in range(count):
+        text = f"{WARM_TEXT} {number}"
+        if api == "openai":
+            http_json(
+                f"{url}/v1/completions", {"model": names.SERVED_NAME, "prompt": text, "max_tokens": 8}, 120
+            )
+        else:
+            http_json(f"{url}/translate", {"text": text, "source_lang": "en", "target_lang": "zh"}, 120)
 
 
 def bench_single(b: Bench, hw: Hardware, timeout_s: float) -> Comparison:

@@ -95,7 +95,7 @@ class Plan:
             unequal=False,
             one_replica=False,
             hosts=False,
-            likeforlike=(names.JOB,),
+            likeforlike=(),  # each row starts engines of its own: `--quick --only job` runs the small one
             lfl_strings=200,
             lfl_rounds=1,
         )

@@ -168,9 +168,10 @@ def test_only_a_like_for_like_row_runs_that_row_alone() -> None:
     assert not lfl_only(Plan())
 
 
-def test_quick_runs_the_job_row_only_and_smaller() -> None:
+def test_quick_runs_no_row_unless_asked_and_then_a_smaller_one() -> None:
     full, quick = Plan(), Plan.quick()
-    assert full.likeforlike == lfl.ROWS and quick.likeforlike == (names.JOB,)
+    assert full.likeforlike == lfl.ROWS and quick.likeforlike == ()
+    assert only(quick, names.JOB).likeforlike == (names.JOB,)
     assert quick.lfl_strings < full.lfl_strings and quick.lfl_rounds < full.lfl_rounds
     assert full.lfl_requests * full.lfl_rounds < 5500  # every round new strings: the cache never answers
 
