@@ -182,3 +182,23 @@ def test_the_command_line_takes_the_rows_strings_and_rounds() -> None:
     assert parse_args(["--only", "likeforlike"]).strings is None
     with pytest.raises(SystemExit):
         parse_args(["--only", "nothing"])
+
+
+def test_the_reports_carry_the_rows_first_in_the_headline_and_the_command_to_rerun(tmp_path: Path) -> None:
+    from bench.session import Bench
+    from bench.write_report import write_likeforlike_report, write_report
+    from hunyuan_serve.families import HUNYUAN_SAMPLING
+
+    b = Bench(
+        only(Plan(), names.SINGLE), tmp_path, tmp_path / "m", tmp_path / "i.json", "k6", HUNYUAN_SAMPLING
+    )
+    b.alike = [_row()]
+    path = write_likeforlike_report(b, tmp_path / "out", CPU, quick=False, argv=["--only", "single"])
+    text = path.read_text()
+    assert path.name == "report-likeforlike-single.md"
+    assert 'flock /tmp/hs-heavy.lock make bench ARGS="--only single"' in text
+    assert "- One vs one: **1.00x** req/s" in text and "### One vs one" in text
+    full = write_report(b, tmp_path / "full", {}, quick=False, hardware=CPU).read_text()
+    headline = full.split("## Headline", 1)[1].split("##", 1)[0].strip().splitlines()
+    assert headline[0].startswith("- One vs one: **1.00x**")
+    assert "## Like for like: the stack against bare vLLM on the same cores" in full
