@@ -202,3 +202,13 @@ def test_the_reports_carry_the_rows_first_in_the_headline_and_the_command_to_rer
     headline = full.split("## Headline", 1)[1].split("##", 1)[0].strip().splitlines()
     assert headline[0].startswith("- One vs one: **1.00x**")
     assert "## Like for like: the stack against bare vLLM on the same cores" in full
+
+
+def test_on_gpus_the_rows_are_skipped_and_the_report_says_why(tmp_path: Path) -> None:
+    from bench.likeforlike_run import GPU_SKIPPED, run_rows
+    from bench.session import Bench
+    from hunyuan_serve.families import HUNYUAN_SAMPLING
+
+    b = Bench(Plan(), tmp_path, tmp_path / "m", tmp_path / "i.json", "k6", HUNYUAN_SAMPLING)
+    assert run_rows(b, GPU2, lfl.ROWS, 1.0) == []
+    assert b.notes == [GPU_SKIPPED]
