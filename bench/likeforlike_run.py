@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -91,6 +92,7 @@ def start_stack(
     b: Bench, name: str, flags: Sequence[str], cpus: Sequence[int] = ()
 ) -> tuple[Server, str, Path]:
     run_dir = b.work / name
+    shutil.rmtree(run_dir, ignore_errors=True)  # a second attempt starts from nothing
     server, url = targets.start_stack(
         b.model, run_dir, flags, base_port=free_port(), cpus=cpus, env=IGNORE_EOS
     )
@@ -140,11 +142,8 @@ def run_rows(b: Bench, hw: Hardware, rows: Sequence[str], timeout_s: float) -> l
     for row in rows:
         before = load_note()
         started = time.monotonic()
-        try:
-            comparison = table[row]()
-        except (RuntimeError, TimeoutError, OSError, subprocess.SubprocessError) as err:
-            b.notes.append(f"Like-for-like row {row}: failed: {err}")
-            print(f"[bench] like-for-like {row} failed: {err}", flush=True)
+        comparison = _attempts(b, row, table[row])
+        if comparison is None:
             continue
         comparison.notes.append(
             f"Row took {time.monotonic() - started:.0f} s; {before} before it, {load_note()} after "
@@ -152,6 +151,18 @@ def run_rows(b: Bench, hw: Hardware, rows: Sequence[str], timeout_s: float) -> l
         )
         done.append(comparison)
     return done
+
+
+def _attempts(b: Bench, row: str, measure: Callable[[], Comparison], tries: int = 2) -> Comparison | None:
+    """The row, started again once if it fails: on a shared machine a port the bench picked can be
+    taken by another process before a server binds it."""
+    for attempt in range(1, tries + 1):
+        try:
+            return measure()
+        except (RuntimeError, TimeoutError, OSError, subprocess.SubprocessError) as err:
+            b.notes.append(f"Like-for-like row {row}, attempt {attempt} of {tries}: failed: {err}")
+            print(f"[bench] like-for-like {row} failed: {err}", flush=True)
+    return None
 
 
 # --- job vs engine limit ---------------------------------------------------------------------------
@@ -284,7 +295,8 @@ def bench_job(b: Bench, hw: Hardware, timeout_s: float) -> Comparison:
     doc = b.work / "job-strings.json"
     doc.write_text(lfl.i18next_document(texts), encoding="utf-8")
     cue = b.work / "offline-cue"
-    cue.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(cue, ignore_errors=True)  # no cue or result of an earlier attempt
+    cue.mkdir(parents=True)
     for number in range(rounds):
         ids = prompt_ids(b.model, texts, names.STACK_TARGETS[number % len(names.STACK_TARGETS)])
         for index, part in enumerate(lfl.split(ids, count)):
