@@ -278,6 +278,12 @@ def translate_round(
     )
 
 
+FAILED_NOTE = (
+    "failed (job row) = answers `translate` refused: the random weights' control characters or lost "
+    "placeholders; the service answered them, they cost the engine the same, and they count as done."
+)
+
+
 def _problems(summary: dict[str, Any]) -> str:
     """What the client said of the segments it failed, the commonest first."""
     from collections import Counter
@@ -356,6 +362,7 @@ def _job_comparison(b: Bench, hw: Hardware, count: int, pins: Sequence[Pin], str
             "timed from its first HTTP request to its last answer (httpx's send wrapped; interpreter "
             "start-up left out, as for the engines). Round k translates into the k-th of "
             f"{', '.join(names.STACK_TARGETS[:3])}, ... on both sides: no round meets the server cache.",
+            FAILED_NOTE,
         ],
         target=0.9,
     )
