@@ -212,3 +212,37 @@ def test_on_gpus_the_rows_are_skipped_and_the_report_says_why(tmp_path: Path) ->
     b = Bench(Plan(), tmp_path, tmp_path / "m", tmp_path / "i.json", "k6", HUNYUAN_SAMPLING)
     assert run_rows(b, GPU2, lfl.ROWS, 1.0) == []
     assert b.notes == [GPU_SKIPPED]
+
+
+def test_pausing_stops_a_whole_process_tree_and_resumes_it() -> None:
+    """SIGSTOP reaches the children too (a stack's replicas and engine cores), SIGCONT all of them."""
+    import psutil
+
+    from bench.likeforlike_run import paused
+
+    parent = subprocess.Popen(["bash", "-c", "sleep 60 & wait"], start_new_session=True)
+    root = psutil.Process(parent.pid)
+    tree = [root]
+    try:
+        for _ in range(100):  # until bash has started its child
+            if root.children():
+                break
+            psutil.wait_procs([], timeout=0.05)
+        tree = [root, *root.children(recursive=True)]
+        assert len(tree) == 2
+        with paused([parent.pid]):
+            assert {proc.status() for proc in tree} == {psutil.STATUS_STOPPED}
+        assert psutil.STATUS_STOPPED not in {proc.status() for proc in tree}
+    finally:
+        for proc in tree:  # by id, the ones this test started
+            proc.kill()
+        parent.wait()
+
+
+def test_the_job_row_names_what_the_client_refused() -> None:
+    from bench.likeforlike_run import _problems
+
+    failures = [{"problem": "control characters U+0012"}, {"problem": "control characters U+0010 U+0011"}]
+    failures.append({"problem": "missing '{x}'"})
+    assert _problems({"failures": failures}) == "2 control characters, 1 missing '{x}'"
+    assert _problems({}) == "none failed"
