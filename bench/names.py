@@ -10,12 +10,17 @@ UNEQUAL = "unequal"
 CHAOS = "chaos"
 OVERLOAD = "overload"
 HOSTS = "hosts"  # bench/multihost.py: the gateway in front of one host, then two
+# The like-for-like rows (bench/likeforlike.py), each its own `--only`; LIKEFORLIKE runs all three.
+JOB = "job"  # the localization job through `translate` against offline engines on the same cores
+SINGLE = "single"  # one replica against one `vllm serve` on the same core
+ASSEMBLED = "assembled"  # the stack against N `vllm serve` behind a hand-written Nginx
+LIKEFORLIKE = "likeforlike"
 
 # Setups: the first column of every table.
 STACK = "stack"
 STACK_1 = "stack, 1 replica"
 SERIAL = "one-at-a-time"
-VLLM = "vLLM server"
+VLLM = "vLLM server (1 engine, unpinned)"
 FIRST_PASS = "stack, first pass"
 SECOND_PASS = "stack, second pass"
 LEAST_CONN = "stack, least_conn"
@@ -24,8 +29,15 @@ KILLED = "stack, replica killed"
 OVERLOADED = "stack, overloaded"
 GATEWAY_1 = "gateway, 1 host"
 GATEWAY_2 = "gateway, 2 hosts"
+OFFLINE = "offline engines"  # vllm.LLM(...).generate, one per core, the prompts split between them
+TRANSLATE_JOB = "translate against the stack"
+VLLM_PINNED = "vLLM server, same core"
+ASSEMBLED_VLLM = "vLLM servers + hand-written Nginx"
 # The baselines every ramp of the stack is compared with, in the report's column order.
 BASELINES = (SERIAL, VLLM)
+# The baselines a ratio is taken to: equal resources only (the vLLM server runs one engine on every
+# core against the stack's pinned replicas; the like-for-like rows compare the servers).
+RATIO_BASELINES = (SERIAL,)
 
 # Steps: what starts one server and measures it (the keys of `--skip`), in the order they run.
 # The stacks first: waiting their turn, they probe their replicas (a little CPU); the baselines

@@ -21,15 +21,15 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m bench.run`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import documents, edge, multihost, names, soak, targets
+from bench import documents, edge, likeforlike_run, multihost, names, soak, targets
 from bench.k6run import find_k6
 from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, tree_rss_mb, warm_up
 from bench.report import best_rate
-from bench.session import Bench, Plan, only, overload_vus, split_cores
+from bench.session import LIKEFORLIKE_ONLY, Bench, Plan, lfl_only, only, overload_vus, split_cores
 from bench.setups import SetupPlan, plan_setups
 from bench.stream_ttft import chat_body, measure, percentile, texts
 from bench.targets import Hardware
-from bench.write_report import write_report
+from bench.write_report import write_likeforlike_report, write_report
 from hunyuan_serve.config import ReplicaConfig
 
 DATA = REPO / "bench" / "data" / "sd-webui-zh_CN.json"
@@ -473,9 +473,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=(names.OVERLOAD,),
-        help="Only the stack's ramp and then this scenario, sized from the ramp (report-<scenario>.md).",
+        choices=(names.OVERLOAD, names.LIKEFORLIKE, *LIKEFORLIKE_ONLY),
+        help="overload: only the stack's ramp and then the overload, sized from the ramp "
+        "(report-full-overload.md); likeforlike, or one of its rows job, single, assembled: only "
+        "that (report-likeforlike.md, report-likeforlike-<row>.md).",
     )
+    parser.add_argument(
+        "--strings", type=int, help="Distinct strings of the job row (default 2000; QUICK 200)."
+    )
+    parser.add_argument("--rounds", type=int, help="Rounds of each setup in a like-for-like row (default 3).")
     parser.add_argument(
         "--k6-nice", type=int, default=0, help="k6's nice value (it shares the cores; below 0 needs root)."
     )
@@ -497,6 +503,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _sized(plan: Plan, args: argparse.Namespace) -> Plan:
+    """--strings and --rounds over the plan's own sizes."""
+    if args.strings:
+        plan = replace(plan, lfl_strings=args.strings)
+    return replace(plan, lfl_rounds=args.rounds) if args.rounds else plan
+
+
 def _cores(text: str) -> tuple[int, ...]:
     """'1' or '0,2': a comma-separated list of core numbers."""
     try:
@@ -511,6 +524,7 @@ def _cores(text: str) -> tuple[int, ...]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     plan = replace(only(Plan.quick() if args.quick else Plan(), args.only), k6_nice=args.k6_nice)
+    plan = _sized(plan, args)
     if args.k6_cores:
         try:
             rest = split_cores(sorted(os.sched_getaffinity(0)), args.k6_cores)
@@ -540,9 +554,20 @@ def main(argv: list[str] | None = None) -> int:
         b.notes.append(f"k6 ran at nice {plan.k6_nice}.")
     if args.soak:
         return run_soak(b, setup, args)
+    if lfl_only(plan):
+        b.alike = likeforlike_run.run_rows(b, hw, plan.likeforlike, args.start_timeout_s)
+        path = write_likeforlike_report(
+            b, args.out, hw, quick=args.quick, argv=sys.argv[1:] if argv is None else argv
+        )
+        print(f"[bench] report: {path} (total {b.elapsed()})", flush=True)
+        return 0
     timings = run_steps(b, make_steps(b, hw, setup), args.start_timeout_s, together=setup.together)
     if plan.hosts and names.STEP_HOSTS not in args.skip:  # alone: it needs every core
         multihost.bench_hosts(b, hw, args.start_timeout_s, timings)
+    if plan.likeforlike:  # last, each row alone on the cores
+        t0 = time.monotonic()
+        b.alike = likeforlike_run.run_rows(b, hw, plan.likeforlike, args.start_timeout_s)
+        timings["like for like"] = time.monotonic() - t0
     path = write_report(b, args.out, timings, quick=args.quick, hardware=hw)
     print(f"[bench] report: {path} (total {b.elapsed()})", flush=True)
     return 0

@@ -12,6 +12,7 @@ from typing import Any
 from bench import names
 from bench.documents import DocumentRow
 from bench.k6run import K6Result, run_k6, sampling_env
+from bench.likeforlike import Comparison
 from bench.procs import counter_delta, scrape_counter
 from bench.report import Row
 from bench.stream_ttft import StreamFigures
@@ -63,6 +64,15 @@ class Plan:
     k6_cores: tuple[int, ...] = ()
     stack_cores: tuple[int, ...] = ()
     only: str = ""  # one scenario of the stack (names.OVERLOAD, after the ramp it is sized from); "": all
+    # The like-for-like rows (bench/likeforlike.py), after everything else, each alone on the cores.
+    likeforlike: tuple[str, ...] = (names.JOB, names.SINGLE, names.ASSEMBLED)
+    lfl_strings: int = 2000  # distinct strings of the job row (--strings)
+    lfl_rounds: int = 3  # rounds of each setup per row, alternating
+    lfl_max_tokens: int = 16  # every string's generated tokens on every side (EOS ignored)
+    lfl_requests: int = 640  # single-string requests per round (the k6 rows)
+    lfl_vus: int = 64  # at once, one replica against one vLLM server
+    lfl_vus_assembled: int = 128  # at once, the stack against the hand-assembled servers
+    lfl_replicas: int = 2  # engines of the job and assembled rows (at most one per core or GPU)
 
     @staticmethod
     def quick() -> Plan:
@@ -85,15 +95,36 @@ class Plan:
             unequal=False,
             one_replica=False,
             hosts=False,
+            likeforlike=(),  # each row starts engines of its own: `--quick --only job` runs the small one
+            lfl_strings=200,
+            lfl_rounds=1,
         )
+
+
+# `--only` values that are like-for-like rows, and the rows each one runs.
+LIKEFORLIKE_ONLY = {
+    names.LIKEFORLIKE: (names.JOB, names.SINGLE, names.ASSEMBLED),
+    names.JOB: (names.JOB,),
+    names.SINGLE: (names.SINGLE,),
+    names.ASSEMBLED: (names.ASSEMBLED,),
+}
 
 
 def only(plan: Plan, scenario: str | None) -> Plan:
     """The plan of `--only SCENARIO`: the stack alone, its ramp (the capacity the scenario is sized
-    from, and the row it is compared with), then that scenario; no baselines, no other stack."""
+    from, and the row it is compared with), then that scenario; no baselines, no other stack. A
+    like-for-like row (or all three): that alone, its own setups only."""
     if not scenario:
         return plan
-    return replace(plan, only=scenario, baselines=(), one_replica=False, unequal=False, hosts=False)
+    rows = LIKEFORLIKE_ONLY.get(scenario, ())
+    return replace(
+        plan, only=scenario, baselines=(), one_replica=False, unequal=False, hosts=False, likeforlike=rows
+    )
+
+
+def lfl_only(plan: Plan) -> bool:
+    """Whether the run is like-for-like rows only (no k6 scenario of the stack)."""
+    return plan.only in LIKEFORLIKE_ONLY
 
 
 def overload_vus(plan: Plan, rate: int, replicas: int, edge_cap: int) -> int:
@@ -139,6 +170,7 @@ class Bench:
     overload: dict[str, float] = field(default_factory=dict)
     streaming: dict[str, StreamFigures] = field(default_factory=dict)  # setup -> its streamed chat figures
     documents: DocumentRow | None = None  # the long Markdown document's run against the stack
+    alike: list[Comparison] = field(default_factory=list)  # the like-for-like rows (bench/likeforlike.py)
     cursor: int = 0  # how many requests the stack has answered: where its next run starts
     started: float = field(default_factory=time.monotonic)
 

