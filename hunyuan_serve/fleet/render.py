@@ -12,8 +12,22 @@ from typing import Any
 
 import jinja2
 
-from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, NATIVE, peer_secret
-from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, INTERNAL_ONLY, NATIVE, POOL_ERRORS, peer_secret
+from hunyuan_serve.config import ConfigError, Pool, ServeConfig, default_pool, resolve_pools
+from hunyuan_serve.fleet.front import (
+    SINGLE_UPSTREAM,
+    Upstream,
+    edge_pools,
+    family_of,
+    health_status,
+    models_list,
+    pool_locations,
+    pool_upstream,
+    pools_health,
+    route_script,
+    routes_table,
+    served_name,
+)
 from hunyuan_serve.fleet.routing import Routing
 
 NGINX_TEMPLATE = "nginx/nginx.conf.j2"
@@ -98,8 +112,7 @@ def _identity(cfg: ServeConfig, front: GatewayFront | None) -> tuple[str, str | 
     """The model (as the replicas report it: the client keys its cache by it) and its prompt family."""
     if front is not None:
         return front.model, front.family
-    family = None if cfg.engine.prompt_family == "auto" else cfg.engine.prompt_family
-    return cfg.engine.served_model_name or cfg.engine.model or "", family
+    return served_name(cfg), family_of(cfg)
 
 
 def _bodies(
@@ -116,6 +129,71 @@ def _bodies(
     return health, {"model": model, "family": family, "config": generation, "replicas": replicas}
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What differs between one pool and several: the upstreams, /health, and (several) the routing."""
+
+    upstreams: tuple[Upstream, ...]
+    health: dict[str, Any]
+    health_ok: bool
+    listing: dict[str, Any] | None
+    pooled: dict[str, Any] | None  # None with one pool: no njs, the config as it always was
+
+
+def _single(cfg: ServeConfig, routing: Routing, generation: int, front: GatewayFront | None) -> Layout:
+    """One pool (cfg: its effective config) or a gateway: one upstream, the config as it always was."""
+    health, listing = _bodies(cfg, routing, generation, front)
+    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, edge_max_conns(cfg))
+    return Layout((upstream,), health, bool(routing.ready), listing, None)
+
+
+def _several(
+    cfg: ServeConfig, routing: Routing, generation: int, pools: Sequence[Pool], script: Path
+) -> Layout:
+    """Several pools: one upstream each, routing by model in route.js, /health with each pool's state."""
+    if parse_size(cfg.nginx.client_max_body_size) == 0:
+        raise ConfigError(
+            "nginx.client_max_body_size: 0 (no limit) cannot route by model: njs reads the whole body "
+            "in memory, so it needs a bound"
+        )
+    edge = edge_pools(pools, routing, {p.name: edge_max_conns(p.cfg) for p in pools})
+    first = next(p for p in edge if p.name == default_pool(cfg))
+    status, ok = health_status(edge, first.name)
+    health: dict[str, Any] = {"status": status, "model": first.served, "family": first.family}
+    health.update(ready=routing.ready, replicas=len(routing.servers), config=generation)
+    health["pools"] = pools_health(edge)
+    replicas = [
+        {"name": s.name, "addr": s.addr, "ready": not s.down, "pool": s.pool} for s in routing.servers
+    ]
+    listing: dict[str, Any] = {
+        "model": first.served,
+        "family": first.family,
+        "config": generation,
+        "replicas": replicas,
+    }
+    listing["pools"] = {p.name: p.served for p in edge}
+    pooled = {
+        "pools": edge,
+        "js_module": cfg.nginx.js_module,
+        "script": str(script),
+        "routes": routes_table(edge, cfg),
+        "models": models_list(edge),
+        "keyed": cfg.auth.keys_file is not None,
+        "default_upstream": pool_upstream(first.name),
+        "internal_only": nginx_json(NATIVE.error("internal_only", INTERNAL_ONLY)),
+    }
+    return Layout(tuple(p.upstream for p in edge), health, ok, listing, pooled)
+
+
+def parse_size(text: str) -> int:
+    """An Nginx size (8m, 512k, 1g, 100) in bytes."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    value = text.strip().lower()
+    if value and value[-1] in units:
+        return int(value[:-1]) * units[value[-1]]
+    return int(value)
+
+
 def render_nginx(
     cfg: ServeConfig,
     routing: Routing,
@@ -126,12 +204,20 @@ def render_nginx(
     generation: int = 0,
     env: jinja2.Environment | None = None,
     front: GatewayFront | None = None,
+    pools: Sequence[Pool] | None = None,
+    script: Path | None = None,
 ) -> str:
     """The whole nginx.conf for this routing (replicas not routable are listed as `down`): a host's, or
-    with `front` a gateway's (its upstream spans every host's replicas)."""
+    with `front` a gateway's (its upstream spans every host's replicas). pools: each pool as its replicas
+    run it (default: resolve_pools(cfg)); with several, one upstream each and routing by model (njs,
+    reading `script`, default the packaged route.js)."""
     proxied = PROXIED_PATHS + (("/metrics",) if cfg.nginx.expose_metrics else ())
     template = (env or environment()).get_template(NGINX_TEMPLATE)
-    health, listing = _bodies(cfg, routing, generation, front)
+    pools = resolve_pools(cfg) if pools is None else pools
+    if len(pools) > 1 and front is None:
+        layout = _several(cfg, routing, generation, pools, script or route_script())
+    else:  # a `pools` section of one pool renders as that pool's settings would at the top level
+        layout = _single(cfg if front else pools[0].cfg, routing, generation, front)
     secret = peer_secret(cfg.auth)  # sent to every replica; a host's Nginx also asks its callers for it
     return template.render(
         nginx=cfg.nginx,
@@ -141,25 +227,30 @@ def render_nginx(
         worker_user=worker_user,
         proxied=proxied,
         auth=cfg.auth,
-        edge_errors=edge_errors(cfg),
+        edge_errors=edge_errors(cfg, pooled=layout.pooled is not None),
         dialects=dialect_patterns(),
         fallback_dialect=NATIVE.name,
         generation=generation,
-        max_conns=edge_max_conns(cfg),
-        health=health,
-        listing=listing,
+        upstreams=layout.upstreams,
+        health=layout.health,
+        health_ok=layout.health_ok,
+        listing=layout.listing,
+        pooled=layout.pooled,
+        locations=pool_locations(proxied, cfg) if layout.pooled else [],
         peer_secret=secret,
         peer_required=secret is not None and front is None,
     )
 
 
-def edge_errors(cfg: ServeConfig) -> dict[str, dict[str, Any]]:
-    """The errors Nginx makes itself: per code its status and, per dialect, its body as an Nginx string."""
+def edge_errors(cfg: ServeConfig, *, pooled: bool = False) -> dict[str, dict[str, Any]]:
+    """The errors Nginx makes itself: per code its status and, per dialect, its body as an Nginx string
+    (with several pools also model_not_found, whose {model} route.js fills in)."""
     table: dict[str, dict[str, Any]] = {}
-    for code, (status, message) in EDGE_ERRORS.items():
-        text = message.format(limit=cfg.nginx.client_max_body_size)
+    errors = {**EDGE_ERRORS, **(POOL_ERRORS if pooled else {})}
+    for code, (status, message) in errors.items():
+        text = message.format(limit=cfg.nginx.client_max_body_size, model="{model}")
         bodies = {d.name: nginx_json(d.error(code, text)) for d in DIALECTS}
-        table[code] = {"status": status, "bodies": bodies}
+        table[code] = {"status": status, "bodies": bodies, "page": code in EDGE_ERRORS}
     return table
 
 
