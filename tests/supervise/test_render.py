@@ -16,6 +16,7 @@ import pytest
 from hunyuan_serve import auth
 from hunyuan_serve.config import ConfigError, NginxConfig, build_config
 from hunyuan_serve.fleet import render
+from hunyuan_serve.fleet.front import route_script
 from hunyuan_serve.fleet.health import State
 from hunyuan_serve.fleet.routing import routing_from_states
 
@@ -28,6 +29,7 @@ def test_golden_files_in_deploy_are_current() -> None:
     # Regenerate with: .venv/bin/python tests/supervise/golden.py
     assert golden.GOLDEN_NGINX.read_text(encoding="utf-8") == golden.sample_nginx()
     assert golden.GOLDEN_SYSTEMD.read_text(encoding="utf-8") == golden.sample_systemd()
+    assert golden.GOLDEN_POOLS.read_text(encoding="utf-8") == golden.sample_pools_nginx()
 
 
 def test_deploy_dirs_show_the_templates_the_renderer_loads() -> None:
@@ -40,6 +42,8 @@ def test_deploy_dirs_show_the_templates_the_renderer_loads() -> None:
         loaded = env.get_template(name).filename
         assert loaded is not None and shown.is_symlink(), shown
         assert shown.resolve(strict=True) == Path(loaded).resolve(strict=True), shown
+    shown = golden.REPO / "deploy/nginx/route.js"
+    assert shown.is_symlink() and shown.resolve(strict=True) == route_script().resolve(strict=True)
 
 
 def test_nginx_config_holds_the_required_directives() -> None:
