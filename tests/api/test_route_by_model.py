@@ -210,6 +210,29 @@ async def test_pool_route_for_the_replicas_own_calls(tmp_path: Path) -> None:
     assert all("/_hs/" not in seen["path"] for stub in running for seen in stub.seen)
 
 
+async def test_retries_stay_within_the_pool_and_a_pool_without_replicas_is_a_503(tmp_path: Path) -> None:
+    port = free_port()
+    # mt: one live replica and one listed ready whose port nobody answers; chimera: its one not ready.
+    dead = Stub("mt", MT, port=free_port())
+    with stub_servers([Stub("mt", MT), Stub("small", SMALL), Stub("chimera", CHIMERA, down=True)]) as running:
+        members = [running[0], dead, running[1], running[2]]
+        cfg = pools_config(port, POOLS, {"nginx.retry_after_s": 5})
+        async with pooled_edge(tmp_path, cfg, members), client(port) as http:
+            for _ in range(6):
+                answer = await http.post("/translate", json={"text": "a", "target_lang": "zh", "model": MT})
+                assert answer.status_code == 200 and answer.json()["pool"] == "mt", answer.text
+            body = {"model": CHIMERA, "messages": [{"role": "user", "content": "x"}]}
+            busy = await http.post("/v1/chat/completions", json=body)
+            assert busy.status_code == 503 and busy.headers["retry-after"] == "5", busy.text
+            assert (
+                busy.json()["error"]["code"] == "unavailable"
+                and busy.json()["error"]["type"] == "server_error"
+            )
+            health = await http.get("/health")
+            assert health.status_code == 200 and health.json()["status"] == "degraded"
+    assert not running[2].seen and len(running[0].seen) == 6  # nothing crossed into another pool
+
+
 async def test_health_names_each_pool(tmp_path: Path) -> None:
     port = free_port()
     with stub_servers(stubs()) as running:

@@ -30,6 +30,7 @@ class Stub:
     seen: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
     key: str | None = None  # set: every request needs `Authorization: Bearer KEY`, as the key check asks
+    down: bool = False  # listed `down` in its pool's upstream (a replica not ready)
 
 
 def _openai_error(status: int, code: str, message: str) -> dict[str, Any]:
@@ -133,7 +134,7 @@ def pools_config(port: int, pools: list[dict[str, Any]], overrides: Mapping[str,
 async def pooled_edge(tmp_path: Path, cfg: ServeConfig, stubs: list[Stub]) -> AsyncIterator[NginxController]:
     """The real Nginx with the rendered config of these pools, each stub a ready replica of its pool."""
     nginx = NginxController(cfg.nginx, tmp_path / "nginx")
-    members = [(f"127.0.0.1:{s.port}", State.READY) for s in stubs]
+    members = [(f"127.0.0.1:{s.port}", State.STARTING if s.down else State.READY) for s in stubs]
     names = [f"{s.pool}-{i}" for i, s in enumerate(stubs)]
     routing = routing_from_states(members, names, [s.pool for s in stubs])
     web = tmp_path / "web"
