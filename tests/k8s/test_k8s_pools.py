@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hunyuan_serve.fleet.front import route_script
+from hunyuan_serve.fleet.render import route_script
 from hunyuan_serve.k8s.manifests import NGINX_CONF_DIR
 
 from .kube import Doc, build, configmap_of, container, of_kind, render, validate

@@ -16,8 +16,8 @@ import pytest
 from hunyuan_serve import auth
 from hunyuan_serve.config import ConfigError, NginxConfig, build_config
 from hunyuan_serve.fleet import render
-from hunyuan_serve.fleet.front import route_script
 from hunyuan_serve.fleet.health import State
+from hunyuan_serve.fleet.render import route_script
 from hunyuan_serve.fleet.routing import routing_from_states
 
 from . import golden
