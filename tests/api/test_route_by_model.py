@@ -61,6 +61,10 @@ async def test_openai_client_gets_each_model_from_its_own_pool(tmp_path: Path) -
                 assert chat.model == model and chat.choices[0].message.content == f"pool {pool}"
                 text = await api.completions.create(model=model, prompt="hello")
                 assert text.model == model and text.choices[0].text == f"pool {pool}"
+            stream = await api.chat.completions.create(model=SMALL, messages=messages, stream=True)
+            chunks = [chunk async for chunk in stream]
+            assert {c.model for c in chunks} == {SMALL}
+            assert "".join(c.choices[0].delta.content or "" for c in chunks) == "small"
             listed = await api.models.list()
             assert [m.id for m in listed.data] == [MT, SMALL, CHIMERA]
             card = await api.models.retrieve(SMALL)

@@ -37,6 +37,14 @@ def _openai_error(status: int, code: str, message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
 
 
+def _wants_stream(raw: bytes) -> bool:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("stream") is True
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Answers like a replica: OpenAI's completions and models, /translate, and the dialects, each
     answer naming the pool, the model served, and the SHA-256 of the body as received."""
@@ -60,6 +68,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         digest = hashlib.sha256(raw).hexdigest()
         self.stub.seen.append({"path": self.path, "sha256": digest, "size": len(raw)})
+        if path == "/v1/chat/completions" and _wants_stream(raw):
+            self._stream()
+            return
         status, body = self._body(path, raw)
         if self.stub.key and self.headers.get("authorization") != f"Bearer {self.stub.key}":
             status, body = 401, _openai_error(401, "invalid_api_key", "an API key is required")
@@ -70,6 +81,23 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-length", str(len(out)))
         self.end_headers()
         self.wfile.write(out)
+
+    def _stream(self) -> None:
+        """A chat stream as the replica sends it (X-Accel-Buffering: no), then the connection closed."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("x-accel-buffering", "no")
+        self.send_header("connection", "close")
+        self.end_headers()
+        head = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": self.stub.served}
+        for delta, finish in (
+            ({"role": "assistant", "content": ""}, None),
+            ({"content": self.stub.pool}, None),
+        ):
+            choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+            self.wfile.write(f"data: {json.dumps({**head, 'choices': [choice]})}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.close_connection = True
 
     def _body(self, path: str, raw: bytes) -> tuple[int, dict[str, Any]]:
         served = self.stub.served
