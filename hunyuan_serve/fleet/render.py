@@ -130,13 +130,15 @@ def models_list(pools: Sequence[EdgePool]) -> dict[str, Any]:
     return {"object": "list", "data": cards}
 
 
-def routes_table(pools: Sequence[EdgePool], default: str) -> dict[str, Any]:
+def routes_table(pools: Sequence[EdgePool], default: str, retry_after_s: int) -> dict[str, Any]:
     """What route.js reads ($hs_routes): the named location of each served name and of no model (the
-    default pool's), and the /v1/models list it answers once the key is checked."""
+    default pool's), the /v1/models list it answers once the key is checked, and the Retry-After of a
+    503 there."""
     return {
         "default": "@" + pool_upstream(default),
         "models": {p.served: "@" + p.upstream.name for p in pools if p.served},
         "list": models_list(pools),
+        "retry_after": retry_after_s,
     }
 
 
@@ -327,7 +329,7 @@ def _several(cfg: ServeConfig, routing: Routing, generation: int, several: Sever
         "pools": edge,
         "js_module": cfg.nginx.js_module,
         "script": str(several.script),
-        "routes": routes_table(edge, first.name),
+        "routes": routes_table(edge, first.name, cfg.nginx.retry_after_s),
         "models": models_list(edge),
         "keyed": cfg.auth.keys_file is not None,
         "default_upstream": pool_upstream(first.name),

@@ -250,3 +250,40 @@ async def test_health_names_each_pool(tmp_path: Path) -> None:
     assert health["pools"]["mt"] == {"model": MT, "family": None, "ready": 2, "replicas": 2}
     assert set(health["pools"]) == {"mt", "small", "chimera"}
     assert health["pools"]["small"]["model"] == SMALL
+
+
+async def test_a_host_behind_a_gateway_asks_every_caller_for_the_peer_secret(tmp_path: Path) -> None:
+    port = free_port()
+    secret = tmp_path / "peer"
+    secret.write_text("peer-secret-0123456789abcdef\n")
+    cfg = pools_config(port, POOLS, {"auth.peer_secret_file": str(secret)})
+    peer = {"X-Hunyuan-Peer": "peer-secret-0123456789abcdef"}
+    with stub_servers(stubs()) as running:
+        async with pooled_edge(tmp_path, cfg, running), client(port) as http:
+            body = {"model": SMALL, "messages": [{"role": "user", "content": "x"}]}
+            refused = await http.post("/v1/chat/completions", json=body)
+            assert refused.status_code == 403 and refused.json()["error"]["code"] == "peer_refused"
+            routed = await http.post("/v1/chat/completions", json=body, headers=peer)
+            assert routed.status_code == 200 and routed.json()["pool"] == "small"
+            assert (await http.get("/_hs/pool/chimera/x")).status_code == 403
+            assert (await http.get("/_hs/pool/chimera/x", headers=peer)).json()["pool"] == "chimera"
+            listing = (await http.get("/_hs/replicas", headers=peer)).json()
+            assert listing["pools"] == {"mt": MT, "small": SMALL, "chimera": CHIMERA}
+            assert [r["pool"] for r in listing["replicas"]] == ["mt", "mt", "small", "chimera"]
+
+
+async def test_models_list_with_keys_and_the_default_pool_down_is_openais_503(tmp_path: Path) -> None:
+    port = free_port()
+    keys = tmp_path / "keys"
+    keys.write_text("key-alpha-0123456789\n")
+    cfg = pools_config(port, POOLS, {"auth.keys_file": str(keys), "nginx.retry_after_s": 7})
+    with stub_servers([Stub("mt", MT, down=True), Stub("small", SMALL), Stub("chimera", CHIMERA)]) as running:
+        async with pooled_edge(tmp_path, cfg, running), client(port) as http:
+            answer = await http.get("/v1/models", headers={"Authorization": "Bearer key-alpha-0123456789"})
+            assert answer.status_code == 503 and answer.headers["retry-after"] == "7", answer.text
+            assert (
+                answer.json()["error"]["code"] == "unavailable"
+                and answer.json()["error"]["type"] == "server_error"
+            )
+            # The key check's own location is Nginx's alone.
+            assert (await http.get("/v1/_hs/models_check")).status_code == 404

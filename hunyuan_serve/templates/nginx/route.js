@@ -63,15 +63,16 @@ function model(r) {
 // list of every pool, else its refusal as it answered it.
 function models(r) {
     var args = r.variables.args ? '?' + r.variables.args : '';
-    r.subrequest('/_hs/models_check' + args, {method: 'GET'}, function (reply) {
+    // Under /v1/, so the edge's own errors there (no replica ready: 503) speak OpenAI's shape too.
+    r.subrequest('/v1/_hs/models_check' + args, {method: 'GET'}, function (reply) {
         if (reply.status !== 200) {
-            var type = reply.headersOut['Content-Type'];
-            if (type) {
-                r.headersOut['Content-Type'] = type;
-            }
-            var challenge = reply.headersOut['WWW-Authenticate'];
-            if (challenge) {
-                r.headersOut['WWW-Authenticate'] = challenge;
+            ['Content-Type', 'WWW-Authenticate'].forEach(function (name) {
+                if (reply.headersOut[name]) {
+                    r.headersOut[name] = reply.headersOut[name];
+                }
+            });
+            if (reply.status === 503) {  // the edge's own 503 (add_header skips a subrequest's)
+                r.headersOut['Retry-After'] = String(routes(r).retry_after);
             }
             r.return(reply.status, reply.responseText);
             return;
