@@ -65,7 +65,7 @@ def test_the_front_routes_each_model_to_its_pools_services(two: list[Doc]) -> No
     files = front_files(two)
     conf = files["nginx.conf"]
     assert files["route.js"] == route_script().read_text(encoding="utf-8")
-    assert f"js_import hs from {NGINX_CONF_DIR}/route.js;" in conf
+    assert f'js_import hs from "{NGINX_CONF_DIR}/route.js";' in conf
     mt = conf[conf.index("upstream hs_pool_mt {") :].split("}", 1)[0]
     chimera = conf[conf.index("upstream hs_pool_chimera {") :].split("}", 1)[0]
     assert "server hunyuan-serve-mt-replica-0:8101 " in mt and "server hunyuan-serve-mt-replica-1:8102 " in mt

@@ -316,7 +316,7 @@ def test_two_pools_give_two_upstreams_each_with_its_own_cap() -> None:
     assert "8103" not in mt and "8101" not in chimera and "hs_replicas" not in text
     assert (
         text.startswith("# Rendered")
-        and "\nload_module /usr/lib/nginx/modules/ngx_http_js_module.so;" in text
+        and '\nload_module "/usr/lib/nginx/modules/ngx_http_js_module.so";' in text
     )
     # Retries stay within the pool: each named location proxies to its own upstream.
     named = _block(text, "location @hs_pool_chimera {")
@@ -416,7 +416,12 @@ def test_two_pool_config_with_njs_passes_nginx_t(tmp_path: Path, overrides: dict
     cfg = build_config(TWO_POOLS, overrides)
     states = [(f"127.0.0.1:{8101 + i}", s) for i, (_, s) in enumerate(READY_BOTH)]
     routing = routing_from_states(states, (), [pool for pool, _ in READY_BOTH])
-    text = render.render_nginx(cfg, routing, prefix=tmp_path, web_root=tmp_path / "web", worker_user=None)
+    script = tmp_path / "a dir" / "route.js"  # a path with a space, as a venv's may have
+    script.parent.mkdir()
+    script.write_text(route_script().read_text())
+    text = render.render_nginx(
+        cfg, routing, prefix=tmp_path, web_root=tmp_path / "web", worker_user=None, script=script
+    )
     (tmp_path / "logs").mkdir()
     (tmp_path / "temp").mkdir()
     (tmp_path / "nginx.conf").write_text(text)
