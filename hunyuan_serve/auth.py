@@ -22,6 +22,8 @@ from hunyuan_serve.config import AuthConfig, ConfigError, ServeConfig
 ACCESS_LOG = "hunyuan_serve.access"
 # Multi-host: the header carrying the shared secret (auth.peer_secret_file) from the gateway to a host.
 PEER_HEADER = "X-Hunyuan-Peer"
+# The request-state field where the key check leaves the caller's key_id (the replica reads it there).
+KEY_ID_STATE = "hs_key_id"
 PEER_REFUSED = "only the gateway of this deployment may call this host (X-Hunyuan-Peer missing or wrong)"
 
 
@@ -74,7 +76,7 @@ DIALECTS = (
     NATIVE,
     Dialect("openai", ("/v1/",), _openai, 401, 401),
     Dialect("libretranslate", ("/libretranslate/",), _libretranslate, 403, 403, body_key=True),
-    Dialect("deepl", ("/v2/",), _deepl, 403, 403),
+    Dialect("deepl", ("/v2/", "/v3/"), _deepl, 403, 403),
     Dialect("immersive", ("/immersive/translate",), _native),
 )
 
@@ -106,20 +108,75 @@ def dialect_of(path: str) -> Dialect:
 # -- keys -----------------------------------------------------------------------------------------
 
 
-def load_keys(path: str) -> frozenset[str]:
-    """The keys of a keys file: one a line, blank lines and `#` comments skipped; none is an error."""
+@dataclass(frozen=True)
+class KeySpec:
+    """One key of the keys file and its options: `limit`, the characters it may translate (None: no limit)."""
+
+    key: str
+    limit: int | None = None
+
+
+# A line: the key, then options as name=value, each separated by spaces: `sk-abc123 limit=500000`.
+_KEY_OPTIONS = ("limit",)
+
+
+def load_key_specs(path: str) -> dict[str, KeySpec]:
+    """Every key of a keys file with its options; blank lines and `#` comments skipped; none is an error."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"auth.keys_file: cannot read {path}: {err.strerror}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"auth.keys_file: {path} is not UTF-8 text") from None
-    keys = frozenset(line.split("#", 1)[0].strip() for line in text.splitlines()) - {""}
-    if not keys:
+    specs: dict[str, KeySpec] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        spec = _key_spec(words, f"auth.keys_file: {path} line {number}")
+        if specs.get(spec.key, spec) != spec:
+            raise ConfigError(f"auth.keys_file: {path} line {number}: a key listed before with another limit")
+        specs[spec.key] = spec
+    if not specs:
         raise ConfigError(f"auth.keys_file: {path} holds no key")
-    if any(any(c.isspace() for c in key) for key in keys):
-        raise ConfigError(f"auth.keys_file: {path}: a key holds a space")
-    return keys
+    return specs
+
+
+def _key_spec(words: list[str], where: str) -> KeySpec:
+    """A line's key and options; the message names the line and the option, never the key."""
+    options: dict[str, str] = {}
+    for word in words[1:]:
+        name, equals, value = word.partition("=")
+        if not equals or name not in _KEY_OPTIONS:
+            raise ConfigError(
+                f"{where}: a key holds a space, or an option after it is not name=value "
+                f"({', '.join(_KEY_OPTIONS)})"
+            )
+        options[name] = value
+    limit = None
+    if "limit" in options:
+        digits = options["limit"].replace("_", "")
+        if not digits.isdigit():
+            raise ConfigError(f"{where}: limit= takes a whole number of characters, e.g. limit=500000")
+        limit = int(digits)
+    return KeySpec(words[0], limit)
+
+
+def load_keys(path: str) -> frozenset[str]:
+    """The keys of a keys file: one a line (options after it), blank lines and `#` comments skipped."""
+    return frozenset(load_key_specs(path))
+
+
+def key_limits(cfg: AuthConfig) -> dict[str, int | None]:
+    """Each key's limit by key_id (none without a keys file): what the replica's usage check reads."""
+    if not cfg.keys_file:
+        return {}
+    return {key_id(spec.key): spec.limit for spec in load_key_specs(cfg.keys_file).values()}
+
+
+def key_id(key: str) -> str:
+    """The key's identity where the key itself must not go (owners, logs, metrics): its SHA-256, hex."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def key_matches(given: str, keys: frozenset[str]) -> bool:
@@ -296,6 +353,8 @@ class KeyCheck:
             body, receive = await _buffered(receive, self.max_body_bytes)
             key = body_key(body, headers.get("content-type", ""))
         if key is not None and key_matches(key, self.keys):
+            # Who calls, for the routes that keep things per key (glossaries, usage): never the key itself.
+            scope.setdefault("state", {})[KEY_ID_STATE] = key_id(key)
             await self.app(scope, receive, send)
             return
         await self._refuse(dialect, key is None, headers.get("x-request-id", ""), send)

@@ -53,9 +53,11 @@ def cache_key(
     text: str,
     sampling: Mapping[str, Any],
     instructions: Mapping[str, Any] | None = None,
+    ensemble: int = 0,
 ) -> str:
-    """A stable digest of everything that decides the output: model, languages, text, sampling, and the
-    prompt's instructions (its family, the glossary terms sent, context, style, preserve_format)."""
+    """A stable digest of everything that decides the output: model, languages, text, sampling, the
+    prompt's instructions (its family, the glossary terms sent, context, style, preserve_format), and an
+    ensemble's candidate count (its entry holds that many candidates, never a plain answer)."""
     fields: dict[str, Any] = {
         "model": model,
         "source": source,
@@ -65,6 +67,8 @@ def cache_key(
     }
     if instructions:
         fields["instructions"] = dict(instructions)
+    if ensemble:  # absent for plain requests, so their keys (and caches already filled) stay as they were
+        fields["ensemble"] = {"candidates": ensemble}
     payload = json.dumps(fields, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

@@ -143,6 +143,19 @@ class ReplicaConfig(Section):
         gt=0,
         description="After a Redis error, how long the cache does without Redis before trying again.",
     )
+    # DeepL glossaries and per-key usage (hunyuan_serve/stores.py): durable, shared by the replicas of a
+    # host through one SQLite file, or by every host through Redis when cache_redis_url is set.
+    store_path: str | None = Field(
+        None,
+        description="SQLite file of the glossaries and per-key usage the replicas of a host share "
+        "(default: store.sqlite in the run dir; with cache_redis_url they live in Redis instead).",
+    )
+    # DeepL allows 10 MiB a glossary; each translate request matches every term against its texts (one
+    # regex a term), so a smaller bound keeps that matching cheap. Both are checked before anything is stored.
+    max_glossary_entries: int = Field(5000, ge=1, description="Most entries in one stored glossary.")
+    max_glossary_bytes: int = Field(
+        1024 * 1024, ge=1024, description="Largest glossary entries text (TSV or CSV), in UTF-8 bytes."
+    )
     health_deep_timeout_s: float = Field(10.0, gt=0, description="Deadline of the deep health probe.")
     stall_timeout_s: float = Field(
         60.0,
@@ -180,6 +193,28 @@ class ReplicaConfig(Section):
     graceful_shutdown_s: float = Field(
         30.0, ge=0, description="On SIGTERM, time in-flight requests get to finish before the replica exits."
     )
+    # Hunyuan-MT-Chimera fusion (issue 19): /translate with "ensemble" samples candidates here and has
+    # the Chimera pool fuse them (POST /fuse). The pool's own config (up's pools) fills chimera_url.
+    chimera_url: str | None = Field(
+        None,
+        description="Base URL of the Chimera pool that fuses ensemble candidates (POST /fuse), e.g. "
+        "http://127.0.0.1:8090; unset: ensemble requests are refused (400).",
+    )
+    # Well under request_timeout_s, so a stuck Chimera still leaves time to answer the candidate.
+    chimera_timeout_s: float = Field(
+        30.0, gt=0, description="Deadline of one fusion call to the Chimera pool; past it, a failure."
+    )
+    chimera_connect_timeout_s: float = Field(
+        2.0, gt=0, description="Deadline of a connection to the Chimera pool; past it, a failure."
+    )
+    chimera_keepalive: int = Field(
+        32, ge=1, description="Idle keep-alive connections the replica keeps open to the Chimera pool."
+    )
+    chimera_failure: Literal["degrade", "refuse"] = Field(
+        "degrade",
+        description="When the Chimera pool fails or refuses a fusion: degrade (answer the first candidate, "
+        "fused_by null, header X-Hunyuan-Fusion saying why) or refuse (503 fusion_unavailable).",
+    )
 
     @field_validator("cache_redis_url")
     @classmethod
@@ -189,11 +224,30 @@ class ReplicaConfig(Section):
             raise ValueError(problem)
         return value or None
 
+    @field_validator("chimera_url")
+    @classmethod
+    def _chimera_url(cls, value: str | None) -> str | None:
+        if value and urllib.parse.urlsplit(value).scheme not in ("http", "https"):
+            raise ValueError("chimera_url is an http:// or https:// URL, e.g. http://127.0.0.1:8090")
+        return value or None
+
+    @model_validator(mode="after")
+    def _fusion_within_the_deadline(self) -> ReplicaConfig:
+        # Else the request's own deadline (a 504) ends an ensemble before a stuck Chimera can degrade it.
+        if self.chimera_url and self.chimera_timeout_s >= self.request_timeout_s:
+            raise ValueError(
+                f"chimera_timeout_s ({self.chimera_timeout_s:g}) must be under request_timeout_s "
+                f"({self.request_timeout_s:g}): a stuck Chimera must leave time to answer the candidate"
+            )
+        return self
+
     @model_validator(mode="after")
     def _one_shared_cache(self) -> ReplicaConfig:
         # One shared layer: two would each miss what the other holds and double every write.
         if self.cache_path and self.cache_redis_url:
             raise ValueError("set one shared cache: cache_path (one host) or cache_redis_url (all hosts)")
+        if self.store_path and self.cache_redis_url:
+            raise ValueError("set one shared store: store_path (one host) or cache_redis_url (all hosts)")
         return self
 
 
@@ -744,6 +798,47 @@ def _bool_arg(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
+POOL_FLAG = "NAME=MODEL[:replicas=N][:gpus=0,1]"
+_POOL_OPTIONS = ("replicas", "gpus")
+
+
+def pool_from_flag(text: str) -> dict[str, Any]:
+    """One `--pool NAME=MODEL[:replicas=N][:gpus=0,1]` as an entry of `pools`; a ConfigError names the
+    flag and the part that is wrong."""
+
+    def bad(part: str, why: str) -> ConfigError:
+        return ConfigError(f"--pool {text!r}: {part}: {why} (expected {POOL_FLAG})")
+
+    name, sep, rest = text.partition("=")
+    if not sep:
+        raise bad(repr(text), "no '=' between the pool's name and its model")
+    if not POOL_NAME.match(name):
+        raise bad(f"name {name!r}", "lowercase letters, digits and '-', a letter first, at most 31")
+    model, *options = rest.split(":")
+    if not model.strip():
+        raise bad("model", "empty")
+    pool: dict[str, Any] = {"name": name, "model": model.strip()}
+    for option in options:
+        key, has_value, value = option.partition("=")
+        if key not in _POOL_OPTIONS or not has_value:
+            raise bad(repr(option), "not replicas=N or gpus=0,1")
+        if key in pool:
+            raise bad(repr(option), f"{key} given twice")
+        if key == "replicas":
+            if not value.isdigit() or int(value) < 1:
+                raise bad(repr(option), "replicas is a whole number >= 1")
+            pool["replicas"] = int(value)
+            continue
+        try:
+            gpus = parse_gpus(value)
+        except ValueError as err:
+            raise bad(repr(option), str(err)) from None
+        if gpus is None:
+            raise bad(repr(option), "name the pool's devices, e.g. gpus=0,1")
+        pool["gpus"] = list(gpus)
+    return pool
+
+
 def add_config_flags(parser: argparse.ArgumentParser, sections: Sequence[str]) -> None:
     """Add one --flag per field of the named sections ('top' is ServeConfig's own fields)."""
     parser.add_argument("--config", metavar="FILE", help="YAML config file; flags override it.")
@@ -752,6 +847,17 @@ def add_config_flags(parser: argparse.ArgumentParser, sections: Sequence[str]) -
         group = parser.add_argument_group(f"{section} options")
         for name, field in model.model_fields.items():
             if name in _SECTIONS:
+                continue
+            if section == "top" and name == "pools":  # a list of sections: one repeatable flag per pool
+                group.add_argument(
+                    "--pool",
+                    dest="pools",
+                    action="append",
+                    default=argparse.SUPPRESS,
+                    metavar=POOL_FLAG,
+                    help="A pool: its model, on CPU its replicas, on GPUs its devices; repeat per pool "
+                    "(replaces the file's pools; the other flags are every pool's settings).",
+                )
                 continue
             flag = "--" + _flag_name(None if section == "top" else section, name).replace("_", "-")
             dest = name if section == "top" else f"{section}.{name}"
@@ -767,7 +873,10 @@ def add_config_flags(parser: argparse.ArgumentParser, sections: Sequence[str]) -
 def overrides_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The config keys the user set on the command line (pydantic coerces the strings)."""
     skip = {"config", "command", "func"}
-    return {key: value for key, value in vars(args).items() if key not in skip and _is_config_key(key)}
+    overrides = {key: value for key, value in vars(args).items() if key not in skip and _is_config_key(key)}
+    if "pools" in overrides:  # --pool texts, parsed here so that a bad one is a ConfigError (exit 2)
+        overrides["pools"] = [p if isinstance(p, dict) else pool_from_flag(p) for p in overrides["pools"]]
+    return overrides
 
 
 def _is_config_key(key: str) -> bool:

@@ -8,7 +8,7 @@ import importlib.util
 import re
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -318,17 +318,40 @@ def gather(
 
 
 def preflight(cfg: ServeConfig, plans: Sequence[Any], model: str) -> list[Check]:
-    """The checks `up` and `doctor` share, for the replicas `up` would start."""
+    """The checks `up` and `doctor` share, for the replicas `up` would start (of one model)."""
     device = "cuda" if any(p.gpus for p in plans) else "cpu"
     devices = tuple(d for p in plans for d in p.gpus)
     ports = [(cfg.nginx.listen, cfg.nginx.port)] + [(cfg.replica.host, p.port) for p in plans]
     return run_checks(gather(cfg, model, device, devices, ports))
 
 
+# What differs from one pool to the next: its model, the disk and cache for it, its devices and ports.
+PER_POOL = ("gpu memory", "disk for the model", "hf cache", "ports", "model")
+
+
+def preflight_pools(cfg: ServeConfig, plans: Sequence[Any], models: Mapping[str, str]) -> list[Check]:
+    """preflight per pool, on its effective config, model and replicas; with several pools each
+    per-pool row is named after its pool and the host's rows come once."""
+    from hunyuan_serve.config import resolve_pools
+
+    pools = resolve_pools(cfg)
+    if len(pools) == 1:
+        return preflight(pools[0].cfg, plans, models[pools[0].name])
+    rows: list[Check] = []
+    for n, pool in enumerate(pools):
+        for check in preflight(pool.cfg, [p for p in plans if p.pool == pool.name], models[pool.name]):
+            if check.name in PER_POOL:
+                rows.append(Check(f"{check.name} (pool {pool.name})", check.status, check.detail))
+            elif n == 0:
+                rows.append(check)
+    return rows
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     import os
 
     from hunyuan_serve import gpu, models
+    from hunyuan_serve.config import resolve_pools
     from hunyuan_serve.fleet.plan import plan_replicas
 
     cfg = config_from_args(args)
@@ -343,8 +366,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         gpu_uuids=gpu.uuids_of(facts),
     )
     # No GPU and no --model: `up` converts the embedded demo model, which is not looked at here.
-    model = models.resolve_model(cfg.engine, True) if cfg.engine.model or plans[0].gpus else ""
-    checks = preflight(cfg, plans, model)
+    wanted = {}
+    for pool in resolve_pools(cfg):
+        on_gpu = any(p.gpus for p in plans if p.pool == pool.name)
+        wanted[pool.name] = (
+            models.resolve_model(pool.cfg.engine, True) if pool.cfg.engine.model or on_gpu else ""
+        )
+    checks = preflight_pools(cfg, plans, wanted)
     print(format_table(checks))
     failed = [c.name for c in checks if c.failed]
     print(f"\n{len(failed)} check(s) failed: {', '.join(failed)}" if failed else "\nall checks passed")

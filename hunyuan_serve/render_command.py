@@ -47,7 +47,8 @@ def cmd_render(args: argparse.Namespace) -> int:
         python=sys.executable,
     )
     if args.what == "nginx":
-        routing = routing_from_states([(p.addr, State.READY) for p in plans], [p.name for p in plans])
+        states = [(p.addr, State.READY) for p in plans]
+        routing = routing_from_states(states, [p.name for p in plans], [p.pool for p in plans])
         sys.stdout.write(
             render_nginx(
                 cfg, routing, prefix=run_dir / "nginx", web_root=web_root(), worker_user=worker_user()

@@ -8,7 +8,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from hunyuan_serve.families import FAMILIES, FEW_SHOT, HUNYUAN_MT, HY_MT2, HY_MT15, sampling_defaults
+from hunyuan_serve.families import CHIMERA, FAMILIES, FEW_SHOT, HUNYUAN_MT, HY_MT2, HY_MT15, sampling_defaults
+from hunyuan_serve.families.detect import family_from_name
 
 # Hunyuan-MT-7B's own chat template (tokenizer_config.json of tencent/Hunyuan-MT-7B): no generation
 # prompt; the answer starts right after <|extra_0|> and ends with <|eos|>. HY-MT1.5-7B and Hy-MT2-7B
@@ -124,6 +125,11 @@ _HY_MT15 = TinySpec(
 MOE = "hy-mt2-moe"
 SPECS: dict[str, TinySpec] = {
     HUNYUAN_MT: _HUNYUAN_7B,
+    # Hunyuan-MT-Chimera-7B is Hunyuan-MT-7B fine-tuned for fusion (the README's model table: "Hunyuan 7B
+    # translation ensemble model"), released with the same architecture, tokenizer and the same
+    # recommended sampling; its hub tokenizer_config.json was not among the sources searched, so its chat
+    # template is taken to be Hunyuan-MT-7B's (HUNYUAN_CHAT_TEMPLATE).
+    CHIMERA: replace(_HUNYUAN_7B, kind=CHIMERA, sampling_model="Hunyuan-MT-Chimera-7B"),
     HY_MT15: _HY_MT15,
     HY_MT2: replace(_HY_MT15, kind=HY_MT2, sampling_model="Hy-MT2-1.8B"),
     MOE: TinySpec(
@@ -292,7 +298,10 @@ def _run(args: argparse.Namespace) -> int:
     out = build_tiny_model(args.dir, seed=args.seed, kind=kind)
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     print(f"tiny {config['architectures'][0]} checkpoint ({kind}) written to {out}")
-    print(f"serve it from a directory named like {args.family} or with --prompt-family {args.family}")
+    if family_from_name(str(out.resolve())) == args.family:
+        print(f"its directory name places it in prompt family {args.family} (engine.prompt_family auto)")
+    else:
+        print(f"serve it from a directory named like {args.family} or with --prompt-family {args.family}")
     return 0
 
 
@@ -309,7 +318,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--family",
         choices=[name for name in FAMILIES if name != FEW_SHOT],
         default=HUNYUAN_MT,
-        help="The generation: hunyuan-mt (Hunyuan-MT-7B), hy-mt1.5 or hy-mt2 (their 1.8B tokenizer).",
+        help="The generation: hunyuan-mt (Hunyuan-MT-7B), chimera (Hunyuan-MT-Chimera-7B), hy-mt1.5 or "
+        "hy-mt2 (their 1.8B tokenizer).",
     )
     parser.add_argument("--moe", action="store_true", help="With --family hy-mt2: the HYV3 MoE (30B-A3B).")
     parser.set_defaults(func=_run)

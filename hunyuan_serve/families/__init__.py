@@ -1,7 +1,8 @@
 """Model families: each generation's prompt templates, features and recommended sampling, in one place.
 
-Modules: base (Prompt, errors), hunyuan_mt / hy_mt15 / hy_mt2 / few_shot (each family's templates),
-build (build_prompt), glossary, format_tags (<sn> tags), detect (the family of a checkpoint), command.
+Modules: base (Prompt, errors), hunyuan_mt / hy_mt15 / hy_mt2 / few_shot (each family's templates), chimera
+(the fusion prompt), build (build_prompt), glossary, format_tags (<sn> tags), detect (the family of a
+checkpoint), command.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ HUNYUAN_MT = "hunyuan-mt"
 HY_MT15 = "hy-mt1.5"
 HY_MT2 = "hy-mt2"
 FEW_SHOT = "few-shot"
-FAMILIES = (HUNYUAN_MT, HY_MT15, HY_MT2, FEW_SHOT)
+# Hunyuan-MT-Chimera-7B: fuses candidate translations into one; it has no plain translation prompt.
+CHIMERA = "chimera"
+FAMILIES = (HUNYUAN_MT, HY_MT15, HY_MT2, FEW_SHOT, CHIMERA)
 
 # The model `up` serves on a GPU host when none is given.
 DEFAULT_HUB_MODEL = "tencent/Hunyuan-MT-7B"

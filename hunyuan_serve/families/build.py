@@ -7,13 +7,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from hunyuan_serve.config import ReplicaConfig
-from hunyuan_serve.families import FAMILIES, FEW_SHOT, HUNYUAN_MT, few_shot, hunyuan_mt, hy_mt2, hy_mt15
+from hunyuan_serve.families import (
+    CHIMERA,
+    FAMILIES,
+    FEW_SHOT,
+    HUNYUAN_MT,
+    chimera,
+    few_shot,
+    hunyuan_mt,
+    hy_mt2,
+    hy_mt15,
+)
 from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
 from hunyuan_serve.families.glossary import parse_request_glossary, terms_in_text
-from hunyuan_serve.languages import Language
+from hunyuan_serve.languages import Language, find_language
 
 Builder = Callable[[Language, Language, str, Features], Prompt]
-_MODULES = {module.NAME: module for module in (hunyuan_mt, hy_mt15, hy_mt2, few_shot)}
+_MODULES = {module.NAME: module for module in (hunyuan_mt, hy_mt15, hy_mt2, few_shot, chimera)}
 BUILDERS: dict[str, Builder] = {name: module.build for name, module in _MODULES.items()}
 FAMILY_FEATURES: dict[str, tuple[str, ...]] = {name: module.FEATURES for name, module in _MODULES.items()}
 # The names engine.prompt_family took before the families were split by generation.
@@ -112,3 +122,16 @@ def prompt_for(family: str, source: Language, target: Language, text: str, featu
     name = canonical_family(family)
     check_features(name, features)
     return BUILDERS[name](source, target, text, features)
+
+
+# The probe a replica runs before it is ready and on a deep health check: a short en->zh translation,
+# or for the Chimera (which has no plain prompt) the fusion of two candidates of it.
+PROBE_CANDIDATES = ("你好，世界。", "世界，你好。")
+
+
+def probe_prompt(family: str, text: str) -> Prompt:
+    """The family's prompt for translating `text` from English into Chinese (the warm-up, deep health)."""
+    source, target = find_language("en"), find_language("zh")
+    if canonical_family(family) == CHIMERA:
+        return chimera.fusion_prompt(source, target, text, PROBE_CANDIDATES)
+    return build_prompt(family, source, target, text)

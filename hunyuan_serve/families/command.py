@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hunyuan_serve.families import FAMILIES
+from hunyuan_serve.families import CHIMERA, FAMILIES, chimera
 from hunyuan_serve.families.base import Prompt, PromptInputError
 from hunyuan_serve.families.build import build_prompt, canonical_family
 from hunyuan_serve.families.detect import family_from_config, read_model_config
@@ -56,6 +56,21 @@ def _build(args: argparse.Namespace) -> tuple[str, Prompt]:
     else:
         family = canonical_family(args.family)
     source, target = find_language(args.source), find_language(args.target)
+    candidates = args.candidate or []
+    if family == CHIMERA:
+        if not candidates:
+            raise PromptInputError(
+                "family chimera fuses candidate translations of TEXT: give each with --candidate "
+                f"({chimera.MIN_CANDIDATES} to {chimera.MAX_CANDIDATES})"
+            )
+        chimera.check_count(len(candidates), "--candidate")
+        if args.glossary or args.context or args.style or args.preserve_format:
+            raise PromptInputError(
+                "family chimera's fusion prompt takes no glossary, context, style or format"
+            )
+        return family, chimera.fusion_prompt(source, target, args.text, candidates)
+    if candidates:
+        raise PromptInputError(f"--candidate is for family chimera; {family} translates TEXT alone")
     prompt = build_prompt(
         family,
         source,
@@ -107,6 +122,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("--context", help="Text that precedes the segment (contextual/background prompt).")
     parser.add_argument("--style", help="Translation style (Hy-MT2).")
     parser.add_argument("--preserve-format", action="store_true", help="Formatted translation (<sn> tags).")
+    parser.add_argument(
+        "--candidate",
+        action="append",
+        metavar="TRANSLATION",
+        help="A candidate translation of TEXT for --family chimera to fuse; repeat it for each (2 to 8).",
+    )
     parser.add_argument("--json", action="store_true", help='Print {"family": ..., "messages": [...]}.')
     parser.add_argument("--model", metavar="DIR", help="A local checkpoint whose chat template to apply.")
     parser.set_defaults(func=_run)

@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from hunyuan_serve.config import ConfigError
-from hunyuan_serve.families import FEW_SHOT, HUNYUAN_MT, HY_MT2, HY_MT15
+from hunyuan_serve.families import CHIMERA, FAMILIES, FEW_SHOT, HUNYUAN_MT, HY_MT2, HY_MT15
 from hunyuan_serve.families.base import PromptInputError
 from hunyuan_serve.families.build import canonical_family
 
@@ -20,8 +20,11 @@ CHAT_TEMPLATE_KEY = "_has_chat_template"
 
 # The three generations share HunYuanDenseV1 (model_type hunyuan_v1_dense), so their names tell them
 # apart: HF ids tencent/Hunyuan-MT-7B, Hunyuan-MT-Chimera-7B, HY-MT1.5-1.8B(-FP8, -GPTQ-Int4), HY-MT1.5-7B,
-# Hy-MT2-1.8B, Hy-MT2-7B, Hy-MT2-30B-A3B(-FP8). Matched on one path component, '_' read as '-'.
+# Hy-MT2-1.8B, Hy-MT2-7B, Hy-MT2-30B-A3B(-FP8). Matched on one path component, '_' read as '-'. The
+# Chimera (Hunyuan-MT-Chimera-7B(-fp8), or any component naming chimera as a word, e.g. the tiny
+# checkpoint's tiny-chimera-0) comes first: its name also says hunyuan-mt, but it takes another prompt.
 NAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?<![a-z])chimera(?![a-z])"), CHIMERA),
     (re.compile(r"hy-?mt-?2(?![\d.])"), HY_MT2),
     (re.compile(r"hy-?mt-?1[.-]?5(?!\d)"), HY_MT15),
     (re.compile(r"hunyuan-(?:7b-)?mt(?![a-z])"), HUNYUAN_MT),
@@ -29,7 +32,7 @@ NAME_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 DENSE = "HunYuanDenseV1ForCausalLM"
 HYV3 = "HYV3ForCausalLM"
 # The architectures each generation was released in (the 30B-A3B is Hy-MT2's HYV3 MoE).
-ARCHITECTURES = {HUNYUAN_MT: {DENSE}, HY_MT15: {DENSE}, HY_MT2: {DENSE, HYV3}}
+ARCHITECTURES = {HUNYUAN_MT: {DENSE}, CHIMERA: {DENSE}, HY_MT15: {DENSE}, HY_MT2: {DENSE, HYV3}}
 # Base models that get few-shot prompts by rule: the CPU demo model is Gemma 3 270M *base*, whose
 # checkpoint (converted from GGUF) carries Gemma's chat template although the model follows no chat.
 FEW_SHOT_ARCHITECTURES = {"Gemma3ForCausalLM"}
@@ -68,7 +71,7 @@ def family_from_config(setting: str, model_config: Mapping[str, Any], model: str
     what = ", ".join(sorted(architectures)) or str(model_config.get("model_type", "")) or "no config.json"
     raise UnplacedCheckpoint(
         f"cannot tell the prompt family of {name or 'the model'} ({what}): its name says no generation "
-        f"(Hunyuan-MT, HY-MT1.5, Hy-MT2); {OVERRIDE_HINT} to one of hunyuan-mt, hy-mt1.5, hy-mt2, few-shot"
+        f"(Hunyuan-MT, Chimera, HY-MT1.5, Hy-MT2); {OVERRIDE_HINT} to one of {', '.join(FAMILIES)}"
     )
 
 

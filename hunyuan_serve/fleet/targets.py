@@ -15,7 +15,7 @@ NGINX_FILE = "nginx.json"  # the scrape job of Nginx's status port, when nginx.s
 
 
 def replica_targets(routing: Routing, names: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
-    """One target group per replica, in routing order, labelled with its name and device.
+    """One target group per replica, in routing order, labelled with its name, pool and device.
 
     Every replica stays listed, as in the upstream, with `routed` saying whether Nginx sends it
     traffic: a replica that dies then reads `up == 0` (an alert) instead of vanishing from Prometheus.
@@ -23,7 +23,12 @@ def replica_targets(routing: Routing, names: Sequence[tuple[str, str]]) -> list[
     return [
         {
             "targets": [server.addr],
-            "labels": {"replica": name, "device": device, "routed": "false" if server.down else "true"},
+            "labels": {
+                "replica": name,
+                "pool": server.pool,
+                "device": device,
+                "routed": "false" if server.down else "true",
+            },
         }
         for server, (name, device) in zip(routing.servers, names, strict=True)
     ]

@@ -15,12 +15,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hunyuan_serve import auth
 from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.languages import find_language
-from hunyuan_serve.prompts import Family, build_prompt
+from hunyuan_serve.families.build import probe_prompt
+from hunyuan_serve.prompts import Family
 from hunyuan_serve.replica import ops
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import Replica
 from hunyuan_serve.replica.engine import Engine, Generation, Sampling
+from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle, load
@@ -28,6 +29,8 @@ from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.service import Translator
+from hunyuan_serve.replica.usage import Usage
+from hunyuan_serve.stores import store_from_config
 
 WARMUP_MAX_TOKENS = 4
 
@@ -39,6 +42,8 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
     admission = Admission(lifecycle, rcfg.max_in_flight, rcfg.retry_after_s)
     metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
     cache = TranslationCache.from_config(rcfg, metrics)
+    store = store_from_config(cfg)
+    usage = Usage(auth.key_limits(cfg.auth), store, metrics.registry)
     return Replica(
         engine=engine,
         cfg=rcfg,
@@ -46,17 +51,20 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         sampling=replica_sampling(rcfg, family, engine.model_name),
         lifecycle=lifecycle,
         admission=admission,
-        gate=Gate(admission, rcfg, metrics),
+        gate=Gate(admission, rcfg, metrics, usage),
         translator=Translator(engine, family, cache, metrics),
         metrics=metrics,
         cache=cache,
         progress=ProgressWatch(),
+        fusion=Fusion(rcfg),
+        store=store,
+        usage=usage,
     )
 
 
 async def warm_up(replica: Replica) -> Generation:
     """One short translation with the sampling requests get, so the first client does not pay for it."""
-    prompt = build_prompt(replica.family, find_language("en"), find_language("zh"), "Hello, world.")
+    prompt = probe_prompt(replica.family, "Hello, world.")
     defaults = replica.sampling
     sampling = Sampling(
         defaults.temperature, defaults.top_p, defaults.top_k, defaults.repetition_penalty, WARMUP_MAX_TOKENS
@@ -75,6 +83,7 @@ def lifespan(
         loader = asyncio.create_task(
             load(replica.lifecycle, replica.engine, warm, replica.cfg.warmup_timeout_s, on_fatal)
         )
+        replica.fusion.open()
         try:
             yield
         finally:
@@ -82,6 +91,8 @@ def lifespan(
             await asyncio.gather(loader, return_exceptions=True)
             replica.engine.shutdown()
             await replica.cache.aclose()
+            await replica.fusion.aclose()
+            await replica.store.aclose()
 
     return run
 
@@ -114,6 +125,7 @@ def create_app(
     app.include_router(native.router)
     app.include_router(libretranslate.router)
     app.include_router(deepl.router)
+    app.include_router(deepl.v3)
     app.include_router(immersive.router)
     app.include_router(openai.router)
     auth.install(app, cfg)  # API keys (auth.keys_file): every route but /health, in each dialect's shape

@@ -11,11 +11,14 @@ from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import SamplingDefaults
 from hunyuan_serve.prompts import Family
 from hunyuan_serve.replica.engine import Engine
+from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.service import Translator
+from hunyuan_serve.replica.usage import Usage
+from hunyuan_serve.stores import Store
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,9 @@ class Replica:
     metrics: Metrics
     cache: TranslationCache
     progress: ProgressWatch
+    fusion: Fusion  # the client to the Chimera pool that fuses ensemble candidates
+    store: Store  # glossaries and per-key usage (SQLite on one host, Redis on many)
+    usage: Usage
 
 
 def current(request: Request) -> Replica:

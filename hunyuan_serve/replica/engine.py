@@ -88,6 +88,10 @@ class Engine(Protocol):
 
     async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation: ...
 
+    async def sample(self, prompt: Prompt, sampling: Sampling, request_id: str, n: int) -> list[Generation]:
+        """n samples of one prompt in one engine request (an ensemble's candidates), in sample order."""
+        ...
+
     def stream(self, prompt: Prompt, sampling: Sampling, request_id: str) -> AsyncGenerator[Delta, None]:
         """The generation as it grows; closing the iterator early aborts the engine request."""
         ...
@@ -326,10 +330,11 @@ class VllmEngine:
     def count_prompt_tokens(self, prompt: Prompt) -> int:
         return len(self._token_ids(prompt))
 
-    def _params(self, prompt: Prompt, sampling: Sampling) -> Any:
+    def _params(self, prompt: Prompt, sampling: Sampling, n: int = 1) -> Any:
         from vllm import SamplingParams
 
         return SamplingParams(
+            n=n,
             temperature=sampling.temperature,
             top_p=sampling.top_p,
             top_k=sampling.top_k,
@@ -347,14 +352,14 @@ class VllmEngine:
         )
 
     async def _outputs(
-        self, prompt: Prompt, sampling: Sampling, request_id: str
+        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int = 1
     ) -> AsyncGenerator[Any, None]:
         """vLLM's cumulative outputs; a cancelled or closed iteration aborts the request at once."""
         ids = self._token_ids(prompt)
         finished = False
         try:
             async for output in self._engine.generate(
-                {"prompt_token_ids": ids}, self._params(prompt, sampling), request_id=request_id
+                {"prompt_token_ids": ids}, self._params(prompt, sampling, n), request_id=request_id
             ):
                 finished = bool(output.finished)
                 yield output
@@ -363,8 +368,10 @@ class VllmEngine:
                 # The client left, the deadline passed or the stream was closed: free the batch slot now.
                 await asyncio.shield(self._engine.abort(request_id))
 
-    def _generation(self, final: Any, prompt_tokens: int, started: float) -> Generation:
-        completion = final.outputs[0]
+    def _generation(
+        self, final: Any, prompt_tokens: int, started: float, completion: Any = None
+    ) -> Generation:
+        completion = final.outputs[0] if completion is None else completion
         metrics = getattr(final, "metrics", None)
         queue_s = 0.0
         if metrics is not None and metrics.scheduled_ts and metrics.queued_ts:
@@ -391,6 +398,25 @@ class VllmEngine:
         if final is None:
             raise RuntimeError(f"engine returned no output for {request_id}")
         return self._generation(final, len(self._token_ids(prompt)), started)
+
+    async def sample(self, prompt: Prompt, sampling: Sampling, request_id: str, n: int) -> list[Generation]:
+        # vLLM's n: one request, its prompt prefilled once and shared by the n sequences it forks.
+        started = time.monotonic()
+        final = None
+        latest: dict[int, Any] = {}  # each sample's last cumulative output, by its index
+        outputs = self._outputs(prompt, sampling, request_id, n)
+        try:
+            async for output in outputs:
+                final = output
+                # With n > 1 a step's output carries only the samples that advanced in it.
+                for completion in output.outputs:
+                    latest[completion.index] = completion
+        finally:
+            await outputs.aclose()
+        if final is None:
+            raise RuntimeError(f"engine returned no output for {request_id}")
+        count = len(self._token_ids(prompt))
+        return [self._generation(final, count, started, latest[index]) for index in sorted(latest)]
 
     async def stream(
         self, prompt: Prompt, sampling: Sampling, request_id: str

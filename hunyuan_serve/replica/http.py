@@ -9,7 +9,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from fastapi import Request, Response
@@ -17,11 +17,13 @@ from fastapi.responses import StreamingResponse
 from starlette.requests import ClientDisconnect
 from starlette.types import Receive, Scope, Send
 
+from hunyuan_serve.auth import KEY_ID_STATE
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.service import Outcome
+from hunyuan_serve.replica.usage import Usage, key_label
 
 ACCESS_LOG = "hunyuan_serve.replica.access"
 # Nginx's code for "client closed request"; nobody reads the response, but the log and metrics do.
@@ -117,12 +119,27 @@ class Admission:
 class Call:
     """One admitted request as its adapter sees it: its id, its body, its deadline, its log fields."""
 
-    def __init__(self, request: Request, cfg: ReplicaConfig) -> None:
+    def __init__(self, request: Request, cfg: ReplicaConfig, usage: Usage | None = None) -> None:
         self.request = request
         self.id = request_id(request)
         self.started = time.monotonic()
         self.log: dict[str, Any] = {"request_id": self.id, "cached": False}
         self._cfg = cfg
+        # The caller's key_id, left by the key check (None without a keys file); characters to bill.
+        self.owner: str | None = request.scope.get("state", {}).get(KEY_ID_STATE)
+        self.billed = 0
+        self._usage = usage
+        if self.owner is not None:
+            self.log["key"] = key_label(self.owner)
+
+    async def bill(self, texts: Sequence[str]) -> None:
+        """Before translating: a quota_exceeded ApiError if these characters take the key past its limit;
+        else they are counted for the key once the answer is a success (Gate)."""
+        count = sum(len(text) for text in texts)
+        if self._usage is not None:
+            await self._usage.check(self.owner, self.billed + count)
+        self.billed += count
+        self.log["characters"] = self.billed
 
     async def body(self) -> bytes:
         return await read_body(self.request, self._cfg.max_body_bytes)
@@ -158,14 +175,18 @@ class Gate:
     waits, until the last chunk is sent or the client leaves (logged as 499).
     """
 
-    def __init__(self, admission: Admission, cfg: ReplicaConfig, metrics: Metrics) -> None:
+    def __init__(
+        self, admission: Admission, cfg: ReplicaConfig, metrics: Metrics, usage: Usage | None = None
+    ) -> None:
         self.admission = admission
         self.cfg = cfg
         self.metrics = metrics
+        self.usage = usage
         self.access = logging.getLogger(ACCESS_LOG)
+        self._counts: set[asyncio.Task[None]] = set()
 
     async def serve(self, request: Request, handler: Handler, render_error: ErrorRenderer) -> Response:
-        call = Call(request, self.cfg)
+        call = Call(request, self.cfg, self.usage)
         try:
             self.admission.enter()
         except ApiError as err:
@@ -178,9 +199,18 @@ class Gate:
             self._end(call, 500)
             raise
         if isinstance(response, StreamingResponse):
-            return _Streamed(response, functools.partial(self._end, call))
+            return _Streamed(response, functools.partial(self._end_stream, call))
+        if response.status_code < 400 and call.billed and self.usage is not None:
+            await self.usage.add(call.owner, call.billed)  # before the answer: a usage read after it sees it
         self._end(call, response.status_code)
         return response
+
+    def _end_stream(self, call: Call, status: int) -> None:
+        if status < 400 and call.billed and self.usage is not None:
+            task = asyncio.get_running_loop().create_task(self.usage.add(call.owner, call.billed))
+            self._counts.add(task)  # held until done: the loop keeps only weak references to tasks
+            task.add_done_callback(self._counts.discard)
+        self._end(call, status)
 
     async def _run(self, call: Call, handler: Handler, render_error: ErrorRenderer) -> Response:
         try:

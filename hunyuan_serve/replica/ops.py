@@ -11,8 +11,7 @@ from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from hunyuan_serve.languages import find_language
-from hunyuan_serve.prompts import build_prompt
+from hunyuan_serve.families.build import probe_prompt
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.lifecycle import Health, Reading, read_health
@@ -37,7 +36,7 @@ def reading(replica: Replica, now: float) -> Reading:
 
 async def deep_probe(replica: Replica) -> Reading:
     """Ready if the engine generates one token within health_deep_timeout_s; hung, saying why, if not."""
-    prompt = build_prompt(replica.family, find_language("en"), find_language("zh"), "ok")
+    prompt = probe_prompt(replica.family, "ok")
     timeout_s = replica.cfg.health_deep_timeout_s
     try:
         await asyncio.wait_for(

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hunyuan_serve.config import ReplicaConfig
-from hunyuan_serve.families import SamplingDefaults
-from hunyuan_serve.families.base import Features, GlossaryInvalid
+from hunyuan_serve.families import SamplingDefaults, chimera
+from hunyuan_serve.families.base import Features, GlossaryInvalid, PromptInputError
 from hunyuan_serve.families.build import Limits, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage, find_language, is_auto
@@ -32,6 +32,7 @@ class TranslateRequest:
     style: str = ""
     preserve_format: bool = False
     stream: bool = False  # answer as server-sent events of the text as it is generated (one text only)
+    ensemble: int = 0  # candidates per text to sample and have the Chimera pool fuse; 0: a plain request
 
     def asked(self) -> Features:
         """What the request asks for, with its whole glossary (a text's prompt gets the terms in it)."""
@@ -55,6 +56,7 @@ _KNOWN_KEYS = {
     "style",
     "preserve_format",
     "stream",
+    "ensemble",
 }
 
 
@@ -247,15 +249,49 @@ def parse_fields(
     target = _language(data, "target_lang", "tgt_lang")
     sampling = parse_sampling(data, defaults, cfg.max_tokens, max_model_len)
     instructions = _instructions(data, feature_limits(cfg))
+    stream = _stream_flag(data, batch, instructions["preserve_format"])
     return TranslateRequest(
         texts=texts,
         batch=batch,
         source=source,
         target=target,
         sampling=sampling,
-        stream=_stream_flag(data, batch, instructions["preserve_format"]),
+        stream=stream,
+        ensemble=_ensemble(data, cfg, stream, instructions["preserve_format"]),
         **instructions,
     )
+
+
+ENSEMBLE_SHAPE = f'{{"candidates": N}}, N from {chimera.MIN_CANDIDATES} to {chimera.MAX_CANDIDATES}'
+
+
+def _ensemble(data: dict[str, Any], cfg: ReplicaConfig, stream: bool, preserve_format: bool) -> int:
+    """`ensemble`: {"candidates": N} (default 6), only with a Chimera pool to fuse them; 0 when absent."""
+    value = data.get("ensemble")
+    if value is None:
+        return 0
+    if not isinstance(value, dict) or set(value) - {"candidates"}:
+        raise ApiError(400, "invalid_ensemble", f"ensemble must be {ENSEMBLE_SHAPE} (default 6)")
+    count = value.get("candidates", chimera.DEFAULT_CANDIDATES)
+    if isinstance(count, bool) or not isinstance(count, int):
+        got = json.dumps(count)[:40]
+        raise ApiError(400, "invalid_ensemble", f"ensemble.candidates must be an integer, got {got}")
+    try:
+        chimera.check_count(count, "ensemble.candidates")
+    except PromptInputError as err:
+        raise ApiError(400, "invalid_ensemble", str(err)) from None
+    if stream or preserve_format:
+        # The answer is the fusion of whole candidates, and the Chimera's prompt carries no <sn> tags.
+        with_what = "stream" if stream else "preserve_format"
+        raise ApiError(400, "invalid_ensemble", f"ensemble cannot be combined with {with_what}")
+    if not cfg.chimera_url:
+        raise ApiError(
+            400,
+            "ensemble_unavailable",
+            "ensemble needs a Chimera pool to fuse its candidates, and none is configured "
+            "(replica.chimera_url)",
+        )
+    return count
 
 
 def _stream_flag(data: dict[str, Any], batch: bool, preserve_format: bool) -> bool:
@@ -270,3 +306,60 @@ def _stream_flag(data: dict[str, Any], batch: bool, preserve_format: bool) -> bo
     if stream and preserve_format:
         raise ApiError(422, "unsupported_feature", "stream cannot be combined with preserve_format")
     return stream
+
+
+@dataclass(frozen=True)
+class FuseRequest:
+    """A validated POST /fuse: one source text, its candidate translations, the Chimera's sampling."""
+
+    text: str
+    source: Language
+    target: Language
+    candidates: tuple[str, ...]
+    sampling: Sampling
+
+
+_FUSE_KEYS = {"text", "source_lang", "target_lang", "src_lang", "tgt_lang", "candidates"} | {
+    "temperature",
+    "top_p",
+    "top_k",
+    "repetition_penalty",
+    "max_tokens",
+}
+
+
+def _candidates(data: dict[str, Any]) -> tuple[str, ...]:
+    """`candidates`: a list of strings (empty ones too: a candidate may be empty), 2 to 8 of them."""
+    items = data.get("candidates")
+    if items is None:
+        raise ApiError(422, "missing_field", "candidates (a list of candidate translations) is required")
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ApiError(422, "invalid_parameter", "candidates must be a list of strings")
+    try:
+        chimera.check_count(len(items))
+    except PromptInputError as err:
+        raise ApiError(400, "invalid_candidates", str(err)) from None
+    for index, item in enumerate(items):
+        if "\x00" in item:
+            raise ApiError(422, "invalid_text", f"candidates[{index}] contains a NUL character")
+    return tuple(items)
+
+
+def parse_fuse(raw: bytes, cfg: ReplicaConfig, defaults: SamplingDefaults, max_model_len: int) -> FuseRequest:
+    """POST /fuse's body: text, source_lang (required: the prompt names it), target_lang, candidates."""
+    if len(raw) > cfg.max_body_bytes:
+        raise ApiError(413, "body_too_large", f"body is {len(raw)} bytes; the limit is {cfg.max_body_bytes}")
+    data = decode_body(raw)
+    unknown = sorted(set(data) - _FUSE_KEYS)
+    if unknown:
+        raise ApiError(422, "unknown_field", f"unknown field(s): {', '.join(unknown)[:200]}")
+    if "text" not in data:
+        raise ApiError(422, "missing_field", "give text (a string): /fuse fuses the candidates of one text")
+    texts, _ = _texts(data, cfg)
+    return FuseRequest(
+        text=texts[0],
+        source=_language(data, "source_lang", "src_lang"),
+        target=_language(data, "target_lang", "tgt_lang"),
+        candidates=_candidates(data),
+        sampling=parse_sampling(data, defaults, cfg.max_tokens, max_model_len),
+    )

@@ -31,6 +31,8 @@ class Outcome:
     cached: list[bool] = field(default_factory=list)
     # With preserve_format: per text, the markup (opening + closing) the model did not return intact.
     format_lost: list[tuple[str, ...]] = field(default_factory=list)
+    # With ensemble: per text, its candidates in sample order (results then holds each text's first).
+    candidates: list[list[str]] = field(default_factory=list)
     prompt_tokens: int = 0
     output_tokens: int = 0
     queue_s: float = 0.0
@@ -114,7 +116,13 @@ class Translator:
                 preserve_format=features.preserve_format,
             )
         return cache_key(
-            self.engine.model_name, req.source.code, req.target.code, text, sampling, instructions
+            self.engine.model_name,
+            req.source.code,
+            req.target.code,
+            text,
+            sampling,
+            instructions,
+            req.ensemble,
         )
 
     async def translate(self, req: TranslateRequest, request_id: str) -> Outcome:
@@ -124,8 +132,11 @@ class Translator:
         self._check_budget(counts, req)
         sampling = req.sampling.as_dict()
         keys = [self._key(req, text, features[i], sampling) for i, text in enumerate(req.texts)]
-        answers = await self._answer_all(keys, prompts, req.sampling, request_id)
+        answers = await self._answer_all(keys, prompts, req.sampling, request_id, req.ensemble or 1)
         outcome = Outcome(results=[a.generation.text for a in answers], cached=[a.cached for a in answers])
+        if req.ensemble:  # each text's answer is its candidates, as _run wrote them (or the cache kept them)
+            outcome.candidates = [json.loads(text) for text in outcome.results]
+            outcome.results = [each[0] for each in outcome.candidates]
         for answer in answers:
             generation = answer.generation  # a cached answer counts 0 tokens and 0 s
             outcome.prompt_tokens += generation.prompt_tokens
@@ -137,7 +148,7 @@ class Translator:
         return outcome
 
     async def _answer_all(
-        self, keys: list[str], prompts: list[Prompt], sampling: Sampling, request_id: str
+        self, keys: list[str], prompts: list[Prompt], sampling: Sampling, request_id: str, n: int = 1
     ) -> list[Completion]:
         """Every prompt at once, each from the cache, an identical call in flight, or the engine."""
         answers: list[Completion | None] = [None] * len(prompts)
@@ -151,7 +162,7 @@ class Translator:
             self.metrics.cache_misses.inc()
             engine_id = f"{request_id}-{index}-{next(self._ids)}"
             pending.append(
-                (index, asyncio.create_task(self._shared_generate(key, prompt, sampling, engine_id)))
+                (index, asyncio.create_task(self._shared_generate(key, prompt, sampling, engine_id, n)))
             )
         try:
             done = await asyncio.gather(*(task for _, task in pending))
@@ -166,12 +177,12 @@ class Translator:
         return [answer for answer in answers if answer is not None]
 
     async def _shared_generate(
-        self, key: str, prompt: Prompt, sampling: Sampling, engine_id: str
+        self, key: str, prompt: Prompt, sampling: Sampling, engine_id: str, n: int = 1
     ) -> tuple[Generation, bool]:
         shared = self._inflight.get(key)
         coalesced = shared is not None
         if shared is None:
-            shared = _Shared(asyncio.create_task(self._run(prompt, sampling, engine_id)))
+            shared = _Shared(asyncio.create_task(self._run(prompt, sampling, engine_id, n)))
             self._inflight[key] = shared
             shared.task.add_done_callback(functools.partial(self._forget, key, shared))
         else:
@@ -188,8 +199,11 @@ class Translator:
         finally:
             shared.waiters -= 1
 
-    async def _run(self, prompt: Prompt, sampling: Sampling, engine_id: str) -> Generation:
-        generation = await self.engine.generate(prompt, sampling, engine_id)
+    async def _run(self, prompt: Prompt, sampling: Sampling, engine_id: str, n: int = 1) -> Generation:
+        if n > 1:
+            generation = _candidates_generation(await self.engine.sample(prompt, sampling, engine_id, n))
+        else:
+            generation = await self.engine.generate(prompt, sampling, engine_id)
         self.metrics.prompt_tokens.inc(generation.prompt_tokens)
         self.metrics.generation_tokens.inc(generation.output_tokens)
         self.metrics.engine_latency.observe(generation.engine_s)
@@ -280,3 +294,16 @@ def _restore_markup(texts: tuple[str, ...], outcome: Outcome) -> None:
         restored = format_tags.unwrap(outcome.results[index], format_tags.wrap(text))
         outcome.results[index] = restored.text
         outcome.format_lost.append(restored.lost)
+
+
+def _candidates_generation(samples: list[Generation]) -> Generation:
+    """An ensemble's samples as one Generation: their texts as a JSON list, so the cache and the
+    coalescing of identical requests keep them as they keep one answer; tokens summed, times the longest."""
+    return Generation(
+        text=json.dumps([each.text for each in samples], ensure_ascii=False),
+        prompt_tokens=samples[0].prompt_tokens,  # one prompt, prefilled once for all of them
+        output_tokens=sum(each.output_tokens for each in samples),
+        finish_reason=samples[0].finish_reason,
+        queue_s=max(each.queue_s for each in samples),
+        engine_s=max(each.engine_s for each in samples),
+    )

@@ -75,23 +75,26 @@ def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
     from hunyuan_serve.fleet.ports import port_problem
 
     busy = [port_problem(cfg.nginx.listen, cfg.nginx.port)]
-    busy += [port_problem(cfg.replica.host, p.port) for p in plans]
+    busy += [port_problem(p.host, p.port) for p in plans]  # each pool's replica.host
     return [p for p in busy if p]
 
 
 def write_configs(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path) -> None:
-    """The effective config of `up` and of each replica (its own port), where they will read them."""
+    """The effective config of `up` and of each replica (its pool's, on its own port), where they will
+    read them."""
+    from hunyuan_serve.fleet.plan import pools_of, replica_config
     from hunyuan_serve.fleet.state import write_text_atomic
 
+    pools = pools_of(cfg)
     for plan in plans:
-        data = cfg.model_dump(mode="json")
-        data["replica"]["port"] = plan.port
-        write_text_atomic(plan.config_path, config_to_yaml(ServeConfig.model_validate(data)))
+        write_text_atomic(plan.config_path, config_to_yaml(replica_config(pools[plan.pool], plan.port)))
     write_text_atomic(run_dir / "config.yaml", config_to_yaml(cfg))
 
 
-def open_events(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, model: str) -> JsonEvents:
-    """A new events file for this `up`, its first event naming what it runs."""
+def open_events(
+    cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, info: Mapping[str, Any]
+) -> JsonEvents:
+    """A new events file for this `up`, its first event naming what it runs (each pool's model)."""
     from hunyuan_serve.fleet.events import JsonEvents
 
     path = run_dir / "events.jsonl"
@@ -101,7 +104,8 @@ def open_events(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, m
     emit(
         "up",
         pid=os.getpid(),
-        model=model,
+        model=info["model"],
+        pools=info["pools"],
         run_dir=str(run_dir),
         replicas=len(plans),
         devices=devices,
@@ -147,21 +151,63 @@ def build_supervisor(
 # -- commands -----------------------------------------------------------------------------------
 
 
-def with_family(cfg: ServeConfig) -> ServeConfig:
-    """The prompt family placed once, on the fetched checkpoint (which with_replica_engine put in
-    engine.model), and written into the config: the replicas, `status` and Nginx's /health all read it."""
+def family_of(cfg: ServeConfig, local: str) -> str:
+    """The prompt family placed once, on the fetched checkpoint, and written into the config: the
+    replicas, `status` and Nginx's /health all read it."""
     from hunyuan_serve.models import model_config, model_family
 
-    local = str(cfg.engine.model)
-    family = model_family(cfg.engine.prompt_family, local, model_config(local, cfg.engine.revision))
-    return cfg.model_copy(update={"engine": cfg.engine.model_copy(update={"prompt_family": family})})
+    return model_family(cfg.engine.prompt_family, local, model_config(local, cfg.engine.revision))
 
 
-def _stack_info(cfg: ServeConfig, model: str, events: Path) -> dict[str, Any]:
-    """What `status` shows of the stack: the model, its prompt family, the events file (and where the
+def pool_models(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> dict[str, str]:
+    """The model each pool serves, as given (or the default of its replicas' device)."""
+    from hunyuan_serve.config import resolve_pools
+    from hunyuan_serve.models import resolve_model
+
+    return {
+        pool.name: resolve_model(
+            pool.cfg.engine, any(p.gpus for p in plans if p.pool == pool.name), sys.stderr
+        )
+        for pool in resolve_pools(cfg)
+    }
+
+
+def place_pools(
+    cfg: ServeConfig, plans: Sequence[ReplicaPlan], models: Mapping[str, str]
+) -> tuple[ServeConfig, list[dict[str, Any]]]:
+    """Each pool's model fetched (once, here, before any replica starts and so before their startup
+    deadlines, not by N replicas at once) and its engine placed (pool_engine, the family); and what
+    `status` shows of each pool."""
+    from hunyuan_serve.config import resolve_pools
+    from hunyuan_serve.fleet.plan import pool_engine, with_pool_engine
+    from hunyuan_serve.models import fetch_model
+
+    ready, described = cfg, []
+    for pool in resolve_pools(cfg):
+        mine = [p for p in plans if p.pool == pool.name]
+        model = models[pool.name]
+        local = str(fetch_model(pool.cfg.engine, model))
+        engine = {**pool_engine(pool.cfg, mine, local, model), "prompt_family": family_of(pool.cfg, local)}
+        ready = with_pool_engine(ready, pool.name, engine)
+        replicas = [p.name for p in mine]
+        described.append(
+            {"name": pool.name, "model": model, "family": engine["prompt_family"], "replicas": replicas}
+        )
+    return ready, described
+
+
+def pool_info(cfg: ServeConfig, described: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What `status` shows of the stack: every pool, and the default pool's model and family."""
+    from hunyuan_serve.config import default_pool
+
+    first = next(p for p in described if p["name"] == default_pool(cfg))
+    return {"model": first["model"], "family": first["family"], "pools": [dict(p) for p in described]}
+
+
+def _stack_info(cfg: ServeConfig, info: Mapping[str, Any], events: Path) -> dict[str, Any]:
+    """What `status` shows of the stack: the pools' models and families, the events file (and where the
     peer secret is, so `status` can ask the replicas; never the secret itself)."""
-    info = {"model": model, "family": cfg.engine.prompt_family, "events": str(events)}
-    return {**info, "peer_secret_file": cfg.auth.peer_secret_file}
+    return {**info, "events": str(events), "peer_secret_file": cfg.auth.peer_secret_file}
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -169,9 +215,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     from hunyuan_serve import gpu
     from hunyuan_serve.auth import open_listen_problem
-    from hunyuan_serve.doctor import format_table, preflight
-    from hunyuan_serve.fleet.plan import with_replica_engine
-    from hunyuan_serve.models import fetch_model, resolve_model
+    from hunyuan_serve.doctor import format_table, preflight_pools
 
     cfg = written = config_from_args(args)
     problem = open_listen_problem(cfg)
@@ -186,27 +230,23 @@ def cmd_up(args: argparse.Namespace) -> int:
     if problems:
         print("hunyuan-serve: cannot start: " + "; ".join(problems), file=sys.stderr)
         return 1
-    on_gpu = any(p.gpus for p in plans)
-    model = resolve_model(cfg.engine, on_gpu, sys.stderr)
-    failed = [c for c in preflight(cfg, plans, model) if c.failed]
+    models = pool_models(cfg, plans)
+    failed = [c for c in preflight_pools(cfg, plans, models) if c.failed]
     if failed:
         print("hunyuan-serve: cannot start (`hunyuan-serve doctor` shows every check):", file=sys.stderr)
         print(format_table(failed), file=sys.stderr)
         return 1
-    # Downloaded once here, before any replica starts (and so before their startup deadlines), not by
-    # N replicas at once; replicas read the local copy and keep the hub id as their served name.
-    local = fetch_model(cfg.engine, model)
-    # Resolved once, so the replicas' configs and the stack's own /health name the same model.
-    cfg = with_replica_engine(cfg, plans, str(local), model)
-    cfg = with_family(cfg)
+    # Resolved once, so the replicas' configs and the stack's own /health name the same models.
+    cfg, described = place_pools(cfg, plans, models)
     write_configs(cfg, plans, run_dir)
-    emit = open_events(cfg, plans, run_dir, model)
+    info = pool_info(cfg, described)
+    emit = open_events(cfg, plans, run_dir, info)
     sup = cfg.supervisor
     # A GPU replica's (re)start waits until the killed engine's memory is released (bounded).
     wait = gpu.release_waiter(
         cfg.engine.gpu_memory_utilization, sup.gpu_release_timeout_s, sup.gpu_release_poll_s, emit
     )
-    info, source = _stack_info(cfg, model, emit.path), reload_source(args, written, run_dir)
+    info, source = _stack_info(cfg, info, emit.path), reload_source(args, written, run_dir)
     supervisor = build_supervisor(cfg, plans, run_dir, emit, info, before_spawn=wait, reload_source=source)
     try:
         return asyncio.run(supervisor.run())
@@ -264,20 +304,17 @@ def plan_here(cfg: ServeConfig, run_dir: Path) -> list[ReplicaPlan]:
 
 
 def prepare_reload(cfg: ServeConfig, run_dir: Path) -> Prepared:
-    """What `up` does at start before a replica runs, for a reload: plans, the model fetched, its family."""
+    """What `up` does at start before a replica runs, for a reload: plans, each pool's model fetched and
+    its family placed."""
     from hunyuan_serve.auth import open_listen_problem
-    from hunyuan_serve.fleet.plan import with_replica_engine
-    from hunyuan_serve.models import fetch_model, resolve_model
     from hunyuan_serve.supervise.reload import Prepared
 
     plans = plan_here(cfg, run_dir)
     problem = open_listen_problem(cfg)
     if problem:
         raise ConfigError(problem)
-    model = resolve_model(cfg.engine, any(p.gpus for p in plans), sys.stderr)
-    local = fetch_model(cfg.engine, model)
-    ready = with_family(with_replica_engine(cfg, plans, str(local), model))
-    return Prepared(ready, plans, {"model": model, "family": ready.engine.prompt_family})
+    ready, described = place_pools(cfg, plans, pool_models(cfg, plans))
+    return Prepared(ready, plans, pool_info(ready, described))
 
 
 def reload_source(args: argparse.Namespace, written: ServeConfig, run_dir: Path) -> Source:

@@ -7,13 +7,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.fleet.plan import ReplicaPlan
+from hunyuan_serve.config import ServeConfig, resolve_pools
+from hunyuan_serve.fleet.plan import ReplicaPlan, pools_of
 
 # The one table of settings a reload cannot apply: changing any of them is refused, naming the key.
-# Every other setting is applied: the new replicas run it, and Nginx and the supervisor take the new
-# config (rendered and reloaded) once every replica has been replaced.
+# Every other setting is applied: the replicas whose settings changed are replaced, and Nginx and the
+# supervisor take the new config (rendered and reloaded) once those replicas run it.
 RESTART_ONLY: dict[str, str] = {
+    "pools": "the pools, their order and so their replicas' ports are laid out when `up` starts",
     "gpus": "the devices are laid out when `up` starts",
     "replicas": "the number of replicas is fixed when `up` starts",
     "base_port": "the replicas' ports are laid out when `up` starts",
@@ -24,6 +25,11 @@ RESTART_ONLY: dict[str, str] = {
     "nginx.listen": "clients find the running Nginx on it",
     "nginx.binary": "the running Nginx master is that program",
 }
+# The keys of RESTART_ONLY that lay out one pool's replicas: compared on each pool's effective config
+# (and named pools.NAME.KEY with a pools section), the others on the stack's own settings.
+POOL_LAYOUT = ("gpus", "replicas", "engine.device", "engine.tensor_parallel_size")
+# The sections only `up` and Nginx read: a change there replaces no replica.
+NOT_READ_BY_REPLICAS = frozenset({"nginx", "supervisor", "logs"})
 
 Order = Literal["surge", "drain-first"]
 
@@ -40,16 +46,69 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return flat
 
 
+def flat_config(cfg: ServeConfig) -> dict[str, Any]:
+    """Every setting by dotted key; a pool's own as pools.NAME.KEY."""
+    flat = flatten(cfg.model_dump(mode="json", exclude={"pools"}))
+    for pool in cfg.pools:
+        flat.update(flatten(pool.model_dump(mode="json", exclude={"name"}), f"pools.{pool.name}."))
+    return flat
+
+
 def changed_keys(old: ServeConfig, new: ServeConfig) -> list[str]:
     """Dotted keys whose values differ between the two configs, sorted."""
-    before, after = flatten(old.model_dump(mode="json")), flatten(new.model_dump(mode="json"))
+    before, after = flat_config(old), flat_config(new)
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def _restart(key: str, reason_of: str) -> str:
+    return f"{key}: needs a full restart ({RESTART_ONLY[reason_of]})"
+
+
+def pool_refusals(old: ServeConfig, new: ServeConfig) -> list[str]:
+    """A pool added, removed or moved (or a pools section put in place of the one-model settings)."""
+    before, after = [p.name for p in old.pools], [p.name for p in new.pools]
+    if before == after:
+        return []
+    what = [f"pool {n} added" for n in after if n not in before]
+    what += [f"pool {n} removed" for n in before if n not in after]
+    if not before or not after:
+        what = [
+            "a pools section in place of the one-model settings" if after else "the pools section removed"
+        ]
+    return [_restart(f"pools ({'; '.join(what or ['their order changed'])})", "pools")]
 
 
 def refusals(old: ServeConfig, new: ServeConfig) -> list[str]:
     """Why the new config cannot be applied by a reload (empty: it can), one reason per key."""
-    keys = [key for key in changed_keys(old, new) if key in RESTART_ONLY]
-    return [f"{key}: needs a full restart ({RESTART_ONLY[key]})" for key in keys]
+    structure = pool_refusals(old, new)
+    before, after = flatten(old.model_dump(mode="json")), flatten(new.model_dump(mode="json"))
+    stack = [k for k in RESTART_ONLY if k not in POOL_LAYOUT and k != "pools"]
+    reasons = structure + [_restart(k, k) for k in sorted(stack) if before.get(k) != after.get(k)]
+    if structure:
+        return reasons
+    olds = {p.name: flatten(p.cfg.model_dump(mode="json")) for p in resolve_pools(old)}
+    for pool in resolve_pools(new):
+        mine = flatten(pool.cfg.model_dump(mode="json"))
+        prefix = f"pools.{pool.name}." if new.pools else ""
+        keys = [k for k in POOL_LAYOUT if olds[pool.name].get(k) != mine.get(k)]
+        reasons += [_restart(prefix + k, k) for k in sorted(keys)]
+    return reasons
+
+
+def replica_view(cfg: ServeConfig, pool: str) -> dict[str, Any]:
+    """What the replicas of `pool` read of cfg, but their port: a replica whose view is the same under
+    the new config keeps serving through a reload (same process)."""
+    data = pools_of(cfg)[pool].cfg.model_dump(mode="json", exclude=set(NOT_READ_BY_REPLICAS))
+    data["replica"].pop("port")
+    return dict(data)
+
+
+def to_replace(
+    running: Sequence[Mapping[str, Any]], cfg: ServeConfig, plans: Sequence[ReplicaPlan]
+) -> list[int]:
+    """The slots whose replica reads something else under cfg than what it runs (`running`, by slot)."""
+    views = {plan.pool: replica_view(cfg, plan.pool) for plan in plans}
+    return [i for i, plan in enumerate(plans) if views[plan.pool] != running[i]]
 
 
 def replace_order(setting: str, plans: Sequence[ReplicaPlan]) -> Order:
@@ -62,16 +121,17 @@ def replace_order(setting: str, plans: Sequence[ReplicaPlan]) -> Order:
     return "drain-first" if any(p.gpus for p in plans) else "surge"
 
 
-def port_sets(cfg: ServeConfig) -> tuple[range, range]:
-    """The two port sets replicas alternate between, one reload to the next: base_port + i at start,
-    then base_port + replicas + i, then back."""
-    first = range(cfg.base_port, cfg.base_port + cfg.replicas)
-    return first, range(first.stop, first.stop + cfg.replicas)
+def port_sets(cfg: ServeConfig, count: int | None = None) -> tuple[range, range]:
+    """The two port sets the `count` replicas (of every pool; default replicas) alternate between, one
+    reload to the next: base_port + i at start, then base_port + count + i, then back."""
+    count = cfg.replicas if count is None else count
+    first = range(cfg.base_port, cfg.base_port + count)
+    return first, range(first.stop, first.stop + count)
 
 
-def next_port(cfg: ServeConfig, index: int, current: int) -> int:
+def next_port(cfg: ServeConfig, index: int, current: int, count: int | None = None) -> int:
     """The port replica `index`'s new process takes: the other set's, never the one in use."""
-    first, second = port_sets(cfg)
+    first, second = port_sets(cfg, count)
     return second[index] if current == first[index] else first[index]
 
 
@@ -100,13 +160,6 @@ def incoming_plan(new: ReplicaPlan, port: int, reload_id: int) -> ReplicaPlan:
         config_path=new.config_path.with_name(f"{stem}.yaml"),
         log_path=new.log_path.with_name(f"{stem}.log"),
     )
-
-
-def replica_config(cfg: ServeConfig, port: int) -> ServeConfig:
-    """The config one replica reads: the stack's, with its own port."""
-    data = cfg.model_dump(mode="json")
-    data["replica"]["port"] = port
-    return ServeConfig.model_validate(data)
 
 
 @dataclass(frozen=True)
@@ -158,7 +211,9 @@ def outcome(events: Sequence[Mapping[str, Any]], rid: int) -> tuple[int, str] | 
     replaced = end.get("replaced", [])
     if end["event"] == "reload_done":
         what = _pairs(replaced) or "no replica"
-        return 0, f"reload {rid} done in {end.get('wall_s')} s: replaced {what}"
+        kept = end.get("kept") or []
+        unchanged = f"; kept {', '.join(kept)} (their settings did not change)" if kept else ""
+        return 0, f"reload {rid} done in {end.get('wall_s')} s: replaced {what}{unchanged}"
     if end["event"] == "reload_refused":
         return 1, f"reload {rid} refused, nothing was changed: {end.get('error')}"
     before = f"; replaced before it: {_pairs(replaced)}" if replaced else "; no replica was replaced"

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from hunyuan_serve.config import ConfigError, ServeConfig, config_to_yaml
-from hunyuan_serve.fleet.plan import ReplicaPlan
+from hunyuan_serve.fleet.plan import ReplicaPlan, pools_of, replica_config
 from hunyuan_serve.fleet.state import write_text_atomic
 from hunyuan_serve.supervise import reload
 from hunyuan_serve.supervise.replica import Replica
@@ -25,6 +25,11 @@ class Stack(Protocol):
 
     @property
     def stopping(self) -> bool: ...
+
+    @property
+    def cfg(self) -> ServeConfig:
+        """The config the stack runs (effective: models fetched, families placed)."""
+        ...
 
     def slots(self) -> list[Replica]:
         """The replica in each slot now, by index."""
@@ -68,6 +73,7 @@ class RollingReload:
         self.state: dict[str, Any] | None = None  # what `status` shows of the last reload
         self._task: asyncio.Task[None] | None = None
         self._pending: int | None = None  # requested during a reload: runs after it
+        self._runs: dict[int, dict[str, Any]] = {}  # by slot: what its replica reads, once a reload set it
 
     def request(self, source: str) -> None:
         """Start a reload now, or queue one behind the running one (every request meanwhile shares it)."""
@@ -112,31 +118,45 @@ class RollingReload:
         started = self.now()
         self.state = {"reload": rid, "phase": "reading the config"}
         try:
-            prepared, written, order = await self._check(rid)
+            prepared, written, replace = await self._check(rid)
         except Refused as err:
             self.emit("reload_refused", reload=rid, error=str(err))
             self.state = {"reload": rid, "outcome": "refused", "error": str(err)}
             return
         replaced: list[dict[str, Any]] = []
-        step = self._surge if order == "surge" else self._drain_first
-        for index, plan in enumerate(prepared.plans):
+        for index in replace:
+            plan = prepared.plans[index]
             name = self.stack.slots()[index].plan.name
-            done = await step(rid, index, prepared, plan)
+            surge = reload.replace_order(written.supervisor.reload_order, [plan]) == "surge"
+            done = await (self._surge if surge else self._drain_first)(rid, index, prepared, plan)
             if isinstance(done, str):
                 self.emit("reload_failed", reload=rid, replica=name, error=done, replaced=replaced)
                 self.state = {"reload": rid, "outcome": "failed", "replica": name, "error": done}
                 return
+            self._runs[index] = reload.replica_view(prepared.cfg, plan.pool)
             replaced.append(done)
             self.emit("reload_replaced", reload=rid, **done)
         self.written = written
         nginx_error = await self.stack.apply_config(prepared)
         wall_s = round(self.now() - started, 3)
         extra = {"nginx_error": nginx_error} if nginx_error else {}
-        self.emit("reload_done", reload=rid, replaced=replaced, wall_s=wall_s, **extra)
-        self.state = {"reload": rid, "outcome": "done", "replaced": replaced, "wall_s": wall_s}
+        kept = [p.name for i, p in enumerate(prepared.plans) if i not in replace]
+        self.emit("reload_done", reload=rid, replaced=replaced, kept=kept, wall_s=wall_s, **extra)
+        self.state = {"reload": rid, "outcome": "done", "replaced": replaced, "kept": kept, "wall_s": wall_s}
 
-    async def _check(self, rid: int) -> tuple[reload.Prepared, ServeConfig, reload.Order]:
-        """The new config read, checked and prepared, or Refused saying why; touches no replica."""
+    def _running(self, index: int, plan: ReplicaPlan) -> dict[str, Any]:
+        """What slot `index`'s replica reads: as the last reload that replaced it set it, else the
+        stack's config (the one `up` started with, or the last reload's that kept it)."""
+        return self._runs.get(index) or reload.replica_view(self.stack.cfg, plan.pool)
+
+    def _changed(self, prepared: reload.Prepared) -> list[int]:
+        """The slots to replace: those whose replica reads something else under the new config."""
+        running = [self._running(i, r.plan) for i, r in enumerate(self.stack.slots())]
+        return reload.to_replace(running, prepared.cfg, prepared.plans)
+
+    async def _check(self, rid: int) -> tuple[reload.Prepared, ServeConfig, list[int]]:
+        """The new config read, checked and prepared, with the slots to replace, or Refused saying why;
+        touches no replica."""
         if self.source is None or self.written is None:
             raise Refused("this `up` has no config source to read again")
         try:
@@ -152,14 +172,20 @@ class RollingReload:
             prepared = await self.source.prepare(written)
         except Exception as err:  # a model that cannot be fetched or read: what prepare raises says why
             raise Refused(str(err) or type(err).__name__) from None
-        ports = [reload.next_port(written, i, r.plan.port) for i, r in enumerate(slots)]
-        busy = [self.source.port_problem(prepared.cfg.replica.host, port) for port in ports]
+        if [p.name for p in prepared.plans] != [r.plan.name for r in slots]:  # e.g. GPUs gone meanwhile
+            names = [p.name for p in prepared.plans]
+            raise Refused(f"the new config lays out other replicas ({names}): needs a full restart")
+        replace = self._changed(prepared)
+        ports = [reload.next_port(written, i, slots[i].plan.port, len(slots)) for i in replace]
+        hosts = [prepared.plans[i].host for i in replace]
+        busy = [self.source.port_problem(host, port) for host, port in zip(hosts, ports, strict=True)]
         if any(busy):
             raise Refused("; ".join(b for b in busy if b))
-        order = reload.replace_order(written.supervisor.reload_order, prepared.plans)
+        order = reload.replace_order(written.supervisor.reload_order, [prepared.plans[i] for i in replace])
         changed = reload.changed_keys(self.written, written)
-        self.emit("reload_started", reload=rid, order=order, changed=changed, ports=ports)
-        return prepared, written, order
+        names = [slots[i].plan.name for i in replace]
+        self.emit("reload_started", reload=rid, order=order, changed=changed, ports=ports, replace=names)
+        return prepared, written, replace
 
     async def _surge(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> _Step:
         """The new replica starts beside the old one; once Nginx routes to it, the old one is retired."""
@@ -190,9 +216,10 @@ class RollingReload:
 
     def _start(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> Replica:
         old = self.stack.slots()[index]
-        port = reload.next_port(prepared.cfg, index, old.plan.port)
+        port = reload.next_port(prepared.cfg, index, old.plan.port, len(self.stack.slots()))
         plan = reload.incoming_plan(plan, port, rid)
-        write_text_atomic(plan.config_path, config_to_yaml(reload.replica_config(prepared.cfg, port)))
+        pool = pools_of(prepared.cfg)[plan.pool]
+        write_text_atomic(plan.config_path, config_to_yaml(replica_config(pool, port)))
         phase = f"starting {plan.name} on port {port}"
         self.state = {"reload": rid, "phase": phase, "old_pid": old.proc.pid if old.proc else None}
         return self.stack.start_incoming(plan, rid)
@@ -200,6 +227,7 @@ class RollingReload:
     def _replaced(self, rid: int, old: Replica, new: Replica) -> dict[str, Any]:
         pair = {
             "replica": new.plan.name,
+            "pool": new.plan.pool,
             "old_pid": old.reload_pid,
             "new_pid": new.proc.pid if new.proc else None,
             "old_port": old.plan.port,

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from hunyuan_serve.auth import PEER_HEADER, load_peer_secret
-from hunyuan_serve.config import ConfigError
+from hunyuan_serve.config import DEFAULT_POOL, ConfigError
 from hunyuan_serve.fleet.health import State
 from hunyuan_serve.fleet.procs import pid_alive
 from hunyuan_serve.fleet.state import read_state
@@ -68,7 +68,7 @@ def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | No
 
 def format_table(status: dict[str, Any]) -> str:
     """A human table: one line per replica, then Nginx."""
-    head = ("NAME", "DEVICE", "PORT", "PID", "STATE", "RESTARTS", "PROBE_MS", "IN_FLIGHT", "REASON")
+    head = ("NAME", "POOL", "DEVICE", "PORT", "PID", "STATE", "RESTARTS", "PROBE_MS", "IN_FLIGHT", "REASON")
     rows: list[tuple[str, ...]] = [head]
     for r in _listed(status):
         rows.append(
@@ -76,6 +76,7 @@ def format_table(status: dict[str, Any]) -> str:
                 "-" if v is None else str(v)
                 for v in (
                     r.get("name"),
+                    r.get("pool"),
                     r.get("device"),
                     r.get("port"),
                     r.get("pid"),
@@ -95,16 +96,30 @@ def format_table(status: dict[str, Any]) -> str:
     nginx = status.get("nginx", {})
     up = "running" if status.get("running") else "not running"
     lines.append("")
-    lines.append(
-        f"up: {up} (pid {status.get('pid')}), model {status.get('model')} "
-        f"(prompt family {status.get('family')}), run dir {status.get('run_dir')}"
-    )
+    lines.extend(_header(status, up))
     lines.append(
         f"nginx: pid {nginx.get('pid')} on {nginx.get('listen')}:{nginx.get('port')}, "
         f"{nginx.get('ready')} replica(s) in the upstream"
     )
     reload = reload_line(status.get("reload"))
     return "\n".join([*lines, reload] if reload else lines)
+
+
+def _header(status: dict[str, Any], up: str) -> list[str]:
+    """`up`'s line; with a pools section one more per pool: its model and prompt family."""
+    pools = status.get("pools") or []
+    if [p.get("name") for p in pools] in ([], [DEFAULT_POOL]):
+        return [
+            f"up: {up} (pid {status.get('pid')}), model {status.get('model')} "
+            f"(prompt family {status.get('family')}), run dir {status.get('run_dir')}"
+        ]
+    lines = [f"up: {up} (pid {status.get('pid')}), {len(pools)} pools, run dir {status.get('run_dir')}"]
+    for pool in pools:
+        lines.append(
+            f"pool {pool.get('name')}: model {pool.get('model')} (prompt family {pool.get('family')}), "
+            f"{len(pool.get('replicas') or [])} replica(s)"
+        )
+    return lines
 
 
 def _listed(status: dict[str, Any]) -> list[dict[str, Any]]:

@@ -312,13 +312,14 @@ class Supervisor:
         return list({id(r): r for r in (*self.replicas, *self.incoming, *self.retiring)}.values())
 
     def _tag(self, replica: Replica) -> dict[str, Any]:
-        """How events name a replica; one a reload is starting also names the reload."""
-        return {"replica": replica.plan.name} | ({"reload": replica.incoming} if replica.incoming else {})
+        """How events name a replica (and its pool); one a reload is starting also names the reload."""
+        tag = {"replica": replica.plan.name, "pool": replica.plan.pool}
+        return tag | ({"reload": replica.incoming} if replica.incoming else {})
 
     def routing(self) -> Routing:
         members = self._members()
         states = [(r.plan.addr, r.health.state) for r in members]
-        return routing_from_states(states, [r.plan.name for r in members])
+        return routing_from_states(states, [r.plan.name for r in members], [r.plan.pool for r in members])
 
     def _render(self, routing: Routing) -> str:
         return render_nginx(
@@ -454,9 +455,7 @@ class Supervisor:
         self.reroute.set()
         await self._until(lambda: None if self._is_routed(old.plan.addr) else True)
         if old.proc is not None:
-            self.emit(
-                "replica_draining", replica=old.plan.name, pid=old.proc.pid, grace_s=self.sup.kill_timeout_s
-            )
+            self.emit("replica_draining", **self._tag(old), pid=old.proc.pid, grace_s=self.sup.kill_timeout_s)
             await self.runner.stop(old.proc, self.sup.kill_timeout_s)
         await self._gone(old)
 
@@ -484,9 +483,7 @@ class Supervisor:
             is None
         ):
             pid = replica.proc.pid if replica.proc else None
-            self.emit(
-                "replica_abandoned", replica=replica.plan.name, pid=pid, reason="did not exit when retired"
-            )
+            self.emit("replica_abandoned", **self._tag(replica), pid=pid, reason="did not exit when retired")
             self.abandoned.append(Abandoned(replica.plan.name, replica.proc, replica.waiter))
             replica.proc = None
             self.retiring.remove(replica)
@@ -564,6 +561,7 @@ class Supervisor:
     def _replica_state(self, r: Replica) -> dict[str, Any]:
         return {
             "name": r.plan.name,
+            "pool": r.plan.pool,
             "device": r.plan.device,
             "addr": r.plan.addr,
             "port": r.plan.port,

@@ -27,7 +27,9 @@ GEMMA = {"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"]}
     [
         # The released checkpoints, by hub id (the model links tables of the three READMEs).
         ("tencent/Hunyuan-MT-7B", DENSE, "hunyuan-mt"),
-        ("tencent/Hunyuan-MT-Chimera-7B", DENSE, "hunyuan-mt"),
+        ("tencent/Hunyuan-MT-Chimera-7B", DENSE, "chimera"),
+        ("tencent/Hunyuan-MT-Chimera-7B-fp8", {}, "chimera"),
+        ("/tmp/pytest-0/tiny-chimera-0", DENSE, "chimera"),  # `tiny-model --family chimera` in tests
         ("tencent/Hunyuan-7B-MT", DENSE, "hunyuan-mt"),
         ("tencent/HY-MT1.5-1.8B", DENSE, "hy-mt1.5"),
         ("tencent/HY-MT1.5-1.8B-GPTQ-Int4", DENSE, "hy-mt1.5"),
@@ -109,6 +111,7 @@ def test_tiny_checkpoints_are_placed_by_their_directory_names(tiny_family_dirs: 
     # What `up --model DIR` / `replica --model DIR` resolve for each tiny generation (replica/command.py).
     expected = {
         "hunyuan-mt": "hunyuan-mt",
+        "chimera": "chimera",
         "hy-mt1.5": "hy-mt1.5",
         "hy-mt2": "hy-mt2",
         "hy-mt2-moe": "hy-mt2",

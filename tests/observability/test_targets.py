@@ -18,11 +18,11 @@ def test_every_replica_is_listed_with_whether_nginx_routes_to_it(tmp_path: Path)
     assert json.loads((tmp_path / TARGETS_DIR / REPLICAS_FILE).read_text()) == [
         {
             "targets": ["127.0.0.1:8101"],
-            "labels": {"replica": "replica-0", "device": "cpu:0", "routed": "true"},
+            "labels": {"replica": "replica-0", "pool": "default", "device": "cpu:0", "routed": "true"},
         },
         {
             "targets": ["127.0.0.1:8102"],
-            "labels": {"replica": "replica-1", "device": "cuda:1", "routed": "false"},
+            "labels": {"replica": "replica-1", "pool": "default", "device": "cuda:1", "routed": "false"},
         },
     ]
     assert json.loads((tmp_path / TARGETS_DIR / NGINX_FILE).read_text()) == []
@@ -34,3 +34,17 @@ def test_nginx_status_port_is_a_target(tmp_path: Path) -> None:
     write_targets(tmp_path, routing, NAMES, status_port=9113)
     nginx = json.loads((tmp_path / TARGETS_DIR / NGINX_FILE).read_text())
     assert nginx == [{"targets": ["127.0.0.1:9113"], "labels": {"component": "nginx"}}]
+
+
+def test_each_target_is_labelled_with_its_pool(tmp_path: Path) -> None:
+    routing = routing_from_states(
+        [("127.0.0.1:8101", State.READY), ("127.0.0.1:8102", State.EVICTED)],
+        ["mt-0", "chimera-0"],
+        ["mt", "chimera"],
+    )
+    write_targets(tmp_path, routing, [("mt-0", "cpu:0"), ("chimera-0", "cpu:1")], status_port=0)
+    labels = [t["labels"] for t in json.loads((tmp_path / TARGETS_DIR / REPLICAS_FILE).read_text())]
+    assert [(x["replica"], x["pool"], x["routed"]) for x in labels] == [
+        ("mt-0", "mt", "true"),
+        ("chimera-0", "chimera", "false"),
+    ]

@@ -328,7 +328,8 @@ DEEPL_BAD = {
     "unknown target": ({"text": ["a"], "target_lang": "XX"}, 400, "Value for 'target_lang' not supported."),
     "unknown source": ({"text": ["a"], "target_lang": "DE", "source_lang": "XX"}, 400, "'source_lang'"),
     "formality": ({"text": ["a"], "target_lang": "DE", "formality": "more"}, 400, "'formality'"),
-    "glossary": ({"text": ["a"], "target_lang": "DE", "glossary_id": "g"}, 400, "'glossary_id'"),
+    "glossary": ({"text": ["a"], "target_lang": "DE", "glossary_id": "g"}, 400, "'source_lang' is required"),
+    "glossaries": ({"text": ["a"], "target_lang": "DE", "glossary_ids": ["g"]}, 400, "'glossary_ids'"),
     "tag_handling": ({"text": ["a"], "target_lang": "DE", "tag_handling": "md"}, 400, "'tag_handling'"),
     "unknown field": ({"text": ["a"], "target_lang": "DE", "colour": 1}, 400, "colour"),
     "custom_instructions": ({"text": ["a"], "target_lang": "DE", "custom_instructions": [1]}, 400, "custom"),
@@ -446,7 +447,8 @@ def test_nothing_here_answers_5xx(client: httpx.Client) -> None:
 @pytest.mark.parametrize(
     ("method", "path", "status", "shape"),
     [
-        ("GET", "/v2/glossary-language-pairs", 404, ["message"]),
+        ("GET", "/v2/no-such-route", 404, ["message"]),
+        ("PATCH", "/v3/glossaries/g", 405, ["message"]),
         ("GET", "/v2/translate", 405, ["message"]),
         ("GET", "/libretranslate/translate", 405, ["error"]),
         ("POST", "/libretranslate/translate_file", 404, ["error"]),

@@ -38,8 +38,10 @@ RENDERED = {
     ),
 }
 RENDERED["hy-mt2"] = RENDERED["hy-mt1.5"]  # Hy-MT2-1.8B keeps HY-MT1.5-1.8B's tokenizer layout
+RENDERED["chimera"] = RENDERED["hunyuan-mt"]  # Hunyuan-MT-Chimera-7B: Hunyuan-MT-7B's template
 ARCHITECTURES = {
     "hunyuan-mt": ("HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"),
+    "chimera": ("HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"),
     "hy-mt1.5": ("HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"),
     "hy-mt2": ("HunYuanDenseV1ForCausalLM", "hunyuan_v1_dense"),
     "hy-mt2-moe": ("HYV3ForCausalLM", "hy_v3"),

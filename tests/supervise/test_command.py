@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hunyuan_serve.config import ConfigError
 from hunyuan_serve import render_command
+from hunyuan_serve.config import ConfigError
 from hunyuan_serve.supervise import command
 
 

@@ -7,7 +7,6 @@ processes or sockets. The config "file" is a mapping the test edits; the fake So
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,11 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from hunyuan_serve.config import ConfigError, ServeConfig, build_config
-from hunyuan_serve.fleet.plan import plan_replicas
-from hunyuan_serve.models import ModelError
+from hunyuan_serve.config import ServeConfig, build_config, resolve_pools
+from hunyuan_serve.fleet.plan import plan_replicas, replica_config
 from hunyuan_serve.supervise import reload, status
-from tests.support.supervisor_sim import SETTINGS, Sim, Sims, settings_with
+from tests.support.supervisor_sim import SETTINGS, FakeSource, Sim, Sims, settings_with
 
 R0, R1 = "replica-0", "replica-1"
 
@@ -116,7 +114,8 @@ def test_incoming_plan_has_its_port_config_and_log(tmp_path: Path) -> None:
         "--port",
         "9103",
     )
-    assert reload.replica_config(_cfg(), 9103).replica.model_dump()["port"] == 9103
+    (pool,) = resolve_pools(_cfg())
+    assert replica_config(pool, 9103).replica.model_dump()["port"] == 9103
 
 
 PAIR = {"replica": R0, "old_pid": 10, "new_pid": 20, "old_port": 9100, "new_port": 9102}
@@ -170,41 +169,6 @@ def test_the_first_reload_requested_after_the_signal_serves_it() -> None:
 
 
 # -- histories on the real loop ------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class FakeSource:
-    """The config file `up` was started with, as a mapping the test edits; prepare may fail."""
-
-    settings: dict[str, Any]
-    run_dir: Path
-    gpus: Sequence[int] = ()
-    read_error: str | None = None
-    prepare_error: str | None = None
-    busy: dict[int, str] = dataclasses.field(default_factory=dict)
-    reads: int = 0
-
-    def source(self) -> reload.Source:
-        return reload.Source(
-            build_config(copy.deepcopy(self.settings), {}), self.read, self.prepare, self.port
-        )
-
-    async def read(self) -> ServeConfig:
-        self.reads += 1
-        if self.read_error:
-            raise ConfigError(self.read_error)
-        return build_config(copy.deepcopy(self.settings), {})
-
-    async def prepare(self, cfg: ServeConfig) -> reload.Prepared:
-        if self.prepare_error:
-            raise ModelError(self.prepare_error)
-        plans = plan_replicas(
-            cfg, visible_gpus=list(self.gpus), cores=[0, 1], run_dir=self.run_dir, python="python"
-        )
-        return reload.Prepared(cfg, plans, {"model": cfg.engine.model or "m"})
-
-    def port(self, host: str, port: int) -> str | None:
-        return self.busy.get(port)
 
 
 @pytest.fixture
@@ -289,12 +253,14 @@ async def test_surge_replaces_each_replica_after_its_successor_is_admitted(
 async def test_a_second_reload_moves_back_to_the_first_port_set(
     make: Callable[..., tuple[Sim, FakeSource]],
 ) -> None:
-    sim, _fake = make()
+    sim, fake = make()
     sim.start()
     await sim.at(2)
     assert sim.sup is not None
+    fake.edit()
     sim.sup.request_reload()
     await sim.at(10)
+    fake.edit()
     sim.sup.request_reload()
     await sim.at(20)
     assert [e["reload"] for e in sim.named("reload_done")] == [1, 2]
@@ -326,6 +292,7 @@ async def test_a_config_that_cannot_be_applied_is_refused_and_nothing_is_touched
     sim.start()
     await sim.at(2)
     procs, reloads, text = list(sim.runner.procs), list(sim.nginx.reloads), sim.nginx.text
+    fake.edit()  # and something every replica reads, so that a refusal is what keeps them
     for key, value in edit.items():
         setattr(fake, key, {**fake.settings, **value} if key == "settings" else value)
     assert sim.sup is not None
@@ -343,12 +310,13 @@ async def test_a_config_that_cannot_be_applied_is_refused_and_nothing_is_touched
 async def test_a_new_replica_that_never_gets_ready_stops_the_reload_and_the_old_keeps_serving(
     make: Callable[..., tuple[Sim, FakeSource]],
 ) -> None:
-    sim, _fake = make()
+    sim, fake = make()
     sim.start()
     await sim.at(2)
     old = sim.runner.latest(R0)
     sim.runner.answer[R0] = "refused"  # the new process loads forever
     assert sim.sup is not None
+    fake.edit()
     sim.sup.request_reload()
     await sim.at(40)
     failed = sim.named("reload_failed")[0]
@@ -370,12 +338,13 @@ async def test_a_new_replica_that_never_gets_ready_stops_the_reload_and_the_old_
 async def test_a_new_replica_that_crashes_stops_the_reload_after_the_ones_already_replaced(
     make: Callable[..., tuple[Sim, FakeSource]],
 ) -> None:
-    sim, _fake = make()
+    sim, fake = make()
     sim.start()
     await sim.at(2)
     old1 = sim.runner.latest(R1)
     sim.runner.answer[R1] = "refused"
     assert sim.sup is not None
+    fake.edit()
     sim.sup.request_reload()
     await sim.at(6)
     crashing = sim.runner.latest(R1)
@@ -398,9 +367,12 @@ async def test_requests_during_a_reload_are_queued_and_coalesced_into_one(
     await sim.at(2)
     sim.runner.answer[R0] = "refused"  # reload 1's first replica takes a while
     assert sim.sup is not None
+    fake.edit()
     sim.sup.request_reload("SIGHUP")
     await sim.at(3)
+    fake.edit()
     sim.sup.request_reload("SIGHUP")
+    fake.edit()
     sim.sup.request_reload("SIGHUP")
     await sim.at(4)
     assert [(e["reload"], e["queued"], e.get("coalesced")) for e in sim.named("reload_requested")] == [
@@ -428,11 +400,12 @@ async def test_requests_during_a_reload_are_queued_and_coalesced_into_one(
 async def test_gpu_replicas_are_drained_first_then_started_on_the_freed_device(
     make: Callable[..., tuple[Sim, FakeSource]],
 ) -> None:
-    sim, _fake = make(gpus=(0, 1))
+    sim, fake = make(gpus=(0, 1))
     sim.start()
     await sim.at(2)
     old = sim.runner.latest(R0)
     assert sim.sup is not None
+    fake.edit()
     sim.sup.request_reload()
     await sim.at(20)
     assert sim.named("reload_started")[0]["order"] == "drain-first"
@@ -458,11 +431,12 @@ async def test_gpu_replicas_are_drained_first_then_started_on_the_freed_device(
 async def test_drain_first_failure_starts_the_slot_again_on_its_previous_config(
     make: Callable[..., tuple[Sim, FakeSource]],
 ) -> None:
-    sim, _fake = make(gpus=(0, 1))
+    sim, fake = make(gpus=(0, 1))
     sim.start()
     await sim.at(2)
     sim.runner.answer[R0] = "refused"
     assert sim.sup is not None
+    fake.edit()
     sim.sup.request_reload()
     await sim.at(40)
     failed = sim.named("reload_failed")[0]
@@ -479,11 +453,12 @@ async def test_drain_first_failure_starts_the_slot_again_on_its_previous_config(
 
 
 async def test_stop_during_a_reload_leaves_no_process(make: Callable[..., tuple[Sim, FakeSource]]) -> None:
-    sim, _fake = make()
+    sim, fake = make()
     sim.start()
     await sim.at(2)
     sim.runner.answer[R0] = "refused"
     assert sim.sup is not None
+    fake.edit()
     sim.sup.request_reload()
     await sim.at(4)
     assert len(sim.runner.alive()) == 3  # the two old ones and replica-0's successor
@@ -535,6 +510,7 @@ def test_status_says_what_the_last_reload_did(state: dict[str, Any] | None, line
 def test_status_lists_the_replica_a_reload_starts_and_the_one_it_retires() -> None:
     row = {
         "name": R0,
+        "pool": "default",
         "device": "cpu:0",
         "port": 9100,
         "pid": 10,
@@ -550,8 +526,8 @@ def test_status_lists_the_replica_a_reload_starts_and_the_one_it_retires() -> No
         }
     )
     lines = table.splitlines()
-    assert lines[1].split()[:5] == [R0, "cpu:0", "9100", "10", "retiring"]
-    assert lines[3].split()[:6] == [R0, "(new)", "cpu:0", "9102", "20", "starting"]
+    assert lines[1].split()[:6] == [R0, "default", "cpu:0", "9100", "10", "retiring"]
+    assert lines[3].split()[:7] == [R0, "(new)", "default", "cpu:0", "9102", "20", "starting"]
     assert lines[-1] == "reload 1: in progress, starting replica-0 on port 9102"
 
 

@@ -8,6 +8,7 @@ and the rolling-reload histories.
 from __future__ import annotations
 
 import asyncio
+import copy
 import heapq
 import itertools
 import json
@@ -17,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hunyuan_serve.config import ServeConfig, build_config
+from hunyuan_serve.config import ConfigError, ServeConfig, build_config
 from hunyuan_serve.fleet.nginx import NginxError
 from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas
 from hunyuan_serve.fleet.probe import ProbeResult
 from hunyuan_serve.fleet.seams import Proc
 from hunyuan_serve.logrotate import LogFile
-from hunyuan_serve.supervise.reload import Source
+from hunyuan_serve.models import ModelError
+from hunyuan_serve.supervise.reload import Prepared, Source
 from hunyuan_serve.supervise.supervisor import Supervisor
 
 SETTINGS: dict[str, Any] = {
@@ -226,6 +228,44 @@ class FakeNginx:
     def routed(self) -> list[str]:
         """Addresses the served config sends traffic to."""
         return [addr for addr, down in _SERVER.findall(self.text) if not down]
+
+
+@dataclass
+class FakeSource:
+    """The config file `up` was started with, as a mapping the test edits; prepare may fail."""
+
+    settings: dict[str, Any]
+    run_dir: Path
+    gpus: Sequence[int] = ()
+    read_error: str | None = None
+    prepare_error: str | None = None
+    busy: dict[int, str] = field(default_factory=dict)
+    reads: int = 0
+
+    def source(self) -> Source:
+        return Source(build_config(copy.deepcopy(self.settings), {}), self.read, self.prepare, self.port)
+
+    async def read(self) -> ServeConfig:
+        self.reads += 1
+        if self.read_error:
+            raise ConfigError(self.read_error)
+        return build_config(copy.deepcopy(self.settings), {})
+
+    async def prepare(self, cfg: ServeConfig) -> Prepared:
+        if self.prepare_error:
+            raise ModelError(self.prepare_error)
+        plans = plan_replicas(
+            cfg, visible_gpus=list(self.gpus), cores=[0, 1], run_dir=self.run_dir, python="python"
+        )
+        return Prepared(cfg, plans, {"model": cfg.engine.model or "m"})
+
+    def port(self, host: str, port: int) -> str | None:
+        return self.busy.get(port)
+
+    def edit(self) -> None:
+        """What the user does before a reload: a setting every replica reads gets a new value."""
+        replica = self.settings.setdefault("replica", {})
+        replica["max_tokens"] = replica.get("max_tokens", 512) + 1
 
 
 @dataclass

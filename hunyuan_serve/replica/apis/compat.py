@@ -187,6 +187,7 @@ async def translate(
     html: the family's formatted-translation template (preserve_format) where it has one; otherwise
     "segments": the tags are kept exactly and the text between them is translated piece by piece.
     """
+    await call.bill(req.texts)  # the characters sent, tags included, as DeepL bills them
     ignore = frozenset(tag.lower() for tag in ignore_tags)
     sources = sources_of(replica, req, html, by_script)
     segments = html and not _markup_in_core(replica, req, ignore)

@@ -1,8 +1,9 @@
-"""DeepL's API v2 at the root: /v2/translate, /v2/languages, /v2/usage, over the one translation core."""
+"""DeepL's API at the root: /v2/translate, languages, usage, glossaries (and v3's), over the one core."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -10,14 +11,21 @@ from fastapi.responses import JSONResponse
 
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage
 from hunyuan_serve.replica.apis import codes, compat
+from hunyuan_serve.replica.apis import deepl_glossaries as glossaries
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
+from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
+from hunyuan_serve.stores import StoreUnavailable
 
 router = APIRouter(prefix="/v2")
+v3 = APIRouter(prefix="/v3")  # the multilingual glossary calls deepl.DeepLClient makes
 ReplicaDep = Annotated[Replica, Depends(current)]
-# No quota is kept: /v2/usage shows what DeepL shows a Pro account without a cost limit.
+# A key without a limit (or a replica without keys): /v2/usage shows what DeepL shows a Pro account
+# without a cost limit.
 UNLIMITED_CHARACTERS = 1_000_000_000_000
+# DeepL's "Quota exceeded. The character limit has been reached." (the deepl client: QuotaExceededException).
+QUOTA_STATUS = 456
 # Parameters accepted with no effect, each for a reason the answer cannot show: the model translates
 # each text whole (split_sentences), never rewrites formatting (preserve_formatting), has one quality
 # (model_type), finds tags itself (outline_detection, (non_)splitting_tags, tag_handling_version);
@@ -35,11 +43,10 @@ _NO_EFFECT = {
     "auth_key",
 }
 _HONOURED = {"text", "source_lang", "target_lang", "context", "tag_handling", "ignore_tags", "formality"}
-_HONOURED |= {"custom_instructions"}
+_HONOURED |= {"custom_instructions", "glossary_id"}
 # What the model cannot do, named in the 400 (DeepL's own wording: "... not supported ...").
 _UNSUPPORTED = {
-    "glossary_id": "this server keeps no glossaries (POST /translate takes the terms inline)",
-    "glossary_ids": "this server keeps no glossaries (POST /translate takes the terms inline)",
+    "glossary_ids": "send one glossary as glossary_id (the terminology prompt takes one list of terms)",
     "style_id": "this server keeps no style rules",
     "style_rule_id": "this server keeps no style rules",
     "translation_memory_id": "this server keeps no translation memories",
@@ -52,6 +59,8 @@ _TAG_HANDLING = ("html", "xml")
 def render_error(err: ApiError) -> JSONResponse:
     """DeepL's error shape: {"message": "..."}; an invalid request is 400 as DeepL answers it."""
     status = 400 if err.status == 422 else err.status
+    if err.code == QUOTA_EXCEEDED:
+        status = QUOTA_STATUS
     return JSONResponse({"message": err.message}, status_code=status, headers=err.headers)
 
 
@@ -134,7 +143,13 @@ async def _translate(replica: Replica, call: Call) -> Response:
     source = fields.get("source_lang")
     source_lang = AUTO if source is None or source == "" else _language(source, "source_lang")
     html, ignore = _tags(fields)
-    native = {"texts": texts, "source_lang": source_lang.code, "target_lang": target.code}
+    native: dict[str, Any] = {"texts": texts, "source_lang": source_lang.code, "target_lang": target.code}
+    if fields.get("glossary_id") is not None:
+        if source_lang is AUTO:
+            raise _bad("Parameter 'source_lang' is required when using a glossary.")
+        pair = (_base(source_lang), _base(target))
+        terms = await glossaries.request_terms(replica, call, fields["glossary_id"], pair, texts)
+        native.update({"glossary": terms} if terms else {})
     req = compat.build_request(replica, {**native, **_instructions(fields)})
     done = await compat.translate(replica, call, req, html=html, ignore_tags=ignore, by_script=True)
     translations = [
@@ -146,6 +161,24 @@ async def _translate(replica: Replica, call: Call) -> Response:
         for text, found, original in zip(done.texts, done.sources, texts, strict=True)
     ]
     return JSONResponse({"translations": translations}, headers={"X-Request-ID": call.id})
+
+
+def _base(lang: Language) -> str:
+    """A language as a glossary names it: DeepL's base code, lowercase (EN-GB and EN-US are en)."""
+    return codes.deepl_source_code(lang).lower()
+
+
+async def _usage(replica: Replica, call: Call) -> Response:
+    """The calling key's characters so far (every replica's, from the store) and its limit."""
+    if call.owner is None:  # no keys file: nobody to count for
+        return JSONResponse({"character_count": 0, "character_limit": UNLIMITED_CHARACTERS})
+    try:
+        used = await replica.usage.used(call.owner)
+    except StoreUnavailable as err:
+        raise ApiError(503, "store_unavailable", f"usage store unavailable: {err}") from None
+    limit = replica.usage.limit(call.owner)
+    body = {"character_count": used, "character_limit": UNLIMITED_CHARACTERS if limit is None else limit}
+    return JSONResponse(body)
 
 
 async def _languages(call: Call) -> Response:
@@ -167,5 +200,67 @@ async def languages(request: Request, replica: ReplicaDep) -> Response:
 
 
 @router.api_route("/usage", methods=["GET", "POST"])
-async def usage() -> Response:
-    return JSONResponse({"character_count": 0, "character_limit": UNLIMITED_CHARACTERS})
+async def usage(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, functools.partial(_usage, replica), render_error)
+
+
+def _route(work: Callable[..., Awaitable[Response]], *args: Any) -> Callable[[Call], Awaitable[Response]]:
+    return functools.partial(work, *args)
+
+
+@router.post("/glossaries")
+async def create_glossary(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(glossaries.create_v2, replica), render_error)
+
+
+@router.get("/glossaries")
+async def list_glossaries(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(glossaries.list_glossaries, replica, False), render_error)
+
+
+@router.get("/glossaries/{glossary_id}")
+async def get_glossary(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
+    work = _route(glossaries.get, replica, glossary_id, False)
+    return await replica.gate.serve(request, work, render_error)
+
+
+@router.get("/glossaries/{glossary_id}/entries")
+async def glossary_entries(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
+    work = _route(glossaries.entries_v2, replica, glossary_id)
+    return await replica.gate.serve(request, work, render_error)
+
+
+@router.delete("/glossaries/{glossary_id}")
+async def delete_glossary(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(glossaries.delete, replica, glossary_id), render_error)
+
+
+@router.get("/glossary-language-pairs")
+async def glossary_language_pairs() -> Response:
+    return JSONResponse(glossaries.language_pairs_body())
+
+
+@v3.post("/glossaries")
+async def create_multilingual(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(glossaries.create_v3, replica), render_error)
+
+
+@v3.get("/glossaries")
+async def list_multilingual(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(glossaries.list_glossaries, replica, True), render_error)
+
+
+@v3.get("/glossaries/{glossary_id}")
+async def get_multilingual(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(glossaries.get, replica, glossary_id, True), render_error)
+
+
+@v3.get("/glossaries/{glossary_id}/entries")
+async def multilingual_entries(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
+    work = _route(glossaries.entries_v3, replica, glossary_id)
+    return await replica.gate.serve(request, work, render_error)
+
+
+@v3.delete("/glossaries/{glossary_id}")
+async def delete_multilingual(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(glossaries.delete, replica, glossary_id), render_error)

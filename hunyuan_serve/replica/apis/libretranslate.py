@@ -14,6 +14,7 @@ from hunyuan_serve.replica.apis import codes, compat
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
+from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
 
 PREFIX = "/libretranslate"
 router = APIRouter(prefix=PREFIX)
@@ -29,6 +30,8 @@ _FORMATS = ("text", "html")
 def render_error(err: ApiError) -> JSONResponse:
     """LibreTranslate's error shape: {"error": "..."}."""
     status = 400 if err.status in _AS_400 else err.status
+    if err.code == QUOTA_EXCEEDED:  # LibreTranslate refuses a key past its limits with a 403
+        status = 403
     return JSONResponse({"error": err.message}, status_code=status, headers={**err.headers, **_CORS})
 
 

@@ -1,22 +1,25 @@
-"""Our own API: POST /translate (one text or a batch) and GET /languages."""
+"""Our own API: POST /translate (one text or a batch), POST /fuse (a Chimera replica) and GET /languages."""
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
+from hunyuan_serve.families import CHIMERA, chimera
 from hunyuan_serve.languages import AUTO, LANGUAGES
+from hunyuan_serve.replica import ensemble
 from hunyuan_serve.replica.apis import compat, sse
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.engine import Delta
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
-from hunyuan_serve.replica.schema import TranslateRequest, parse_translate
+from hunyuan_serve.replica.schema import TranslateRequest, parse_fuse, parse_translate
 from hunyuan_serve.replica.service import Outcome
 
 router = APIRouter()
@@ -43,13 +46,29 @@ def _answer(replica: Replica, req: TranslateRequest, outcome: Outcome, call: Cal
     return body
 
 
+def _not_on_a_chimera(replica: Replica) -> None:
+    """A Chimera replica refuses plain /translate: it has no prompt but the fusion of candidates."""
+    if replica.family == CHIMERA:
+        raise ApiError(
+            400,
+            "fusion_only",
+            f"{replica.engine.model_name} is a Hunyuan-MT-Chimera model (prompt family chimera): it fuses "
+            "candidate translations, it does not translate a text alone; POST /fuse {source_lang, "
+            'target_lang, text, candidates}, or ask a translation replica for "ensemble"',
+        )
+
+
 async def _translate(replica: Replica, call: Call) -> Response:
+    _not_on_a_chimera(replica)
     raw = await call.body()
     req = parse_translate(raw, replica.cfg, replica.sampling, replica.engine.max_model_len)
     if req.source is AUTO:  # no source_lang: detected (replica.apis.compat); a mixed batch per language
         req, mixed = compat.detected_source(replica, req)
+        if mixed and req.ensemble:
+            raise ApiError(400, "invalid_ensemble", "ensemble needs one source language: give source_lang")
         if mixed:
             return await compat.native_mixed(replica, call, req)
+    await call.bill(req.texts)  # per key: refused past its limit, counted once answered
     call.log.update(source_lang=req.source.code, target_lang=req.target.code, texts=len(req.texts))
     if req.asked().used():
         call.log["features"] = list(req.asked().used())
@@ -57,9 +76,34 @@ async def _translate(replica: Replica, call: Call) -> Response:
         # Checked here (prompt, budget), before the response starts, so a refusal is a plain 4xx.
         deltas = replica.translator.stream_translation(req, call.id)
         return sse.response(_events(replica, req, call, deltas), call)
+    if req.ensemble:
+        return await _ensemble(replica, req, call)
     outcome = await call.run(replica.translator.translate(req, call.id))
     call.note(outcome)
     return JSONResponse(_answer(replica, req, outcome, call), headers={"X-Request-ID": call.id})
+
+
+async def _sample_and_fuse(
+    replica: Replica, req: TranslateRequest, call: Call
+) -> tuple[Outcome, list[ensemble.Fused]]:
+    outcome = await replica.translator.translate(req, call.id)  # N candidates per text, one engine call each
+    return outcome, await replica.fusion.fuse_all(req, outcome.candidates, call.id)
+
+
+async def _ensemble(replica: Replica, req: TranslateRequest, call: Call) -> Response:
+    """`ensemble`: each text's candidates, fused by the Chimera pool or (degraded) the first of them."""
+    call.log["ensemble"] = req.ensemble
+    outcome, answers = await call.run(_sample_and_fuse(replica, req, call))
+    call.note(outcome)
+    call.log["fused"] = sum(each.fused_by is not None for each in answers)
+    degraded = [each.reason for each in answers if each.fused_by is None]
+    if degraded:
+        call.log["fusion_degraded"] = degraded[0]
+    ensemble.refuse_if_degraded(replica.cfg, answers)
+    body = _answer(replica, req, outcome, call)
+    body.update(ensemble.answer_fields(req.batch, answers))
+    headers = {"X-Request-ID": call.id, **ensemble.fusion_header(answers)}
+    return JSONResponse(body, headers=headers)
 
 
 async def _events(
@@ -94,6 +138,40 @@ async def _events(
     )
     call.note(outcome)
     yield sse.event({"done": True, **_answer(replica, req, outcome, call)})
+
+
+async def _fuse(replica: Replica, call: Call) -> Response:
+    """The Chimera's fusion of one text's candidates: its README prompt, then the shared engine path."""
+    if replica.family != CHIMERA:
+        raise ApiError(
+            400,
+            "fusion_unsupported",
+            f"POST /fuse needs a Hunyuan-MT-Chimera replica (prompt family chimera); this one serves "
+            f"{replica.engine.model_name} with prompt family {replica.family}",
+        )
+    req = parse_fuse(await call.body(), replica.cfg, replica.sampling, replica.engine.max_model_len)
+    prompt = chimera.fusion_prompt(req.source, req.target, req.text, req.candidates)
+    replica.translator.check_prompt(prompt, req.sampling, "text with its candidates")
+    content = prompt.messages[0]["content"]
+    # The digest of the fused prompt, so a log line shows which prompt was served without its text.
+    digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    call.log.update(source_lang=req.source.code, target_lang=req.target.code, texts=1)
+    call.log.update(candidates=len(req.candidates), prompt_sha256=digest)
+    [done] = await call.run(replica.translator.complete([prompt], req.sampling, call.id))
+    gen = done.generation
+    outcome = Outcome(results=[gen.text], cached=[done.cached], prompt_tokens=gen.prompt_tokens)
+    outcome.output_tokens, outcome.queue_s, outcome.engine_s = gen.output_tokens, gen.queue_s, gen.engine_s
+    call.note(outcome)
+    body: dict[str, Any] = {"source_lang": req.source.code, "target_lang": req.target.code}
+    body["result"] = gen.text
+    body.update(cached=done.cached, latency_ms=round(call.elapsed_ms(), 1), request_id=call.id)
+    body["model"] = replica.engine.model_name
+    return JSONResponse(body, headers={"X-Request-ID": call.id})
+
+
+@router.post("/fuse")
+async def fuse(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, functools.partial(_fuse, replica), render_error)
 
 
 @router.post("/translate")

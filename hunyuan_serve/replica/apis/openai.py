@@ -134,6 +134,7 @@ async def _weblate(replica: Replica, call: Call, parsed: Parsed, shape: Shape) -
     call.log.update(
         source_lang=req.source.code, target_lang=req.target.code, texts=len(req.texts), weblate=True
     )
+    await call.bill(req.texts)  # per key: refused past its limit, counted once answered
     outcome = await call.run(replica.translator.translate(req, call.id))
     call.note(outcome)
     answers = iter(outcome.results)
@@ -154,6 +155,9 @@ async def _answer(replica: Replica, call: Call, parsed: Parsed, shape: Shape) ->
     translator = replica.translator
     where = "messages" if shape.chat else "prompt"
     call.log.update(texts=len(parsed.prompts))
+    # Per key: the prompts' characters as sent, refused past the key's limit, counted once answered.
+    sent = [m["content"] for p in parsed.prompts for m in p.messages] + [p.text for p in parsed.prompts]
+    await call.bill(sent)
     if parsed.stream:
         # Checked here, before the response starts, so a prompt over the budget is a plain 4xx.
         deltas = translator.stream_prompt(parsed.prompts[0], parsed.sampling, call.id, where)

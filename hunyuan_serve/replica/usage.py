@@ -1,0 +1,83 @@
+"""Characters per API key and each key's limit: counted where the work is done, summed in the store."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from prometheus_client import CollectorRegistry, Counter
+
+from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.stores import Store, StoreUnavailable
+
+logger = logging.getLogger(__name__)
+# Enough of the key's SHA-256 to tell keys apart in /metrics and logs, too little to stand for it.
+LABEL_CHARS = 12
+QUOTA_EXCEEDED = "quota_exceeded"
+
+
+def key_label(key_id: str) -> str:
+    return key_id[:LABEL_CHARS]
+
+
+class Usage:
+    """Each key's count lives in the store (every replica and host adds to the same one); the limits
+    come from the keys file (`KEY limit=N`; a key without one is unlimited).
+
+    The store failing never fails a translation: the check lets the request through and the lost add
+    is logged and counted, as the cache treats its own layer (a quota is not worth an outage).
+    """
+
+    def __init__(
+        self, limits: Mapping[str, int | None], store: Store, registry: CollectorRegistry | None = None
+    ) -> None:
+        self.limits = dict(limits)
+        self.store = store
+        self.characters = Counter(
+            "hunyuan_key_characters",
+            "Characters this replica translated per API key (key: its SHA-256 prefix), cached answers too.",
+            ["key"],
+            registry=registry,
+        )
+        self.errors = Counter(
+            "hunyuan_usage_store_errors",
+            "Usage reads or adds the store did not answer (the check let the request through).",
+            ["op"],
+            registry=registry,
+        )
+
+    def limit(self, key_id: str | None) -> int | None:
+        return None if key_id is None else self.limits.get(key_id)
+
+    async def check(self, key_id: str | None, count: int) -> None:
+        """A 429 quota_exceeded (each API renders its own status) when count takes the key past its limit."""
+        limit = self.limit(key_id)
+        if key_id is None or limit is None:
+            return
+        try:
+            used = await self.store.characters(key_id)
+        except StoreUnavailable as err:
+            logger.warning("usage check of key %s skipped: %s", key_label(key_id), err)
+            self.errors.labels(op="check").inc()
+            return
+        if used + count > limit:
+            raise ApiError(
+                429,
+                QUOTA_EXCEEDED,
+                f"Quota exceeded: this key has translated {used} of its {limit} characters, "
+                f"and this request has {count}.",
+            )
+
+    async def add(self, key_id: str | None, count: int) -> None:
+        """Count a successful translation's characters for the key (nothing without a keys file)."""
+        if key_id is None or count <= 0:
+            return
+        self.characters.labels(key=key_label(key_id)).inc(count)
+        try:
+            await self.store.add_characters(key_id, count)
+        except StoreUnavailable as err:
+            logger.warning("usage of key %s not counted (%d characters): %s", key_label(key_id), count, err)
+            self.errors.labels(op="add").inc()
+
+    async def used(self, key_id: str) -> int:
+        return await self.store.characters(key_id)
