@@ -35,6 +35,10 @@ def _native(code: str, message: str) -> dict[str, Any]:
 
 
 def _openai(code: str, message: str) -> dict[str, Any]:
+    if code == "model_not_found":  # what OpenAI answers an unknown `model`, the field named
+        return {
+            "error": {"message": message, "type": "invalid_request_error", "param": "model", "code": code}
+        }
     refused = ("invalid_api_key", "body_too_large", "peer_refused")
     kind = "invalid_request_error" if code in refused else "server_error"
     if code == "rate_limited":
@@ -84,6 +88,13 @@ EDGE_ERRORS = {
     "rate_limited": (429, "too many requests for this key or client; retry later"),
     "peer_refused": (403, PEER_REFUSED),
 }
+# Made by Nginx only in front of several pools (routing by model, templates/nginx/route.js), which puts
+# the model asked for in place of {model}.
+POOL_ERRORS = {
+    "model_not_found": (404, "the model '{model}' is not served here; GET /v1/models lists those served"),
+}
+# The replicas' own route to one pool (/_hs/pool/NAME/) refuses every other caller with this, natively.
+INTERNAL_ONLY = "only this host's own processes (or a caller with the peer secret) may use /_hs/pool/"
 
 
 def dialect_of(path: str) -> Dialect:

@@ -386,6 +386,16 @@ class NginxConfig(Section):
         (), description="Origins whose pages may call the API (comma list, '*' any); empty sends no CORS."
     )
     cors_max_age_s: int = Field(600, ge=0, description="How long a browser may keep a CORS preflight answer.")
+    # Only with several pools: the LibreTranslate, DeepL and Immersive bodies name no model of ours.
+    dialect_pool: str | None = Field(
+        None,
+        description="The pool the LibreTranslate, DeepL and Immersive APIs go to (default: default_pool).",
+    )
+    js_module: str = Field(
+        "/usr/lib/nginx/modules/ngx_http_js_module.so",
+        description="Nginx's njs module (Debian's libnginx-mod-http-js), loaded only with several pools, "
+        "where it routes each request by its body's model.",
+    )
 
     @field_validator("cors_origins", mode="before")
     @classmethod
@@ -568,7 +578,8 @@ class Pool:
 
 
 def _pool_config(cfg: ServeConfig, pool: PoolConfig) -> ServeConfig:
-    data = cfg.model_dump(exclude={"pools", "default_pool"})
+    # Which pool is which is the whole config's to say; a pool's own config is one pool, named default.
+    data = cfg.model_dump(exclude={"pools": True, "default_pool": True, "nginx": {"dialect_pool"}})
     engine = {**data["engine"], **pool.engine, **({"model": pool.model} if pool.model else {})}
     data.update(engine=engine, replica={**data["replica"], **pool.replica})
     if pool.replicas is not None:
@@ -592,6 +603,10 @@ def _check_pool_names(cfg: ServeConfig) -> None:
     if cfg.default_pool is not None and cfg.default_pool not in (names or [DEFAULT_POOL]):
         raise ValueError(
             f"default_pool: {cfg.default_pool!r} is not a pool (pools: {names or [DEFAULT_POOL]})"
+        )
+    if cfg.nginx.dialect_pool is not None and cfg.nginx.dialect_pool not in (names or [DEFAULT_POOL]):
+        raise ValueError(
+            f"nginx.dialect_pool: {cfg.nginx.dialect_pool!r} is not a pool (pools: {names or [DEFAULT_POOL]})"
         )
     for p in cfg.pools:
         if p.chimera_pool is not None and (p.chimera_pool not in names or p.chimera_pool == p.name):

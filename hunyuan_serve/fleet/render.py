@@ -2,24 +2,170 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, NATIVE, peer_secret
-from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.fleet.routing import Routing
+from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, INTERNAL_ONLY, NATIVE, POOL_ERRORS, peer_secret
+from hunyuan_serve.config import ConfigError, Pool, ServeConfig, default_pool, resolve_pools
+from hunyuan_serve.fleet.routing import Routing, UpstreamServer
 
 NGINX_TEMPLATE = "nginx/nginx.conf.j2"
 SYSTEMD_TEMPLATE = "systemd/hunyuan-serve.service.j2"
 # Every dialect's path prefixes (hunyuan_serve.auth.DIALECTS); /metrics only with nginx.expose_metrics.
 PROXIED_PATHS = tuple(p for d in DIALECTS for p in d.prefixes if p != "/metrics")
+
+# -- the pools as Nginx sees them: upstreams, served names, the njs routing table, /health's pools ----
+
+SINGLE_UPSTREAM = "hs_replicas"  # the one upstream of a single pool, named as it always was
+# The njs script that routes by the body's model, packaged beside the template (pyproject package-data).
+ROUTE_SCRIPT = "nginx/route.js"
+# Bodies whose `model` picks the pool: OpenAI's two completions and our /translate (single and batch).
+ROUTED_PATHS = ("/translate", "/v1/chat/completions", "/v1/completions")
+# Paths whose API has a model of its own: any other path of theirs goes to the default pool.
+MODEL_APIS = ("native", "openai")
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """One Nginx upstream block: a pool's replicas and the cap on each (edge_max_conns of its config)."""
+
+    name: str
+    servers: tuple[UpstreamServer, ...]
+    max_conns: int
+
+
+@dataclass(frozen=True)
+class EdgePool:
+    """One pool at the edge: its upstream and the model name its replicas answer with."""
+
+    name: str
+    served: str
+    family: str | None
+    upstream: Upstream
+
+    @property
+    def ready(self) -> int:
+        return sum(not s.down for s in self.upstream.servers)
+
+
+def served_name(cfg: ServeConfig) -> str:
+    """The model a pool's replicas report (in /v1/models and every answer's `model`), and so the one
+    name the edge routes to them: engine.served_model_name, else the model as given (what `up` makes
+    the replicas' served name). No alias such as the last path component: the replica checks `model`
+    against exactly this name, so a name the edge accepted beside it would be the replica's 404."""
+    return cfg.engine.served_model_name or cfg.engine.model or ""
+
+
+def family_of(cfg: ServeConfig) -> str | None:
+    return None if cfg.engine.prompt_family == "auto" else cfg.engine.prompt_family
+
+
+def pool_upstream(name: str) -> str:
+    return f"hs_pool_{name}"
+
+
+def model_pool(model: str) -> str:
+    """The pool a gateway routes a model to (hosts list models, not the gateway's pools): a valid pool
+    name, readable, and unique by a hash of the whole name."""
+    slug = re.sub(r"[^a-z0-9]+", "-", model.lower().rsplit("/", 1)[-1]).strip("-")[:19]
+    digest = hashlib.sha256(model.encode()).hexdigest()[:8]
+    return f"m-{slug}-{digest}" if slug else f"m-{digest}"
+
+
+def edge_pools(pools: Sequence[Pool], routing: Routing, max_conns: Mapping[str, int]) -> tuple[EdgePool, ...]:
+    """Each pool with its servers from the routing; a server of a pool the config lacks is an error."""
+    grouped = routing.pools()
+    unknown = sorted(set(grouped) - {p.name for p in pools})
+    if unknown:
+        raise ConfigError(f"the routing names pools the config lacks: {', '.join(unknown)}")
+    seen: dict[str, str] = {}
+    out = []
+    for pool in pools:
+        served = served_name(pool.cfg)
+        if served and served in seen:
+            raise ConfigError(
+                f"pools {seen[served]} and {pool.name} both serve {served!r}: set engine.served_model_name "
+                "in one of them, so a request's model names one pool"
+            )
+        seen[served] = pool.name
+        upstream = Upstream(pool_upstream(pool.name), grouped.get(pool.name, ()), max_conns[pool.name])
+        out.append(EdgePool(pool.name, served, family_of(pool.cfg), upstream))
+    return tuple(out)
+
+
+def health_status(pools: Sequence[EdgePool], default: str) -> tuple[str, bool]:
+    """(status, whether /health answers 200). ready: every pool has a ready replica; degraded: the
+    default pool has one but another pool none (its model's requests get the 503, the rest are served,
+    so a load balancer keeps sending); unavailable (503): the default pool has none, so a request that
+    names no model, and every LibreTranslate/DeepL/Immersive one by default, cannot be served."""
+    by_name = {p.name: p for p in pools}
+    if not by_name[default].ready:
+        return "unavailable", False
+    return ("ready" if all(p.ready for p in pools) else "degraded"), True
+
+
+def pools_health(pools: Sequence[EdgePool]) -> dict[str, dict[str, Any]]:
+    return {
+        p.name: {"model": p.served, "family": p.family, "ready": p.ready, "replicas": len(p.upstream.servers)}
+        for p in pools
+    }
+
+
+def models_list(pools: Sequence[EdgePool]) -> dict[str, Any]:
+    """GET /v1/models with several pools, in OpenAI's list shape: every pool's served name."""
+    cards = [
+        {"id": p.served, "object": "model", "created": 0, "owned_by": "hunyuan-serve"}
+        for p in pools
+        if p.served
+    ]
+    return {"object": "list", "data": cards}
+
+
+def routes_table(pools: Sequence[EdgePool], default: str, retry_after_s: int) -> dict[str, Any]:
+    """What route.js reads ($hs_routes): the named location of each served name and of no model (the
+    default pool's), the /v1/models list it answers once the key is checked, and the Retry-After of a
+    503 there."""
+    return {
+        "default": "@" + pool_upstream(default),
+        "models": {p.served: "@" + p.upstream.name for p in pools if p.served},
+        "list": models_list(pools),
+        "retry_after": retry_after_s,
+    }
+
+
+def pool_locations(proxied: Sequence[str], default_name: str, dialect_name: str) -> list[dict[str, str]]:
+    """The public locations with several pools: the routed paths run route.js; the other paths of the
+    native and OpenAI APIs go to the default pool, the other dialects to the dialect pool."""
+    dialect_of = {p: d.name for d in DIALECTS for p in d.prefixes}
+    default, dialect = pool_upstream(default_name), pool_upstream(dialect_name)
+    rows: list[dict[str, str]] = []
+    for path in (*proxied, *(p for p in ROUTED_PATHS if p not in proxied)):
+        if path in ROUTED_PATHS:
+            rows.append({"path": path, "js": "hs.route"})
+        else:
+            api = dialect_of.get(path, NATIVE.name)
+            rows.append({"path": path, "upstream": default if api in MODEL_APIS else dialect})
+    return rows
+
+
+def pool_names(cfg: ServeConfig) -> tuple[str, str]:
+    """(default pool, dialect pool) of a host's config: default_pool, and nginx.dialect_pool or that."""
+    default = default_pool(cfg)
+    return default, cfg.nginx.dialect_pool or default
+
+
+def route_script() -> Path:
+    """The packaged route.js, read by this machine's Nginx (a pod mounts its own copy: k8s)."""
+    return Path(str(resources.files("hunyuan_serve") / "templates" / ROUTE_SCRIPT))
 
 
 def nginx_time(seconds: float) -> str:
@@ -92,14 +238,15 @@ class GatewayFront:
     model: str
     family: str | None
     hosts: Mapping[str, Any]
+    # Pool key -> model, for each model routed (model_pool); several: routing by model.
+    pools: Mapping[str, str] = field(default_factory=dict)
 
 
 def _identity(cfg: ServeConfig, front: GatewayFront | None) -> tuple[str, str | None]:
     """The model (as the replicas report it: the client keys its cache by it) and its prompt family."""
     if front is not None:
         return front.model, front.family
-    family = None if cfg.engine.prompt_family == "auto" else cfg.engine.prompt_family
-    return cfg.engine.served_model_name or cfg.engine.model or "", family
+    return served_name(cfg), family_of(cfg)
 
 
 def _bodies(
@@ -116,6 +263,104 @@ def _bodies(
     return health, {"model": model, "family": family, "config": generation, "replicas": replicas}
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What differs between one pool and several: the upstreams, /health, and (several) the routing."""
+
+    upstreams: tuple[Upstream, ...]
+    health: dict[str, Any]
+    health_ok: bool
+    listing: dict[str, Any] | None
+    pooled: dict[str, Any] | None  # None with one pool: no njs, the config as it always was
+
+
+def _single(cfg: ServeConfig, routing: Routing, generation: int, front: GatewayFront | None) -> Layout:
+    """One pool (cfg: its effective config) or a gateway: one upstream, the config as it always was."""
+    health, listing = _bodies(cfg, routing, generation, front)
+    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, edge_max_conns(cfg))
+    return Layout((upstream,), health, bool(routing.ready), listing, None)
+
+
+@dataclass(frozen=True)
+class Several:
+    """Several pools to route between: each as its replicas run it, which takes a request naming no model
+    and which the other dialects, the njs script, and on a gateway its front."""
+
+    pools: Sequence[Pool]
+    default: str
+    dialect: str
+    script: Path
+    front: GatewayFront | None = None
+
+
+def _host_pools(cfg: ServeConfig, pools: Sequence[Pool], script: Path | None) -> Several:
+    default, dialect = pool_names(cfg)
+    return Several(pools, default, dialect, script or route_script())
+
+
+def _gateway_pools(cfg: ServeConfig, front: GatewayFront, script: Path | None) -> Several:
+    """A gateway's pools: one per model its hosts serve, with the gateway's own edge settings; the first
+    model (the first host's) takes requests naming none."""
+    pools = [
+        Pool(key, cfg.model_copy(update={"engine": cfg.engine.model_copy(update={"served_model_name": m})}))
+        for key, m in front.pools.items()
+    ]
+    first = next(iter(front.pools))
+    return Several(pools, first, first, script or route_script(), front)
+
+
+def _several(cfg: ServeConfig, routing: Routing, generation: int, several: Several) -> Layout:
+    """Several pools: one upstream each, routing by model in route.js, /health with each pool's state."""
+    if parse_size(cfg.nginx.client_max_body_size) == 0:
+        raise ConfigError(
+            "nginx.client_max_body_size: 0 (no limit) cannot route by model: njs reads the whole body "
+            "in memory, so it needs a bound"
+        )
+    pools = several.pools
+    edge = edge_pools(pools, routing, {p.name: edge_max_conns(p.cfg) for p in pools})
+    first = next(p for p in edge if p.name == several.default)
+    status, ok = health_status(edge, first.name)
+    health: dict[str, Any] = {"status": status, "model": first.served, "family": first.family}
+    health.update(ready=routing.ready, replicas=len(routing.servers), config=generation)
+    health["pools"] = pools_health(edge)
+    if several.front is not None:
+        health["hosts"] = dict(several.front.hosts)
+    pooled = {
+        "pools": edge,
+        "js_module": cfg.nginx.js_module,
+        "script": str(several.script),
+        "routes": routes_table(edge, first.name, cfg.nginx.retry_after_s),
+        "models": models_list(edge),
+        "keyed": cfg.auth.keys_file is not None,
+        "default_upstream": pool_upstream(first.name),
+        "internal_only": nginx_json(NATIVE.error("internal_only", INTERNAL_ONLY)),
+        "names": (first.name, several.dialect),
+    }
+    listing = None if several.front else _pool_listing(routing, edge, first, generation)
+    return Layout(tuple(p.upstream for p in edge), health, ok, listing, pooled)
+
+
+def _pool_listing(
+    routing: Routing, edge: Sequence[EdgePool], first: EdgePool, generation: int
+) -> dict[str, Any]:
+    """/_hs/replicas of a host of several pools: each replica with its pool, and each pool's model."""
+    replicas = [
+        {"name": s.name, "addr": s.addr, "ready": not s.down, "pool": s.pool} for s in routing.servers
+    ]
+    listing: dict[str, Any] = {"model": first.served, "family": first.family, "config": generation}
+    listing.update(replicas=replicas, pools={p.name: p.served for p in edge})
+    return listing
+
+
+def parse_size(text: str) -> int:
+    """An Nginx size (8m, 512k, 1g, 100) in bytes."""
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    value = text.strip().lower()
+    if value and value[-1] in units:
+        return int(value[:-1]) * units[value[-1]]
+    return int(value)
+
+
 def render_nginx(
     cfg: ServeConfig,
     routing: Routing,
@@ -126,12 +371,22 @@ def render_nginx(
     generation: int = 0,
     env: jinja2.Environment | None = None,
     front: GatewayFront | None = None,
+    pools: Sequence[Pool] | None = None,
+    script: Path | None = None,
 ) -> str:
     """The whole nginx.conf for this routing (replicas not routable are listed as `down`): a host's, or
-    with `front` a gateway's (its upstream spans every host's replicas)."""
+    with `front` a gateway's (its upstream spans every host's replicas). pools: each pool as its replicas
+    run it (default: resolve_pools(cfg)); with several, one upstream each and routing by model (njs,
+    reading `script`, default the packaged route.js)."""
     proxied = PROXIED_PATHS + (("/metrics",) if cfg.nginx.expose_metrics else ())
     template = (env or environment()).get_template(NGINX_TEMPLATE)
-    health, listing = _bodies(cfg, routing, generation, front)
+    pools = resolve_pools(cfg) if pools is None else pools
+    if front is not None and len(front.pools) > 1:
+        layout = _several(cfg, routing, generation, _gateway_pools(cfg, front, script))
+    elif len(pools) > 1 and front is None:
+        layout = _several(cfg, routing, generation, _host_pools(cfg, pools, script))
+    else:  # a `pools` section of one pool renders as that pool's settings would at the top level
+        layout = _single(cfg if front else pools[0].cfg, routing, generation, front)
     secret = peer_secret(cfg.auth)  # sent to every replica; a host's Nginx also asks its callers for it
     return template.render(
         nginx=cfg.nginx,
@@ -141,25 +396,30 @@ def render_nginx(
         worker_user=worker_user,
         proxied=proxied,
         auth=cfg.auth,
-        edge_errors=edge_errors(cfg),
+        edge_errors=edge_errors(cfg, pooled=layout.pooled is not None),
         dialects=dialect_patterns(),
         fallback_dialect=NATIVE.name,
         generation=generation,
-        max_conns=edge_max_conns(cfg),
-        health=health,
-        listing=listing,
+        upstreams=layout.upstreams,
+        health=layout.health,
+        health_ok=layout.health_ok,
+        listing=layout.listing,
+        pooled=layout.pooled,
+        locations=pool_locations(proxied, *layout.pooled["names"]) if layout.pooled else [],
         peer_secret=secret,
         peer_required=secret is not None and front is None,
     )
 
 
-def edge_errors(cfg: ServeConfig) -> dict[str, dict[str, Any]]:
-    """The errors Nginx makes itself: per code its status and, per dialect, its body as an Nginx string."""
+def edge_errors(cfg: ServeConfig, *, pooled: bool = False) -> dict[str, dict[str, Any]]:
+    """The errors Nginx makes itself: per code its status and, per dialect, its body as an Nginx string
+    (with several pools also model_not_found, whose {model} route.js fills in)."""
     table: dict[str, dict[str, Any]] = {}
-    for code, (status, message) in EDGE_ERRORS.items():
-        text = message.format(limit=cfg.nginx.client_max_body_size)
+    errors = {**EDGE_ERRORS, **(POOL_ERRORS if pooled else {})}
+    for code, (status, message) in errors.items():
+        text = message.format(limit=cfg.nginx.client_max_body_size, model="{model}")
         bodies = {d.name: nginx_json(d.error(code, text)) for d in DIALECTS}
-        table[code] = {"status": status, "bodies": bodies}
+        table[code] = {"status": status, "bodies": bodies, "page": code in EDGE_ERRORS}
     return table
 
 

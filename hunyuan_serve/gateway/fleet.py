@@ -13,10 +13,10 @@ import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from hunyuan_serve.config import GatewayConfig, SupervisorConfig
+from hunyuan_serve.config import DEFAULT_POOL, GatewayConfig, SupervisorConfig
 from hunyuan_serve.fleet import health
 from hunyuan_serve.fleet.health import Health, Kill, State
-from hunyuan_serve.fleet.render import GatewayFront
+from hunyuan_serve.fleet.render import GatewayFront, model_pool
 from hunyuan_serve.fleet.routing import Routing, UpstreamServer
 from hunyuan_serve.gateway.inventory import HostEntry
 
@@ -30,6 +30,7 @@ class ListedReplica:
     name: str
     addr: str
     ready: bool  # what the host's own routing says (false: starting, evicted, draining there)
+    model: str = ""  # what it serves on a host of several pools (its pool's); "": the host's model
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def parse_listing(data: Any) -> HostListing:
             raise ValueError(f"replica name {name!r} is not a plain name")
         if not isinstance(ready, bool):
             raise ValueError(f"replica {name}: ready is not true or false")
-        replicas.append(ListedReplica(name, addr, ready))
+        replicas.append(ListedReplica(name, addr, ready, _model_of(item, data)))
     model, family, config = data.get("model"), data.get("family"), data.get("config")
     return HostListing(
         model if isinstance(model, str) else "",
@@ -69,6 +70,15 @@ def parse_listing(data: Any) -> HostListing:
         config if isinstance(config, int) else 0,
         tuple(replicas),
     )
+
+
+def _model_of(item: dict[str, Any], data: dict[str, Any]) -> str:
+    """A replica's model on a host of several pools (its listing maps `pools`: name -> served, and each
+    replica names its pool); "" elsewhere: the host's model."""
+    pools, pool = data.get("pools"), item.get("pool")
+    if isinstance(pools, dict) and isinstance(pool, str) and isinstance(pools.get(pool), str):
+        return str(pools[pool])
+    return ""
 
 
 def health_rules(gw: GatewayConfig) -> SupervisorConfig:
@@ -92,6 +102,7 @@ class RemoteReplica:
     host_ready: bool
     health: Health
     last_probe_ms: float | None = None
+    model: str = ""
 
 
 @dataclass
@@ -140,6 +151,7 @@ class Fleet:
             if item.addr not in old:
                 events.append(("replica_discovered", {"host": host, "replica": item.name, "addr": item.addr}))
             replica.name, replica.host_ready = item.name, item.ready
+            replica.model = item.model or listing.model
             view.replicas[item.addr] = replica
         for addr, gone in old.items():
             if addr not in view.replicas:
@@ -235,15 +247,30 @@ class Fleet:
             view.up and self.serves_the_model(view) and replica.host_ready and replica.health.state.routable
         )
 
+    def served(self) -> dict[str, str]:
+        """Each model routed (pool key -> model), in inventory and listing order; with gateway.model only
+        that one. Several: the front routes each request by its model to the replicas serving it."""
+        models: dict[str, str] = {}
+        for view in self.hosts.values():
+            if view.up and self.serves_the_model(view):
+                for r in view.replicas.values():
+                    if r.model and (self.gw.model is None or r.model == self.gw.model):
+                        models.setdefault(model_pool(r.model), r.model)
+        return models
+
     def routing(self) -> Routing:
-        """Every replica of every host, in inventory and listing order; those not routable are down."""
-        return Routing(
-            tuple(
-                UpstreamServer(addr, not self.routed(view, r), f"{view.entry.name}/{r.name}")
-                for view in self.hosts.values()
-                for addr, r in view.replicas.items()
-            )
-        )
+        """Every replica of every host, in inventory and listing order; those not routable are down; each
+        in the pool of its model (a replica of a model not routed is down in the first pool)."""
+        served = self.served()
+        first = next(iter(served), DEFAULT_POOL)
+        servers = []
+        for view in self.hosts.values():
+            for addr, r in view.replicas.items():
+                key = model_pool(r.model) if r.model else first  # a host naming no model: the first's
+                pool = key if key in served else first
+                down = not self.routed(view, r) or pool != key
+                servers.append(UpstreamServer(addr, down, f"{view.entry.name}/{r.name}", pool))
+        return Routing(tuple(servers))
 
     def front(self) -> GatewayFront:
         """The model the hosts serve (the first host that listed one) and each host's counts."""
@@ -263,7 +290,7 @@ class Fleet:
             }
             for name, view in self.hosts.items()
         }
-        return GatewayFront(model, family, hosts)
+        return GatewayFront(model, family, hosts, self.served())
 
     def replica_state(self, view: HostView, replica: RemoteReplica) -> str:
         """What `gateway status` says of a replica, from the gateway's point of view."""

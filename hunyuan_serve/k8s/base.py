@@ -8,10 +8,11 @@ from typing import Any
 
 import yaml
 
-from hunyuan_serve.config import config_to_yaml
-from hunyuan_serve.fleet.render import render_nginx
+from hunyuan_serve.config import ServeConfig, config_to_yaml
+from hunyuan_serve.fleet.render import render_nginx, route_script
 from hunyuan_serve.k8s.front import front_deployment, front_service
 from hunyuan_serve.k8s.manifests import (
+    NGINX_CONF_DIR,
     NGINX_CONFIGMAP,
     NGINX_PREFIX,
     REPLICA_CONFIGMAP,
@@ -25,7 +26,7 @@ from hunyuan_serve.k8s.manifests import (
     replica_pdb,
     service,
 )
-from hunyuan_serve.k8s.pools import Pool, front_config, front_routing
+from hunyuan_serve.k8s.pools import Pool, edge_pools, front_config, front_routing
 
 KUSTOMIZATION = "kustomization.yaml"
 HEADER = (
@@ -37,11 +38,22 @@ def dump(docs: Sequence[Doc]) -> str:
     return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
-def front_nginx_conf(pools: list[Pool]) -> str:
-    """up's nginx.conf, from the same template, with every pool's Service as an upstream server."""
+def front_nginx_conf(pools: list[Pool], cfg: ServeConfig | None = None) -> str:
+    """up's nginx.conf, from the same template, with every pool's Service as an upstream server (with
+    several config pools, one upstream each and route.js from the same ConfigMap)."""
     prefix, web_root = Path(NGINX_PREFIX), Path(WEB_ROOT)
+    front, routing = front_config(pools, cfg), front_routing(pools)
+    if len(front.pools) < 2:
+        return render_nginx(front, routing, prefix=prefix, web_root=web_root, worker_user=None)
+    script = Path(NGINX_CONF_DIR) / "route.js"
     return render_nginx(
-        front_config(pools), front_routing(pools), prefix=prefix, web_root=web_root, worker_user=None
+        front,
+        routing,
+        prefix=prefix,
+        web_root=web_root,
+        worker_user=None,
+        pools=edge_pools(pools),
+        script=script,
     )
 
 
@@ -59,27 +71,36 @@ def kustomization(namespace: str, generated: Mapping[str, Sequence[str]], resour
 
 
 def render_base(
-    pools: list[Pool], opts: PodOptions, namespace: str, web: Mapping[str, str]
+    pools: list[Pool],
+    opts: PodOptions,
+    namespace: str,
+    web: Mapping[str, str],
+    cfg: ServeConfig | None = None,
 ) -> dict[str, str]:
-    """Relative path -> text of every file of the base; web maps the page's file names to their text."""
+    """Relative path -> text of every file of the base; web maps the page's file names to their text;
+    cfg: the whole config, whose `pools` (several) the front routes between by model."""
     files: dict[str, str] = {}
     config_keys = []
     for pool in pools:
         path = f"config/{pool.plan.config_path.name}"
         files[path] = config_to_yaml(pool.config)
         config_keys.append(f"{pool.plan.config_path.name}={path}")
-    files["nginx/nginx.conf"] = front_nginx_conf(pools)
+    files["nginx/nginx.conf"] = front_nginx_conf(pools, cfg)
+    nginx_files = ["nginx.conf=nginx/nginx.conf"]
+    if len(front_config(pools, cfg).pools) > 1:
+        files["nginx/route.js"] = route_script().read_text(encoding="utf-8")
+        nginx_files.append("route.js=nginx/route.js")
     for name, text in sorted(web.items()):
         files[f"web/{name}"] = text
     replicas: list[Doc] = []
     for pool in pools:
         replicas += [replica_deployment(pool, opts), service(pool.name, "replica", pool.plan.port, pool)]
     files["replicas.yaml"] = dump([*replicas, replica_pdb(), replica_network_policy()])
-    cfg = front_config(pools)
-    files["front.yaml"] = dump([front_deployment(cfg, opts), front_service(cfg)])
+    front = front_config(pools, cfg)
+    files["front.yaml"] = dump([front_deployment(front, opts), front_service(front)])
     generated: dict[str, list[str]] = {
         REPLICA_CONFIGMAP: config_keys,
-        NGINX_CONFIGMAP: ["nginx.conf=nginx/nginx.conf"],
+        NGINX_CONFIGMAP: nginx_files,
         WEB_CONFIGMAP: [f"{name}=web/{name}" for name in sorted(web)],
     }
     files[KUSTOMIZATION] = HEADER + dump(

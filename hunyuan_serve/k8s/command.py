@@ -130,7 +130,7 @@ def cmd_render_k8s(args: argparse.Namespace) -> int:
         raise ConfigError("; ".join(problems))
     namespace = dns_label(args.namespace or DEFAULT_NAMESPACE, "--namespace")
     pools = plan_pools(cfg)
-    files = render_base(pools, pod_options(args), namespace, web_files())
+    files = render_base(pools, pod_options(args), namespace, web_files(), cfg)
     out = Path(args.out)
     write_base(out, files)
     kinds = ", ".join(f"{p.name} ({f'{p.gpus} GPU' if p.gpus else 'CPU'})" for p in pools)

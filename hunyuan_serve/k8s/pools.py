@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from hunyuan_serve.config import ConfigError, ServeConfig
+from hunyuan_serve.config import DEFAULT_POOL, ConfigError, ServeConfig, resolve_pools
+from hunyuan_serve.config import Pool as ConfigPool
 from hunyuan_serve.families import DEFAULT_HUB_MODEL
 from hunyuan_serve.fleet.health import State
 from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas, with_replica_engine
@@ -71,16 +72,34 @@ def model_of(cfg: ServeConfig, on_gpu: bool) -> str:
 
 
 def plan_pools(cfg: ServeConfig) -> list[Pool]:
-    """The pools of this config, from `up`'s own plan (names, ports, argv), never this machine's GPUs."""
+    """The pods of this config, from `up`'s own plan (names, ports, argv), never this machine's GPUs:
+    with several config pools each pool's replicas, named after their pool."""
+    pools = resolve_pools(cfg)
+    if len(pools) == 1:
+        return _pods(pools[0].cfg, None)
+    return [pod for pool in pools for pod in _pods(pool.cfg, pool.name)]
+
+
+def _pods(cfg: ServeConfig, pool: str | None) -> list[Pool]:
     tp = cfg.engine.tensor_parallel_size
     pods = gpu_pods(cfg)
     # Device ids stand in for the GPUs of a node so the plan groups them; its env (CUDA_VISIBLE_DEVICES,
     # core binding) is this host's and stays out of the pods.
     visible: list[int | str] = list(range(pods * tp)) if pods and cfg.gpus is None else []
     plans = plan_replicas(cfg, visible_gpus=visible, cores=[0], run_dir=CONFIG_DIR, python=PYTHON)
+    if pool is not None:
+        plans = [_in_pool(plan, pool) for plan in plans]
     model = model_of(cfg, bool(pods))
     served = with_replica_engine(cfg, plans, model, model)
     return [Pool(plan, tp if plan.gpus else 0, replica_config(served, plan)) for plan in plans]
+
+
+def _in_pool(plan: ReplicaPlan, pool: str) -> ReplicaPlan:
+    """A plan renamed after its pool (every pool numbers its replicas from 0): its own pod, config file."""
+    name = f"{pool}-{plan.name}"
+    config_path = plan.config_path.with_name(f"{name}.yaml")
+    argv = tuple(str(config_path) if a == str(plan.config_path) else a for a in plan.argv)
+    return replace(plan, name=name, config_path=config_path, argv=argv, pool=pool)
 
 
 def replica_config(cfg: ServeConfig, plan: ReplicaPlan) -> ServeConfig:
@@ -90,12 +109,24 @@ def replica_config(cfg: ServeConfig, plan: ReplicaPlan) -> ServeConfig:
     return ServeConfig.model_validate(data)
 
 
-def front_config(pools: list[Pool]) -> ServeConfig:
-    """Nginx's config: the replicas' own (so /health names their model), listening on the pod's address."""
-    cfg = pools[0].config
-    return cfg.model_copy(update={"nginx": cfg.nginx.model_copy(update={"listen": POD_BIND})})
+def front_config(pools: list[Pool], cfg: ServeConfig | None = None) -> ServeConfig:
+    """Nginx's config: the replicas' own (so /health names their model), or with several config pools
+    the whole config (which pool is the default, the dialects'), listening on the pod's address."""
+    front = cfg if cfg is not None and len(cfg.pools) > 1 else pools[0].config
+    return front.model_copy(update={"nginx": front.nginx.model_copy(update={"listen": POD_BIND})})
 
 
 def front_routing(pools: list[Pool]) -> Routing:
     """Every pool's Service, all up: Kubernetes keeps a pod out of its Service until it is ready."""
-    return routing_from_states([(pool.addr, State.READY) for pool in pools])
+    if all(pool.plan.pool == DEFAULT_POOL for pool in pools):
+        return routing_from_states([(pool.addr, State.READY) for pool in pools])
+    members = [(pool.addr, State.READY) for pool in pools]
+    return routing_from_states(members, [p.plan.name for p in pools], [p.plan.pool for p in pools])
+
+
+def edge_pools(pools: list[Pool]) -> list[ConfigPool]:
+    """Each config pool as the front routes to it: the config its replicas read (their served name)."""
+    first: dict[str, ServeConfig] = {}
+    for pool in pools:
+        first.setdefault(pool.plan.pool, pool.config)
+    return [ConfigPool(name, config) for name, config in first.items()]

@@ -57,6 +57,7 @@ _KNOWN_KEYS = {
     "preserve_format",
     "stream",
     "ensemble",
+    "model",  # what the edge routes by with several pools; checked against the served name
 }
 
 
@@ -229,12 +230,29 @@ def decode_body(raw: bytes) -> dict[str, Any]:
 
 
 def parse_translate(
-    raw: bytes, cfg: ReplicaConfig, defaults: SamplingDefaults, max_model_len: int
+    raw: bytes, cfg: ReplicaConfig, defaults: SamplingDefaults, max_model_len: int, served: str | None = None
 ) -> TranslateRequest:
-    """Everything checkable without the tokenizer; the token budget is checked once prompts exist."""
+    """Everything checkable without the tokenizer; the token budget is checked once prompts exist.
+    served: the model this replica serves, which a `model` in the body must name."""
     if len(raw) > cfg.max_body_bytes:
         raise ApiError(413, "body_too_large", f"body is {len(raw)} bytes; the limit is {cfg.max_body_bytes}")
-    return parse_fields(decode_body(raw), cfg, defaults, max_model_len)
+    data = decode_body(raw)
+    if served is not None:
+        check_model(data, served)
+    return parse_fields(data, cfg, defaults, max_model_len)
+
+
+def check_model(data: dict[str, Any], served: str) -> None:
+    """`model` (optional, as OpenAI's): a string naming the served model, else a 404 model_not_found."""
+    model = data.get("model")
+    if model is None:
+        return
+    if not isinstance(model, str):
+        raise ApiError(422, "invalid_parameter", "model must be a string")
+    if model != served:
+        raise ApiError(
+            404, "model_not_found", f"the model '{model[:100]}' does not exist; this server serves '{served}'"
+        )
 
 
 def parse_fields(

@@ -17,6 +17,8 @@ SAMPLE_EXE = "/opt/hunyuan-serve/bin/hunyuan-serve"
 SAMPLE_CONFIG = "/etc/hunyuan-serve/config.yaml"
 GOLDEN_NGINX = REPO / "deploy" / "nginx" / "example-3gpu.conf"
 GOLDEN_SYSTEMD = REPO / "deploy" / "systemd" / "hunyuan-serve.service"
+GOLDEN_POOLS = REPO / "deploy" / "nginx" / "example-2pools.conf"
+SAMPLE_ROUTE_JS = SAMPLE_WEB_ROOT.parent / "templates" / "nginx" / "route.js"
 
 
 def sample_config() -> ServeConfig:
@@ -39,6 +41,32 @@ def sample_nginx() -> str:
     )
 
 
+def sample_pools_config() -> ServeConfig:
+    """Two pools on a 3-GPU host: Hunyuan-MT-7B on two GPUs, its Chimera on the third."""
+    pools = [
+        {"name": "mt", "model": "tencent/Hunyuan-MT-7B", "gpus": "0,1"},
+        {"name": "chimera", "model": "tencent/Hunyuan-MT-Chimera-7B", "gpus": "2"},
+    ]
+    data = {"run_dir": str(SAMPLE_RUN_DIR), "nginx": {"listen": "0.0.0.0"}, "pools": pools}
+    return build_config(data, {})
+
+
+def sample_pools_nginx() -> str:
+    cfg = sample_pools_config()
+    members = [("127.0.0.1:8101", State.READY), ("127.0.0.1:8102", State.RESTARTING)]
+    members.append(("127.0.0.1:8103", State.READY))
+    routing = routing_from_states(members, ["mt-0", "mt-1", "chimera-0"], ["mt", "mt", "chimera"])
+    return render_nginx(
+        cfg,
+        routing,
+        prefix=SAMPLE_RUN_DIR / "nginx",
+        web_root=SAMPLE_WEB_ROOT,
+        worker_user=None,
+        generation=7,
+        script=SAMPLE_ROUTE_JS,
+    )
+
+
 def sample_systemd() -> str:
     return render_systemd(
         sample_config(),
@@ -54,4 +82,5 @@ def sample_systemd() -> str:
 if __name__ == "__main__":
     GOLDEN_NGINX.write_text(sample_nginx(), encoding="utf-8")
     GOLDEN_SYSTEMD.write_text(sample_systemd(), encoding="utf-8")
-    print(f"wrote {GOLDEN_NGINX} and {GOLDEN_SYSTEMD}")
+    GOLDEN_POOLS.write_text(sample_pools_nginx(), encoding="utf-8")
+    print(f"wrote {GOLDEN_NGINX}, {GOLDEN_SYSTEMD} and {GOLDEN_POOLS}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,9 +14,10 @@ import jinja2
 import pytest
 
 from hunyuan_serve import auth
-from hunyuan_serve.config import build_config
+from hunyuan_serve.config import ConfigError, NginxConfig, build_config
 from hunyuan_serve.fleet import render
 from hunyuan_serve.fleet.health import State
+from hunyuan_serve.fleet.render import route_script
 from hunyuan_serve.fleet.routing import routing_from_states
 
 from . import golden
@@ -26,6 +29,7 @@ def test_golden_files_in_deploy_are_current() -> None:
     # Regenerate with: .venv/bin/python tests/supervise/golden.py
     assert golden.GOLDEN_NGINX.read_text(encoding="utf-8") == golden.sample_nginx()
     assert golden.GOLDEN_SYSTEMD.read_text(encoding="utf-8") == golden.sample_systemd()
+    assert golden.GOLDEN_POOLS.read_text(encoding="utf-8") == golden.sample_pools_nginx()
 
 
 def test_deploy_dirs_show_the_templates_the_renderer_loads() -> None:
@@ -38,6 +42,8 @@ def test_deploy_dirs_show_the_templates_the_renderer_loads() -> None:
         loaded = env.get_template(name).filename
         assert loaded is not None and shown.is_symlink(), shown
         assert shown.resolve(strict=True) == Path(loaded).resolve(strict=True), shown
+    shown = golden.REPO / "deploy/nginx/route.js"
+    assert shown.is_symlink() and shown.resolve(strict=True) == route_script().resolve(strict=True)
 
 
 def test_nginx_config_holds_the_required_directives() -> None:
@@ -261,3 +267,173 @@ def test_key_limit_and_cors_render_only_when_configured() -> None:
     assert "if ($request_method = OPTIONS) {" in text and "add_header Vary Origin always;" in text
     anyone = _render({"nginx.cors_origins": "*"}, [State.READY])
     assert 'default "*";' in anyone and "Vary Origin" not in anyone
+
+
+# -- several pools: one upstream each, routing by model in njs ---------------------------------------
+
+TWO_POOLS = {
+    "pools": [
+        {"name": "mt", "model": "tencent/Hunyuan-MT-7B", "replicas": 2},
+        {"name": "chimera", "model": "tencent/Hunyuan-MT-Chimera-7B", "engine": {"max_num_seqs": 8}},
+    ]
+}
+
+
+def _pooled(
+    data: dict[str, object], states: list[tuple[str, State]], overrides: dict[str, object] | None = None
+) -> str:
+    cfg = build_config(data, overrides or {})
+    members = [(f"127.0.0.1:{8101 + i}", s) for i, (_, s) in enumerate(states)]
+    names = [f"replica-{i}" for i in range(len(states))]
+    routing = routing_from_states(members, names, [pool for pool, _ in states])
+    return render.render_nginx(cfg, routing, prefix=Path("/p"), web_root=Path("/w"), worker_user=None)
+
+
+def _block(text: str, head: str) -> str:
+    start = text.index(head)
+    return text[start : text.index("}", start)]
+
+
+def _health(text: str) -> tuple[int, dict[str, object]]:
+    block = text[text.index("location = /health") :]
+    line = next(x for x in block.splitlines() if x.strip().startswith("return "))
+    status, body = line.strip().removeprefix("return ").split(" ", 1)
+    return int(status), json.loads(body.rstrip(";").strip("'").replace("\\'", "'").replace("\\\\", "\\"))
+
+
+READY_BOTH = [("mt", State.READY), ("mt", State.STARTING), ("chimera", State.READY)]
+
+
+def test_two_pools_give_two_upstreams_each_with_its_own_cap() -> None:
+    text = _pooled(TWO_POOLS, READY_BOTH, {"engine.device": "cpu"})
+    mt, chimera = _block(text, "upstream hs_pool_mt {"), _block(text, "upstream hs_pool_chimera {")
+    # The cap is each pool's edge_max_conns: mt's CPU default, chimera's own max_num_seqs.
+    assert "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s max_conns=128;" in mt
+    assert "server 127.0.0.1:8102 max_fails=1 fail_timeout=2s max_conns=128 down;" in mt
+    assert "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s max_conns=8;" in chimera
+    for block in (mt, chimera):
+        assert "least_conn;" in block and "keepalive 32;" in block and "zone hs_pool_" in block
+    assert "8103" not in mt and "8101" not in chimera and "hs_replicas" not in text
+    assert (
+        text.startswith("# Rendered")
+        and '\nload_module "/usr/lib/nginx/modules/ngx_http_js_module.so";' in text
+    )
+    # Retries stay within the pool: each named location proxies to its own upstream.
+    named = _block(text, "location @hs_pool_chimera {")
+    assert "proxy_pass http://hs_pool_chimera;" in named and "proxy_next_upstream_tries 3;" in named
+    routed = _block(text, "location /v1/chat/completions {")
+    assert "js_content hs.route;" in routed and "client_body_buffer_size 8m;" in routed
+    assert "proxy_pass http://hs_pool_mt;" in _block(text, "location /v2/ {")
+    internal = text[text.index("location /_hs/pool/chimera/ {") :]
+    assert "return 403" in internal and "proxy_pass http://hs_pool_chimera/;" in internal
+
+
+def test_a_pool_with_no_server_yet_is_listed_down() -> None:
+    text = _pooled(TWO_POOLS, [("mt", State.READY)])
+    assert "server 127.0.0.1:9 down;" in _block(text, "upstream hs_pool_chimera {")
+
+
+def test_one_pool_renders_as_its_settings_at_the_top_level_would() -> None:
+    # No njs, no per-pool upstream: byte for byte today's config (the golden files hold the plain one).
+    one = {"pools": [{"name": "mt", "model": "tencent/Hunyuan-MT-7B", "engine": {"max_num_seqs": 16}}]}
+    plain = {"engine": {"model": "tencent/Hunyuan-MT-7B", "max_num_seqs": 16}}
+    states = [("mt", State.READY), ("mt", State.STARTING)]
+    pooled = _pooled(one, states)
+    assert pooled == _pooled(plain, [("default", s) for _, s in states])
+    assert "js_" not in pooled and "load_module" not in pooled and "max_conns=16" in pooled
+
+
+@pytest.mark.parametrize(
+    ("states", "status", "code"),
+    [
+        (READY_BOTH, "ready", 200),
+        ([("mt", State.READY), ("chimera", State.FAILED)], "degraded", 200),
+        ([("mt", State.STARTING), ("chimera", State.READY)], "unavailable", 503),
+    ],
+)
+def test_health_with_several_pools_follows_the_default_pool(
+    states: list[tuple[str, State]], status: str, code: int
+) -> None:
+    answered, body = _health(_pooled(TWO_POOLS, states))
+    assert (answered, body["status"]) == (code, status)
+    pools = body["pools"]
+    assert isinstance(pools, dict) and set(pools) == {"mt", "chimera"}
+    assert pools["chimera"]["model"] == "tencent/Hunyuan-MT-Chimera-7B"
+    assert body["model"] == "tencent/Hunyuan-MT-7B"  # the default pool's
+
+
+def test_health_follows_the_configured_default_pool() -> None:
+    states = [("mt", State.READY), ("chimera", State.FAILED)]
+    code, body = _health(_pooled({**TWO_POOLS, "default_pool": "chimera"}, states))
+    assert (code, body["status"], body["model"]) == (503, "unavailable", "tencent/Hunyuan-MT-Chimera-7B")
+
+
+@pytest.mark.parametrize(
+    ("data", "states", "needle"),
+    [
+        (
+            {"pools": [{"name": "a", "model": "m"}, {"name": "b", "model": "m"}]},
+            [("a", State.READY)],
+            "pools a and b both serve 'm'",
+        ),
+        (TWO_POOLS, [("other", State.READY)], "the routing names pools the config lacks: other"),
+        ({**TWO_POOLS, "nginx": {"client_max_body_size": "0"}}, READY_BOTH, "client_max_body_size: 0"),
+    ],
+)
+def test_pools_the_edge_cannot_route_are_refused(
+    data: dict[str, object], states: list[tuple[str, State]], needle: str
+) -> None:
+    with pytest.raises(ConfigError, match=re.escape(needle)):
+        _pooled(data, states)
+
+
+def test_dialect_pool_must_be_a_pool() -> None:
+    with pytest.raises(ConfigError, match=r"nginx\.dialect_pool: 'nope' is not a pool"):
+        build_config({**TWO_POOLS, "nginx": {"dialect_pool": "nope"}}, {})
+    text = _pooled({**TWO_POOLS, "nginx": {"dialect_pool": "chimera"}}, READY_BOTH)
+    for path in ("/libretranslate/", "/v2/", "/immersive/translate"):
+        assert "proxy_pass http://hs_pool_chimera;" in _block(text, f"location {path} {{"), path
+    assert "proxy_pass http://hs_pool_mt;" in _block(text, "location /languages {")
+
+
+@pytest.mark.nginx
+@pytest.mark.skipif(NGINX is None, reason="nginx is not installed")
+@pytest.mark.skipif(not Path(NginxConfig().js_module).exists(), reason="njs is not installed")
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"auth.key_rate_limit_rps": 2, "nginx.rate_limit_rps": 1, "nginx.cors_origins": "*"},
+        {
+            "nginx.expose_metrics": True,
+            "nginx.cors_origins": "https://a.example",
+            "nginx.dialect_pool": "chimera",
+        },
+        {"auth.keys_file": "/nonexistent/keys", "nginx.status_port": 9000},
+    ],
+)
+def test_two_pool_config_with_njs_passes_nginx_t(tmp_path: Path, overrides: dict[str, object]) -> None:
+    cfg = build_config(TWO_POOLS, overrides)
+    states = [(f"127.0.0.1:{8101 + i}", s) for i, (_, s) in enumerate(READY_BOTH)]
+    routing = routing_from_states(states, (), [pool for pool, _ in READY_BOTH])
+    script = tmp_path / "a dir" / "route.js"  # a path with a space, as a venv's may have
+    script.parent.mkdir()
+    script.write_text(route_script().read_text())
+    text = render.render_nginx(
+        cfg, routing, prefix=tmp_path, web_root=tmp_path / "web", worker_user=None, script=script
+    )
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "temp").mkdir()
+    (tmp_path / "nginx.conf").write_text(text)
+    argv = [
+        str(NGINX),
+        "-t",
+        "-p",
+        str(tmp_path),
+        "-c",
+        str(tmp_path / "nginx.conf"),
+        "-e",
+        str(tmp_path / "e"),
+    ]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr

@@ -61,7 +61,9 @@ def _not_on_a_chimera(replica: Replica) -> None:
 async def _translate(replica: Replica, call: Call) -> Response:
     _not_on_a_chimera(replica)
     raw = await call.body()
-    req = parse_translate(raw, replica.cfg, replica.sampling, replica.engine.max_model_len)
+    req = parse_translate(
+        raw, replica.cfg, replica.sampling, replica.engine.max_model_len, replica.engine.model_name
+    )
     if req.source is AUTO:  # no source_lang: detected (replica.apis.compat); a mixed batch per language
         req, mixed = compat.detected_source(replica, req)
         if mixed and req.ensemble:

@@ -1,0 +1,1 @@
+../../hunyuan_serve/templates/nginx/route.js
