@@ -9,7 +9,7 @@ import json
 import logging
 import re
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -380,6 +380,11 @@ class KeyCheck:
         await send({"type": "http.response.body", "body": body})
         # The refusal's log line names no key, only that one was missing or wrong.
         self.log.info(json.dumps({"request_id": request_id, "status": status, "error": code}))
+
+
+def request_key(headers: Mapping[str, str], query: bytes) -> str | None:
+    """The key a request came with (its header, else ?token=), to send on with a call made for it."""
+    return header_key(headers.get("authorization", "")) or _query_key(query)
 
 
 def _query_key(query: bytes) -> str | None:

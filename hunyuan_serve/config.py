@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 
 class ConfigError(ValueError):
@@ -210,6 +218,15 @@ class ReplicaConfig(Section):
     chimera_keepalive: int = Field(
         32, ge=1, description="Idle keep-alive connections the replica keeps open to the Chimera pool."
     )
+    # The other dialects (DeepL, LibreTranslate, Immersive) have no field to ask for an ensemble: a pool
+    # set to fuse answers every translation so, and /translate without "ensemble" too.
+    ensemble_candidates: int = Field(
+        0,
+        ge=0,
+        le=8,
+        description="Candidates fused for every translation that asks for no ensemble itself, in every "
+        "dialect (2-8; needs a Chimera pool); 0: only requests with an ensemble are fused.",
+    )
     chimera_failure: Literal["degrade", "refuse"] = Field(
         "degrade",
         description="When the Chimera pool fails or refuses a fusion: degrade (answer the first candidate, "
@@ -230,6 +247,13 @@ class ReplicaConfig(Section):
         if value and urllib.parse.urlsplit(value).scheme not in ("http", "https"):
             raise ValueError("chimera_url is an http:// or https:// URL, e.g. http://127.0.0.1:8090")
         return value or None
+
+    @field_validator("ensemble_candidates")
+    @classmethod
+    def _a_real_ensemble(cls, value: int) -> int:
+        if value == 1:
+            raise ValueError("1 candidate is no ensemble: 0 (off) or 2 to 8")
+        return value
 
     @model_validator(mode="after")
     def _fusion_within_the_deadline(self) -> ReplicaConfig:
@@ -553,8 +577,11 @@ class ServeConfig(Section):
         return self
 
     @model_validator(mode="after")
-    def _pools_resolve(self) -> ServeConfig:
-        resolve_pools(self)  # every pool's effective config validates, names and devices are unique
+    def _pools_resolve(self, info: ValidationInfo) -> ServeConfig:
+        # Every pool's effective config validates, names and devices are unique. A pool's own config
+        # (validated inside this check, context "pool") is checked as a pool, by its parent.
+        if not (info.context or {}).get("pool"):
+            resolve_pools(self)
         return self
 
 
@@ -587,7 +614,7 @@ def _pool_config(cfg: ServeConfig, pool: PoolConfig) -> ServeConfig:
     if pool.gpus is not None:
         data["gpus"] = pool.gpus
     try:
-        return ServeConfig.model_validate(data)
+        return ServeConfig.model_validate(data, context={"pool": pool.name})
     except ValidationError as err:
         problems = "; ".join(f"pools.{pool.name}.{part}" for part in validation_problems(err).split("; "))
         raise ValueError(problems) from None
@@ -613,6 +640,17 @@ def _check_pool_names(cfg: ServeConfig) -> None:
             raise ValueError(f"pools.{p.name}.chimera_pool: {p.chimera_pool!r} is not another pool")
 
 
+def _check_pool_ensembles(pools: Sequence[Pool]) -> None:
+    for pool in pools:
+        fuses = pool.chimera_pool or pool.cfg.replica.chimera_url
+        if pool.cfg.replica.ensemble_candidates and not fuses:
+            where = f"pools.{pool.name}." if pool.name != DEFAULT_POOL else ""
+            raise ValueError(
+                f"{where}replica.ensemble_candidates: no Chimera pool to fuse the candidates "
+                f"(set {where + 'chimera_pool' if where else 'replica.chimera_url'})"
+            )
+
+
 def _check_pool_devices(pools: Sequence[Pool]) -> None:
     owner: dict[str, str] = {}
     for pool in pools:
@@ -626,10 +664,12 @@ def resolve_pools(cfg: ServeConfig) -> tuple[Pool, ...]:
     """The pools in config order; without a `pools` section the one pool of the top-level settings."""
     if not cfg.pools:
         _check_pool_names(cfg)
+        _check_pool_ensembles([Pool(DEFAULT_POOL, cfg)])
         return (Pool(DEFAULT_POOL, cfg),)
     _check_pool_names(cfg)
     pools = tuple(Pool(p.name, _pool_config(cfg, p), p.chimera_pool) for p in cfg.pools)
     _check_pool_devices(pools)
+    _check_pool_ensembles(pools)
     return pools
 
 

@@ -13,21 +13,13 @@ import httpx
 
 from hunyuan_serve.config import NginxConfig
 from hunyuan_serve.fleet import procs
+from hunyuan_serve.fleet.plan import loopback_for
 from hunyuan_serve.fleet.state import write_text_atomic
 from hunyuan_serve.logrotate import LogFile
 
 
 class NginxError(RuntimeError):
     """Nginx refused a config or did not come up; the message says why."""
-
-
-def loopback_for(listen: str) -> str:
-    """Where this machine reaches a server listening on `listen`."""
-    if listen in ("0.0.0.0", "*", ""):
-        return "127.0.0.1"
-    if listen in ("::", "[::]"):
-        return "[::1]"
-    return f"[{listen}]" if ":" in listen and not listen.startswith("[") else listen
 
 
 class NginxController:

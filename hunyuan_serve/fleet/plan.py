@@ -226,6 +226,21 @@ def replica_config(pool: Pool, port: int) -> ServeConfig:
     """The config one replica reads: its pool's effective config, on its own port."""
     data = pool.cfg.model_dump(mode="json")
     data["replica"]["port"] = port
-    # pool.chimera_pool names the pool that fuses this pool's ensembles: the replica's chimera URL is
-    # one line here once the replica has that setting (issue 19).
+    if pool.chimera_pool and not data["replica"].get("chimera_url"):
+        data["replica"]["chimera_url"] = chimera_url(pool.cfg, pool.chimera_pool)
     return ServeConfig.model_validate(data)
+
+
+def loopback_for(listen: str) -> str:
+    """Where this machine reaches a server listening on `listen`."""
+    if listen in ("0.0.0.0", "*", ""):
+        return "127.0.0.1"
+    if listen in ("::", "[::]"):
+        return "[::1]"
+    return f"[{listen}]" if ":" in listen and not listen.startswith("[") else listen
+
+
+def chimera_url(cfg: ServeConfig, chimera_pool: str) -> str:
+    """Where a pool's replicas send ensemble candidates: their own host's Nginx route to the Chimera
+    pool (/_hs/pool/NAME/), so the fusion gets the pool's retries and only ready replicas."""
+    return f"http://{loopback_for(cfg.nginx.listen)}:{cfg.nginx.port}/_hs/pool/{chimera_pool}"

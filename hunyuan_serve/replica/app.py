@@ -56,7 +56,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         metrics=metrics,
         cache=cache,
         progress=ProgressWatch(),
-        fusion=Fusion(rcfg),
+        fusion=Fusion(rcfg, auth.peer_headers(cfg.auth)),
         store=store,
         usage=usage,
     )

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from starlette.requests import Request
 
+from hunyuan_serve import auth
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.schema import TranslateRequest
@@ -84,11 +86,19 @@ def refuse_if_degraded(cfg: ReplicaConfig, answers: Sequence[Fused]) -> None:
         )
 
 
+def caller_key(request: Request) -> str | None:
+    """The API key the request came with, sent on to the Chimera pool, whose replicas check keys too."""
+    return auth.request_key(request.headers, request.scope.get("query_string", b""))
+
+
 class Fusion:
     """The keep-alive client to the Chimera pool: opened with the app, closed at its shutdown."""
 
-    def __init__(self, cfg: ReplicaConfig) -> None:
+    def __init__(self, cfg: ReplicaConfig, headers: Mapping[str, str] | None = None) -> None:
         self.cfg = cfg
+        # Sent with every fusion: the peer secret, where the hosts have one (the Chimera pool's Nginx
+        # and replicas refuse a call without it).
+        self.headers = dict(headers or {})
         self._client: httpx.AsyncClient | None = None
 
     def open(self) -> None:
@@ -97,7 +107,11 @@ class Fusion:
             limits = httpx.Limits(max_connections=None, max_keepalive_connections=self.cfg.chimera_keepalive)
             # trust_env off: a proxy set for the clients' side must not sit between two replicas.
             self._client = httpx.AsyncClient(
-                base_url=self.cfg.chimera_url, timeout=timeout, limits=limits, trust_env=False
+                base_url=self.cfg.chimera_url,
+                timeout=timeout,
+                limits=limits,
+                trust_env=False,
+                headers=self.headers,
             )
 
     async def aclose(self) -> None:
@@ -106,14 +120,24 @@ class Fusion:
             await client.aclose()
 
     async def fuse_all(
-        self, req: TranslateRequest, candidates: Sequence[Sequence[str]], request_id: str
+        self,
+        req: TranslateRequest,
+        candidates: Sequence[Sequence[str]],
+        request_id: str,
+        key: str | None = None,
     ) -> list[Fused]:
-        """Every text's fusion at once, each answered or degraded on its own."""
-        calls = (self.fuse(req, index, each, request_id) for index, each in enumerate(candidates))
+        """Every text's fusion at once, each answered or degraded on its own; key: the caller's API key,
+        sent on (the Chimera's replicas check keys as the translation replica did)."""
+        calls = (self.fuse(req, index, each, request_id, key) for index, each in enumerate(candidates))
         return list(await asyncio.gather(*calls))
 
     async def fuse(
-        self, req: TranslateRequest, index: int, candidates: Sequence[str], request_id: str
+        self,
+        req: TranslateRequest,
+        index: int,
+        candidates: Sequence[str],
+        request_id: str,
+        key: str | None = None,
     ) -> Fused:
         """One text's fusion; a connection error, timeout or non-200 answer is a degraded Fused."""
         self.open()
@@ -126,6 +150,8 @@ class Fusion:
             "max_tokens": req.sampling.max_tokens,  # the fusion is about as long as a candidate
         }
         headers = {"X-Request-ID": f"{request_id}-fuse{index}"}
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
         try:
             response = await self._client.post(FUSE_PATH, json=body, headers=headers)
         except httpx.TimeoutException as err:

@@ -286,8 +286,8 @@ ENSEMBLE_SHAPE = f'{{"candidates": N}}, N from {chimera.MIN_CANDIDATES} to {chim
 def _ensemble(data: dict[str, Any], cfg: ReplicaConfig, stream: bool, preserve_format: bool) -> int:
     """`ensemble`: {"candidates": N} (default 6), only with a Chimera pool to fuse them; 0 when absent."""
     value = data.get("ensemble")
-    if value is None:
-        return 0
+    if value is None:  # the pool's own default (replica.ensemble_candidates), where it can apply
+        return 0 if stream or preserve_format or not cfg.chimera_url else cfg.ensemble_candidates
     if not isinstance(value, dict) or set(value) - {"candidates"}:
         raise ApiError(400, "invalid_ensemble", f"ensemble must be {ENSEMBLE_SHAPE} (default 6)")
     count = value.get("candidates", chimera.DEFAULT_CANDIDATES)

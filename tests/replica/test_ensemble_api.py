@@ -254,3 +254,56 @@ def test_fusion_settings_are_checked_naming_the_field(replica: dict[str, Any], m
     with pytest.raises(ValueError, match=re.escape(message)):
         make_config(**replica)
     make_config(request_timeout_s=20)  # without a Chimera pool the deadline alone is no conflict
+
+
+@pytest.fixture(scope="module")
+def fusing_pool(apps: dict[str, Served]) -> Iterator[tuple[SamplingEngine, httpx.Client]]:
+    """A translation replica whose pool fuses every translation (replica.ensemble_candidates 3)."""
+    chimera_url = str(apps["chimera"][1].base_url).rstrip("/")
+    engine = SamplingEngine()
+    cfg = make_config(chimera_url=chimera_url, chimera_timeout_s=0.5, ensemble_candidates=3)
+    with serve_in_thread(create_app(engine, cfg, "hunyuan-mt")) as url, httpx.Client(base_url=url) as client:
+        wait_ready(client)
+        yield engine, client
+
+
+def test_a_pool_set_to_fuse_fuses_every_dialect(
+    apps: dict[str, Served], fusing_pool: tuple[SamplingEngine, httpx.Client]
+) -> None:
+    engine, client = fusing_pool
+    native = client.post("/translate", json={"source_lang": "en", "target_lang": "zh", "text": "Hello"})
+    assert native.status_code == 200, native.text
+    assert len(native.json()["candidates"]) == 3 and native.json()["fused_by"] == "fake-chimera"
+    deepl = client.post(
+        "/v2/translate", json={"text": ["Open the door"], "source_lang": "EN", "target_lang": "ZH"}
+    )
+    assert deepl.status_code == 200, deepl.text
+    assert deepl.json()["translations"][0]["text"].startswith("fused ") and engine.sampled[-1][0] == 3
+    libre = client.post("/libretranslate/translate", json={"q": "Close it", "source": "en", "target": "zh"})
+    assert libre.status_code == 200, libre.text
+    assert libre.json()["translatedText"].startswith("fused ") and engine.sampled[-1][0] == 3
+    # A request that asks for its own ensemble keeps its count.
+    own = client.post(
+        "/translate",
+        json={"source_lang": "en", "target_lang": "zh", "text": "Hi", "ensemble": {"candidates": 2}},
+    )
+    assert len(own.json()["candidates"]) == 2
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"replica": {"ensemble_candidates": 1}}, "1 candidate is no ensemble"),
+        ({"replica": {"ensemble_candidates": 3}}, "replica.ensemble_candidates: no Chimera pool"),
+        (
+            {"pools": [{"name": "mt", "replica": {"ensemble_candidates": 3}}, {"name": "c"}]},
+            "pools.mt.replica.ensemble_candidates: no Chimera pool to fuse the candidates (set pools.mt.chimera_pool)",  # noqa: E501
+        ),
+    ],
+)
+def test_a_pool_default_ensemble_needs_a_chimera(data: dict[str, Any], message: str) -> None:
+    from hunyuan_serve.config import ConfigError, build_config
+
+    with pytest.raises(ConfigError) as err:
+        build_config(data, {})
+    assert message in str(err.value)

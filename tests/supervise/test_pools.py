@@ -501,3 +501,22 @@ async def test_a_reload_of_nginx_settings_only_replaces_no_replica(
         "kept a-0, b-0 (their settings did not change)",
     )
     assert await sim.stop() == 0
+
+
+def test_a_pool_with_a_chimera_pool_sends_its_ensembles_to_that_pools_route(tmp_path: Path) -> None:
+    """Its replicas' chimera_url is this host's Nginx route to the Chimera pool; the Chimera's has none."""
+    cfg = build_config(
+        {
+            "nginx": {"port": 9090, "listen": "0.0.0.0"},
+            "pools": [
+                {"name": "mt", "model": "/m/mt", "chimera_pool": "chimera"},
+                {"name": "chimera", "model": "/m/c"},
+            ],
+        },
+        {},
+    )
+    plans = plan_replicas(cfg, visible_gpus=[], cores=[0, 1], run_dir=tmp_path, python="py")
+    write_configs(cfg, plans, tmp_path)
+    mt, chimera = (yaml.safe_load((tmp_path / f"{n}.yaml").read_text()) for n in ("mt-0", "chimera-0"))
+    assert mt["replica"]["chimera_url"] == "http://127.0.0.1:9090/_hs/pool/chimera"
+    assert chimera["replica"]["chimera_url"] is None

@@ -18,6 +18,7 @@ from hunyuan_serve import detect
 from hunyuan_serve.families.base import PRESERVE_FORMAT
 from hunyuan_serve.families.build import FAMILY_FEATURES
 from hunyuan_serve.languages import AUTO, Language, find_language
+from hunyuan_serve.replica import ensemble
 from hunyuan_serve.replica.context import Replica
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
@@ -188,6 +189,9 @@ async def translate(
     "segments": the tags are kept exactly and the text between them is translated piece by piece.
     """
     await call.bill(req.texts)  # the characters sent, tags included, as DeepL bills them
+    if not html and not req.ensemble and not req.preserve_format and replica.cfg.chimera_url:
+        # A pool set to fuse (replica.ensemble_candidates) fuses these dialects' translations too.
+        req = dataclasses.replace(req, ensemble=replica.cfg.ensemble_candidates)
     ignore = frozenset(tag.lower() for tag in ignore_tags)
     sources = sources_of(replica, req, html, by_script)
     segments = html and not _markup_in_core(replica, req, ignore)
@@ -212,8 +216,7 @@ async def _run(replica: Replica, call: Call, req: TranslateRequest, plan: _Plan)
         )
         for code, indexes in groups.items()
     ]
-    translator = replica.translator
-    calls = [translator.translate(sub, f"{call.id}-{n}") for n, sub in enumerate(subs)]
+    calls = [_core(replica, call, sub, f"{call.id}-{n}") for n, sub in enumerate(subs)]
     outcomes: list[Outcome] = list(await call.run(asyncio.gather(*calls))) if calls else []
     results = [""] * len(plan.units)
     merged = Outcome(cached=[])
@@ -230,6 +233,19 @@ async def _run(replica: Replica, call: Call, req: TranslateRequest, plan: _Plan)
     call.log.update(target_lang=req.target.code, texts=len(req.texts), units=len(plan.units))
     call.log["source_lang"] = ",".join(groups) if req.source is AUTO else req.source.code
     return results, merged
+
+
+async def _core(replica: Replica, call: Call, req: TranslateRequest, core_id: str) -> Outcome:
+    """One language's texts through the core; with an ensemble, each text's candidates fused (the
+    first candidate where the Chimera pool could not, or a 503 with chimera_failure refuse)."""
+    outcome = await replica.translator.translate(req, core_id)
+    if req.ensemble:
+        key = ensemble.caller_key(call.request)
+        answers = await replica.fusion.fuse_all(req, outcome.candidates, core_id, key)
+        ensemble.refuse_if_degraded(replica.cfg, answers)
+        outcome.results = [each.result for each in answers]
+        call.log["fused"] = call.log.get("fused", 0) + sum(each.fused_by is not None for each in answers)
+    return outcome
 
 
 def detected_source(replica: Replica, req: TranslateRequest) -> tuple[TranslateRequest, bool]:

@@ -66,7 +66,7 @@ async def _translate(replica: Replica, call: Call) -> Response:
     )
     if req.source is AUTO:  # no source_lang: detected (replica.apis.compat); a mixed batch per language
         req, mixed = compat.detected_source(replica, req)
-        if mixed and req.ensemble:
+        if mixed and req.ensemble and not replica.cfg.ensemble_candidates:
             raise ApiError(400, "invalid_ensemble", "ensemble needs one source language: give source_lang")
         if mixed:
             return await compat.native_mixed(replica, call, req)
@@ -89,7 +89,8 @@ async def _sample_and_fuse(
     replica: Replica, req: TranslateRequest, call: Call
 ) -> tuple[Outcome, list[ensemble.Fused]]:
     outcome = await replica.translator.translate(req, call.id)  # N candidates per text, one engine call each
-    return outcome, await replica.fusion.fuse_all(req, outcome.candidates, call.id)
+    key = ensemble.caller_key(call.request)
+    return outcome, await replica.fusion.fuse_all(req, outcome.candidates, call.id, key)
 
 
 async def _ensemble(replica: Replica, req: TranslateRequest, call: Call) -> Response:
