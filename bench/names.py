@@ -49,6 +49,8 @@ STEP_SERIAL = "serial"
 STEPS = (STEP_STACK, STEP_STACK_1, STEP_VLLM, STEP_SERIAL)
 # After those, on its own (it needs every core): bench/multihost.py, in network namespaces.
 STEP_HOSTS = "hosts"
+# And bench/ensemble.py: its own stack of two pools (a translation model and a Chimera), also alone.
+STEP_ENSEMBLE = "ensemble"
 
 # Target languages of the runs against the stack, in order: see Bench.env.
 STACK_TARGETS = ("zh", "ja", "ko", "fr", "de", "es", "ru", "ar")

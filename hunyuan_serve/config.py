@@ -69,13 +69,13 @@ class EngineConfig(Section):
         2, ge=1, description="KV-cache GiB per replica on CPU (unless kv_cache_memory_bytes is set)."
     )
     seed: int = Field(0, description="Engine sampling seed.")
-    prompt_family: Literal["auto", "hunyuan-mt", "hy-mt1.5", "hy-mt2", "few-shot", "hunyuan", "few_shot"] = (
-        Field(
-            "auto",
-            description="Prompt family: auto (from the checkpoint's name and config), hunyuan-mt, "
-            "hy-mt1.5, hy-mt2 (each generation's official templates), few-shot (base models); "
-            "hunyuan and few_shot: old names of hunyuan-mt and few-shot.",
-        )
+    prompt_family: Literal[
+        "auto", "hunyuan-mt", "hy-mt1.5", "hy-mt2", "few-shot", "chimera", "hunyuan", "few_shot"
+    ] = Field(
+        "auto",
+        description="Prompt family: auto (from the checkpoint's name and config), hunyuan-mt, "
+        "hy-mt1.5, hy-mt2 (each generation's official templates), few-shot (base models); "
+        "hunyuan and few_shot: old names of hunyuan-mt and few-shot.",
     )
     trust_remote_code: bool = Field(False, description="Allow model code from the checkpoint.")
     shutdown_timeout_s: float = Field(
