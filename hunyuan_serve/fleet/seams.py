@@ -85,6 +85,10 @@ class Clock(Protocol):
 
     def now(self) -> float: ...
 
+    def wall(self) -> float:
+        """Seconds since the epoch: only for the timestamps people read (state files), never for timing."""
+        ...
+
     async def sleep(self, seconds: float) -> None: ...
 
 
@@ -93,6 +97,9 @@ class RealClock:
 
     def now(self) -> float:
         return time.monotonic()
+
+    def wall(self) -> float:
+        return time.time()
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)

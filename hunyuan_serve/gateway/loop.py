@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -62,7 +61,7 @@ class Gateway:
         self.next_discovery = clock.now()
         self.nginx_exit: asyncio.Task[int | None] | None = None
         self.rotating: asyncio.Task[None] | None = None
-        self.started_at = time.time()
+        self.started_at = self.clock.wall()
 
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
         """What a signal does: enqueue; the loop stops between two rounds."""
@@ -261,7 +260,7 @@ class Gateway:
             "pid": os.getpid(),
             "running": running,
             "started_at": self.started_at,
-            "updated_at": time.time(),
+            "updated_at": self.clock.wall(),
             "run_dir": str(self.run_dir),
             "hosts": [self._host_state(v) for v in self.fleet.hosts.values()],
             "nginx": {

@@ -13,7 +13,6 @@ import contextlib
 import os
 import random
 import signal
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +106,7 @@ class Supervisor:
         self.routed: Routing | None = None  # what Nginx has loaded
         self.stopping = False
         self.exit_code = 0
-        self.started_at = time.time()
+        self.started_at = self.clock.wall()
         self.abandoned: list[Abandoned] = []
         self._background: list[asyncio.Task[None]] = []
         self._nginx_exit: asyncio.Task[int | None] | None = None  # ends when the Nginx master exits
@@ -582,7 +581,7 @@ class Supervisor:
             "running": running,
             "phase": phase,
             "started_at": self.started_at,
-            "updated_at": time.time(),
+            "updated_at": self.clock.wall(),
             "run_dir": str(self.run_dir),
             **self.info,  # model, events file, prompt family...
             "replicas": [self._replica_state(r) for r in self.replicas],

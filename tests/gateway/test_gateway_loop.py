@@ -29,6 +29,9 @@ class Clock:
     def now(self) -> float:
         return self.t
 
+    def wall(self) -> float:
+        return 1_700_000_000.0 + self.t  # a fixed epoch: the state files' timestamps are reproducible
+
     async def sleep(self, seconds: float) -> None:
         self.t += seconds
         await asyncio.sleep(0)

@@ -42,6 +42,8 @@ async def test_boot_admits_each_replica_once_its_health_is_200(make: Callable[..
     assert sim.nginx.routed() == [sim.addr(R0)]
     state = sim.state()
     assert state["family"] == "hunyuan" and state["phase"] == "running" and state["nginx"]["ready"] == 1
+    # Its timestamps come from the injected clock's wall time (the fake's epoch), not the machine's.
+    assert 1_700_000_000.0 <= state["started_at"] <= state["updated_at"] <= 1_700_000_003.0
     assert [(r["state"], r["addr"], r["pid"]) for r in state["replicas"]] == [
         ("ready", sim.addr(R0), sim.runner.latest(R0).pid),
         ("starting", sim.addr(R1), sim.runner.latest(R1).pid),

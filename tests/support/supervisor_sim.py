@@ -70,6 +70,9 @@ class FakeClock:
     def now(self) -> float:
         return self.t
 
+    def wall(self) -> float:
+        return 1_700_000_000.0 + self.t  # a fixed epoch: the state files' timestamps are reproducible
+
     async def sleep(self, seconds: float) -> None:
         wake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._sleepers, (self.t + seconds, next(self._seq), wake))
