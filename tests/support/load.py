@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -19,6 +20,7 @@ class Sent:
     end: float = 0.0  # 0 while in flight
     outcome: str = ""  # "200", another status with its body, or the transport error
     model: str = ""  # the model the answer named
+    fused_by: str | None = None  # with an ensemble: who fused the answer (None: degraded, or no ensemble)
 
 
 @dataclass
@@ -28,6 +30,7 @@ class Load:
     url: str
     threads: int = 3
     pause_s: float = 0.05  # leaves the two shared cores room to restart a replica while under load
+    extra: dict[str, Any] = field(default_factory=dict)  # more fields of every body (an ensemble, a model)
     sent: list[Sent] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _workers: list[threading.Thread] = field(default_factory=list)
@@ -35,12 +38,13 @@ class Load:
     def _one(self, client: httpx.Client, text: str) -> None:
         record = Sent(uuid.uuid4().hex, time.time())
         self.sent.append(record)
-        body = {"text": text, "source_lang": "en", "target_lang": "zh"}
+        body = {"text": text, "source_lang": "en", "target_lang": "zh", **self.extra}
         try:
             response = client.post("/translate", json=body, headers={"X-Request-ID": record.request_id})
             answer = response.json() if response.status_code == 200 else {}
             if "result" in answer:
                 record.outcome, record.model = "200", str(answer.get("model"))
+                record.fused_by = answer.get("fused_by")
             else:
                 record.outcome = f"{response.status_code} {response.text[:200]}"
         except (httpx.HTTPError, ValueError) as err:
