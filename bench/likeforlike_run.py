@@ -70,12 +70,29 @@ def paused(pids: Sequence[int]) -> Iterator[None]:
     for proc in procs:
         with contextlib.suppress(Exception):
             proc.send_signal(signal.SIGSTOP)
+    _until_stopped(procs)
     try:
         yield
     finally:
         for proc in reversed(procs):
             with contextlib.suppress(Exception):
                 proc.send_signal(signal.SIGCONT)
+
+
+def _until_stopped(procs: Sequence[Any], timeout_s: float = 5.0) -> None:
+    """A signal is delivered when the kernel next schedules the process: wait (bounded) until each one
+    reads stopped, so the measured side never starts while the other still runs."""
+    import psutil
+
+    deadline = time.monotonic() + timeout_s
+    for proc in procs:
+        while time.monotonic() < deadline:
+            try:
+                if proc.status() in (psutil.STATUS_STOPPED, psutil.STATUS_ZOMBIE):
+                    break
+            except psutil.Error:
+                break  # gone
+            time.sleep(0.01)
 
 
 def tree_pids(pid: int) -> set[int]:
