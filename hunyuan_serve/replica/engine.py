@@ -232,6 +232,25 @@ def stop_token_ids(model_dir: Path) -> list[int]:
     return [int(v) for v in value] if isinstance(value, list) else []
 
 
+def encode_prompt(tokenizer: Any, prompt: Prompt) -> list[int]:
+    """The prompt's token ids as the engine gets them: a chat prompt through the tokenizer's template."""
+    if prompt.is_chat:
+        messages = list(prompt.messages)
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    return list(tokenizer(prompt.text)["input_ids"])
+
+
+def memo_token_ids(memo: LruCache[tuple[Any, str], list[int]], tokenizer: Any, prompt: Prompt) -> list[int]:
+    """encode_prompt, kept in `memo`: the budget check and the generation both need the ids."""
+    key = (tuple(tuple(sorted(m.items())) for m in prompt.messages), prompt.text)
+    ids = memo.get(key)
+    if ids is None:
+        ids = encode_prompt(tokenizer, prompt)
+        memo.put(key, ids)
+    return ids
+
+
 @dataclass
 class VllmEngine:
     """AsyncLLMEngine behind the Engine protocol; prompts are tokenized here with the chat template."""
@@ -307,21 +326,7 @@ class VllmEngine:
         self.max_model_len = int(self._engine.model_config.max_model_len)
 
     def _token_ids(self, prompt: Prompt) -> list[int]:
-        # The budget check and the generation both need the ids: render the template and tokenize once.
-        key = (tuple(tuple(sorted(m.items())) for m in prompt.messages), prompt.text)
-        ids = self._encoded.get(key)
-        if ids is None:
-            ids = self._encode(prompt)
-            self._encoded.put(key, ids)
-        return ids
-
-    def _encode(self, prompt: Prompt) -> list[int]:
-        if prompt.is_chat:
-            text = self._tokenizer.apply_chat_template(
-                list(prompt.messages), tokenize=False, add_generation_prompt=True
-            )
-            return list(self._tokenizer(text, add_special_tokens=False)["input_ids"])
-        return list(self._tokenizer(prompt.text)["input_ids"])
+        return memo_token_ids(self._encoded, self._tokenizer, prompt)
 
     def count_prompt_tokens(self, prompt: Prompt) -> int:
         return len(self._token_ids(prompt))
