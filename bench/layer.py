@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ DATA = REPO / "bench" / "data" / "sd-webui-zh_CN.json"
 SCRIPT = K6_DIR / "layer.js"
 TICKS = os.sysconf("SC_CLK_TCK")
 TOP_ENTRIES = 25
+_LINE = re.compile(r":\d+\)$")  # py-spy names frames "func (file:line)"; entries are per function
 
 
 @dataclass(frozen=True)
@@ -129,14 +131,17 @@ def _metric(summary: Any, name: str, stat: str) -> float:
 
 @contextlib.contextmanager
 def profiled(plan: LayerPlan, pids: list[int], name: str, seconds: int, out: list[str]) -> Iterator[None]:
-    """py-spy samples the first replica (pinned to the load core) while the body runs."""
+    """py-spy samples the first replica (pinned to the load core) while the body runs: its figures are
+    lower than an unprofiled run's, so a profiled run's figures are not the ones to compare."""
     if plan.profile is None or not pids:
         yield
         return
     raw = plan.profile.with_suffix(f".{name}.raw")
     argv = ["taskset", "-c", plan.load_core, str(Path(sys.executable).parent / "py-spy"), "record"]
     argv += ["-p", str(pids[0]), "-d", str(seconds), "-r", "200", "-f", "raw", "-o", str(raw)]
-    spy = subprocess.Popen([*argv, "--nonblocking"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # --gil: only samples that hold the GIL, i.e. Python running, not the loop waiting in epoll.
+    argv += ["--nonblocking", "--gil"]
+    spy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield
     finally:
@@ -155,7 +160,7 @@ def top_entries(collapsed: str, title: str, top: int = TOP_ENTRIES) -> str:
         if not stack or not count_text.isdigit():
             continue
         count = int(count_text)
-        frames = [frame.strip() for frame in stack.split(";")]
+        frames = [_LINE.sub(")", frame.strip()) for frame in stack.split(";")]
         total += count
         own[frames[-1]] += count
         for frame in set(frames):
