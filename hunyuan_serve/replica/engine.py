@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from hunyuan_serve.cache import LruCache
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.gpu import CUDA_ENV, query_gpus, resolve_device
 from hunyuan_serve.prompts import Prompt
+from hunyuan_serve.replica.encoding import PromptEncoder
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,9 @@ class Engine(Protocol):
 
 
 # Prompts whose token ids are kept: the budget check and the generation of one request share them.
-ENCODED_MEMO_SIZE = 256
+# Room for every text admitted at once (max_in_flight requests of a few texts): a smaller memo evicted
+# a batch's ids between its budget check and its generation, which then encoded them again.
+ENCODED_MEMO_SIZE = 4096
 
 CPU_ENV_DEFAULTS = {
     "VLLM_TARGET_DEVICE": "cpu",
@@ -232,25 +234,6 @@ def stop_token_ids(model_dir: Path) -> list[int]:
     return [int(v) for v in value] if isinstance(value, list) else []
 
 
-def encode_prompt(tokenizer: Any, prompt: Prompt) -> list[int]:
-    """The prompt's token ids as the engine gets them: a chat prompt through the tokenizer's template."""
-    if prompt.is_chat:
-        messages = list(prompt.messages)
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-    return list(tokenizer(prompt.text)["input_ids"])
-
-
-def memo_token_ids(memo: LruCache[tuple[Any, str], list[int]], tokenizer: Any, prompt: Prompt) -> list[int]:
-    """encode_prompt, kept in `memo`: the budget check and the generation both need the ids."""
-    key = (tuple(tuple(sorted(m.items())) for m in prompt.messages), prompt.text)
-    ids = memo.get(key)
-    if ids is None:
-        ids = encode_prompt(tokenizer, prompt)
-        memo.put(key, ids)
-    return ids
-
-
 @dataclass
 class VllmEngine:
     """AsyncLLMEngine behind the Engine protocol; prompts are tokenized here with the chat template."""
@@ -265,9 +248,7 @@ class VllmEngine:
     _engine: Any = None
     _tokenizer: Any = None
     _stop_ids: list[int] = field(default_factory=list)
-    _encoded: LruCache[tuple[Any, str], list[int]] = field(
-        default_factory=lambda: LruCache(ENCODED_MEMO_SIZE)
-    )
+    _encoder: PromptEncoder | None = None
 
     async def start(self) -> None:
         if self._engine is not None:  # already started (the benchmark shares one engine with an app)
@@ -318,6 +299,7 @@ class VllmEngine:
         self._tokenizer = AutoTokenizer.from_pretrained(
             self.cfg.tokenizer or self.model, trust_remote_code=self.cfg.trust_remote_code
         )
+        self._encoder = PromptEncoder(self._tokenizer, ENCODED_MEMO_SIZE)
         if Path(self.model).is_dir():
             self._stop_ids = stop_token_ids(Path(self.model))
         args = AsyncEngineArgs(**engine_kwargs(self.cfg, self.model, on_cpu))
@@ -326,7 +308,8 @@ class VllmEngine:
         self.max_model_len = int(self._engine.model_config.max_model_len)
 
     def _token_ids(self, prompt: Prompt) -> list[int]:
-        return memo_token_ids(self._encoded, self._tokenizer, prompt)
+        assert self._encoder is not None, "engine not started"
+        return self._encoder.ids(prompt)
 
     def count_prompt_tokens(self, prompt: Prompt) -> int:
         return len(self._token_ids(prompt))

@@ -8,19 +8,11 @@ import time
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from hunyuan_serve.cache import LruCache
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.prompts import Prompt
-from hunyuan_serve.replica.engine import (
-    ENCODED_MEMO_SIZE,
-    Delta,
-    EngineStats,
-    Generation,
-    Sampling,
-    memo_token_ids,
-)
+from hunyuan_serve.replica.encoding import PromptEncoder
+from hunyuan_serve.replica.engine import ENCODED_MEMO_SIZE, Delta, EngineStats, Generation, Sampling
 
 STAND_IN = "stand-in"
 # vLLM's own fallback when neither the config nor the checkpoint names a context length.
@@ -52,35 +44,39 @@ class StandInEngine:
     max_model_len: int = 0
     stats: EngineStats = field(default_factory=EngineStats)
     kind: str = STAND_IN
-    _tokenizer: Any = None
-    _encoded: LruCache[tuple[Any, str], list[int]] = field(
-        default_factory=lambda: LruCache(ENCODED_MEMO_SIZE)
-    )
+    _encoder: PromptEncoder | None = None
 
     async def start(self) -> None:
-        if self._tokenizer is not None:
+        if self._encoder is not None:
             return
-        self._tokenizer = await asyncio.to_thread(self._load)
+        self._encoder = await asyncio.to_thread(self._load)
         configured = self.cfg.max_model_len
         self.max_model_len = configured or checkpoint_max_len(self.model)
         self.model_name = self.cfg.served_model_name or self.model
 
-    def _load(self) -> Any:
+    def _load(self) -> PromptEncoder:
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(
+        tokenizer = AutoTokenizer.from_pretrained(
             self.cfg.tokenizer or self.model, trust_remote_code=self.cfg.trust_remote_code
         )
+        return PromptEncoder(tokenizer, ENCODED_MEMO_SIZE)
+
+    @property
+    def encoder(self) -> PromptEncoder:
+        if self._encoder is None:
+            raise RuntimeError("stand-in engine not started")
+        return self._encoder
 
     def count_prompt_tokens(self, prompt: Prompt) -> int:
-        return len(memo_token_ids(self._encoded, self._tokenizer, prompt))
+        return len(self.encoder.ids(prompt))
 
     def _answer(self, prompt: Prompt, sampling: Sampling, started: float) -> Generation:
-        ids = memo_token_ids(self._encoded, self._tokenizer, prompt)
+        ids = self.encoder.ids(prompt)
         count = min(self.cfg.stand_in_output_tokens, sampling.max_tokens)
         out = ids[-count:]  # the prompt's end: the text's last tokens (control tokens are skipped)
         self.stats.record(0, 0)  # one "step" per answer: the stall watch sees progress
-        text = self._tokenizer.decode(out, skip_special_tokens=True).strip()
+        text = self.encoder.decode(out).strip()
         return Generation(
             text=text or "-",
             prompt_tokens=len(ids),
@@ -103,10 +99,10 @@ class StandInEngine:
         return None
 
     def is_alive(self) -> bool:
-        return self._tokenizer is not None
+        return self._encoder is not None
 
     def unfinished(self) -> int:
         return 0
 
     def shutdown(self) -> None:
-        self._tokenizer = None
+        self._encoder = None
