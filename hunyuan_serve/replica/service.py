@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import itertools
@@ -141,7 +142,7 @@ class Translator:
     ) -> list[Completion]:
         """Every prompt at once, each from the cache, an identical call in flight, or the engine."""
         answers: list[Completion | None] = [None] * len(prompts)
-        pending: list[tuple[int, asyncio.Task[tuple[Generation, bool]]]] = []
+        joined: list[tuple[int, _Shared, bool]] = []
         for index, (key, prompt) in enumerate(zip(keys, prompts, strict=True)):
             hit = await self.cache.get(key)
             if hit is not None:
@@ -150,24 +151,19 @@ class Translator:
                 continue
             self.metrics.cache_misses.inc()
             engine_id = f"{request_id}-{index}-{next(self._ids)}"
-            pending.append(
-                (index, asyncio.create_task(self._shared_generate(key, prompt, sampling, engine_id)))
-            )
-        try:
-            done = await asyncio.gather(*(task for _, task in pending))
-        except BaseException:
-            for _, task in pending:
-                task.cancel()
-            raise
-        for (index, _), (generation, coalesced) in zip(pending, done, strict=True):
+            joined.append((index, *self._join(key, prompt, sampling, engine_id)))
+        done = await self._wait_all([shared for _, shared, _ in joined])
+        for (index, _, coalesced), generation in zip(joined, done, strict=True):
             answers[index] = Completion(generation, cached=False)
             if not coalesced:
                 self.cache.put(keys[index], generation.text)
         return [answer for answer in answers if answer is not None]
 
-    async def _shared_generate(
-        self, key: str, prompt: Prompt, sampling: Sampling, engine_id: str
-    ) -> tuple[Generation, bool]:
+    def _join(self, key: str, prompt: Prompt, sampling: Sampling, engine_id: str) -> tuple[_Shared, bool]:
+        """The engine call in flight for this key (coalesced: True), or a new one; one more waiter on it.
+
+        One task per engine call and none per waiter: a batch's texts are awaited together (_wait_all).
+        """
         shared = self._inflight.get(key)
         coalesced = shared is not None
         if shared is None:
@@ -177,16 +173,25 @@ class Translator:
         else:
             self.metrics.coalesced.inc()
         shared.waiters += 1
+        return shared, coalesced
+
+    async def _wait_all(self, joined: list[_Shared]) -> list[Generation]:
+        """Each call's generation; if this request leaves (cancelled, or one call failed), the calls it
+        alone waits for are cancelled (an abort each), while those others also wait for go on."""
         try:
             # Shielded: one waiter leaving must not cancel the call the others wait for.
-            return await asyncio.shield(shared.task), coalesced
-        except asyncio.CancelledError:
-            if shared.waiters == 1 and not shared.task.done():
-                shared.task.cancel()
-                self.metrics.aborts.inc()
+            return list(await asyncio.gather(*(asyncio.shield(shared.task) for shared in joined)))
+        except BaseException:
+            # A batch may hold one text twice: this request is then several of a call's waiters.
+            ours = collections.Counter(id(shared) for shared in joined)
+            for shared in {id(shared): shared for shared in joined}.values():
+                if shared.waiters == ours[id(shared)] and not shared.task.done():
+                    shared.task.cancel()
+                    self.metrics.aborts.inc()
             raise
         finally:
-            shared.waiters -= 1
+            for shared in joined:
+                shared.waiters -= 1
 
     async def _run(self, prompt: Prompt, sampling: Sampling, engine_id: str) -> Generation:
         generation = await self.engine.generate(prompt, sampling, engine_id)
