@@ -93,7 +93,10 @@ def cpu_of(pids: dict[str, list[int]]) -> dict[str, float]:
 def start_stack(plan: LayerPlan, model: Path, work: Path) -> tuple[Server, str, int]:
     """`up` with the stand-in on the tiny checkpoint; returns it, Nginx's URL and the first replica port."""
     port, base = free_port(), free_port()
-    argv = ["taskset", "-c", plan.stack_cores, sys.executable, "-m", "hunyuan_serve", "up"]
+    # Run from the checkout: `python -m` puts the working directory first on sys.path, before
+    # PYTHONPATH, and the replicas `up` starts inherit it.
+    argv = ["env", "-C", str(plan.code), "taskset", "-c", plan.stack_cores]
+    argv += [sys.executable, "-m", "hunyuan_serve", "up"]
     argv += ["--model", str(model), "--replicas", str(plan.replicas), "--stand-in", "true"]
     argv += ["--port", str(port), "--base-port", str(base), "--run-dir", str(work / "run")]
     # The tiny checkpoint's own length: 512 refuses a few of the WebUI file's longest strings (413).
@@ -181,6 +184,9 @@ def phase(
     """One measured load: requests and strings per second, replica and Nginx CPU-µs per string."""
     server, url, base = stack
     pids = stack_pids(server.proc.pid)
+    cwd = {os.readlink(f"/proc/{pid}/cwd") for pid in pids["replica"]}
+    if cwd != {str(plan.code)}:
+        raise RuntimeError(f"the replicas run from {sorted(cwd)}, not from {plan.code}")
     metrics_url = f"http://127.0.0.1:{base}/metrics"
     name = "batched" if batch else "single"
     hits = scrape_counter(metrics_url, "hunyuan_cache_hits")
