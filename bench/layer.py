@@ -143,7 +143,7 @@ def profiled(plan: LayerPlan, pids: list[int], name: str, seconds: int, out: lis
     argv = ["taskset", "-c", plan.load_core, str(Path(sys.executable).parent / "py-spy"), "record"]
     argv += ["-p", str(pids[0]), "-d", str(seconds), "-r", "200", "-f", "raw", "-o", str(raw)]
     # --gil: only samples that hold the GIL, i.e. Python running, not the loop waiting in epoll.
-    argv += ["--nonblocking", "--gil"]
+    argv += ["--nonblocking", "--gil", "--threads"]  # a "thread (id)" entry per thread in the cumulative list
     spy = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield
