@@ -12,7 +12,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hunyuan_serve.cache import TranslationCache, cache_key
+from hunyuan_serve.cache import TranslationCache, cache_key, key_prefix, keyed_text
 from hunyuan_serve.families import format_tags
 from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
@@ -106,6 +106,20 @@ class Translator:
 
     def _key(self, req: TranslateRequest, text: str, features: Features, sampling: dict[str, Any]) -> str:
         """The cache (and coalescing) key: every field that changes the prompt or the answer's reading."""
+        return keyed_text(self._prefix(req, features, sampling), text)
+
+    def _keys(self, req: TranslateRequest, features: list[Features], sampling: dict[str, Any]) -> list[str]:
+        """_key of every text; the fields they share are encoded once per set of instructions."""
+        prefixes: dict[Features, str] = {}
+        keys = []
+        for text, each in zip(req.texts, features, strict=True):
+            prefix = prefixes.get(each)
+            if prefix is None:
+                prefix = prefixes[each] = self._prefix(req, each, sampling)
+            keys.append(keyed_text(prefix, text))
+        return keys
+
+    def _prefix(self, req: TranslateRequest, features: Features, sampling: dict[str, Any]) -> str:
         instructions: dict[str, Any] = {"family": self.family}
         if features.used():
             instructions.update(
@@ -114,9 +128,7 @@ class Translator:
                 style=features.style,
                 preserve_format=features.preserve_format,
             )
-        return cache_key(
-            self.engine.model_name, req.source.code, req.target.code, text, sampling, instructions
-        )
+        return key_prefix(self.engine.model_name, req.source.code, req.target.code, sampling, instructions)
 
     async def translate(self, req: TranslateRequest, request_id: str) -> Outcome:
         features = self._features(req)
@@ -124,7 +136,7 @@ class Translator:
         counts = [self.engine.count_prompt_tokens(prompt) for prompt in prompts]
         self._check_budget(counts, req)
         sampling = req.sampling.as_dict()
-        keys = [self._key(req, text, features[i], sampling) for i, text in enumerate(req.texts)]
+        keys = self._keys(req, features, sampling)
         answers = await self._answer_all(keys, prompts, req.sampling, request_id)
         outcome = Outcome(results=[a.generation.text for a in answers], cached=[a.cached for a in answers])
         for answer in answers:
