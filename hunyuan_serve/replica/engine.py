@@ -308,7 +308,8 @@ class VllmEngine:
         self.max_model_len = int(self._engine.model_config.max_model_len)
 
     def _token_ids(self, prompt: Prompt) -> list[int]:
-        assert self._encoder is not None, "engine not started"
+        if self._encoder is None:
+            raise RuntimeError("engine not started: no tokenizer yet")
         return self._encoder.ids(prompt)
 
     def count_prompt_tokens(self, prompt: Prompt) -> int:
