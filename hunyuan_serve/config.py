@@ -84,6 +84,15 @@ class EngineConfig(Section):
         description="On replica exit, time the engine's processes get to stop after SIGTERM before they "
         "are killed (vLLM's own default is 5 s, past which a drained replica outlived kill_timeout_s).",
     )
+    # Issue 18: measures the serving layer alone (bench/layer.py); /health and the logs say it is on.
+    stand_in: bool = Field(
+        False,
+        description="Answer with an engine stand-in instead of vLLM: the chat template and tokenizer run, "
+        "no model does (echoes the text's last tokens at once). For measuring the serving layer only.",
+    )
+    stand_in_output_tokens: int = Field(
+        16, ge=1, description="Tokens the stand-in reports as generated per answer (at most max_tokens)."
+    )
 
     @field_validator("quantization")
     @classmethod

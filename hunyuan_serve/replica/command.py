@@ -12,9 +12,12 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hunyuan_serve.config import ServeConfig, add_config_flags, config_from_args
+
+if TYPE_CHECKING:
+    from hunyuan_serve.replica.engine import Engine
 
 # Test-only knob: random-weight checkpoints emit EOS at once, so tests that need long generations
 # (abort on disconnect, concurrent batching) make the engine ignore EOS. Never set in production.
@@ -57,6 +60,20 @@ def _server_class() -> type[Any]:
     return DrainingServer
 
 
+def _engine(cfg: ServeConfig, model: str, device: str, ignore_eos: bool) -> Engine:
+    """vLLM, or the stand-in when engine.stand_in is set: never silently (a warning, the replica_starting
+    line and /health say so)."""
+    from hunyuan_serve.replica.engine import VllmEngine
+    from hunyuan_serve.replica.standin import StandInEngine
+
+    if cfg.engine.stand_in:
+        logging.getLogger(__name__).warning(
+            json.dumps({"event": "engine_stand_in", "reason": "engine.stand_in: no model runs"})
+        )
+        return StandInEngine(cfg.engine, model)
+    return VllmEngine(cfg.engine, model, ignore_eos=ignore_eos, device=device)
+
+
 def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
     """Build the engine and app and run Uvicorn until SIGTERM/SIGINT (graceful) or a fatal load error."""
     import uvicorn
@@ -64,7 +81,6 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
     from hunyuan_serve.gpu import resolve_device
     from hunyuan_serve.models import model_config, model_family, resolve_model
     from hunyuan_serve.replica.app import create_app
-    from hunyuan_serve.replica.engine import VllmEngine
     from hunyuan_serve.replica.onewrite import OneWriteProtocol
 
     # The device kind is the plan's (up sets engine.device), never torch's guess: asking torch here
@@ -72,7 +88,7 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
     device = resolve_device(cfg.engine.device)
     model = resolve_model(cfg.engine, device == "cuda")
     family = model_family(cfg.engine.prompt_family, model, model_config(model, cfg.engine.revision))
-    engine = VllmEngine(cfg.engine, model, ignore_eos=ignore_eos, device=device)
+    engine = _engine(cfg, model, device, ignore_eos)
     failures: list[str] = []
     server: Any = None
 
@@ -101,6 +117,7 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
                 "model": model,
                 "family": family,
                 "device": device,
+                "engine": type(engine).__name__,  # StandInEngine or VllmEngine
                 "port": cfg.replica.port,
             }
         )

@@ -41,8 +41,12 @@ class Replica:
     usage: Usage
 
 
-def current(request: Request) -> Replica:
-    """The replica serving this request (a FastAPI dependency of every route)."""
+async def current(request: Request) -> Replica:
+    """The replica serving this request (a FastAPI dependency of every route).
+
+    A coroutine, so FastAPI runs it on the loop: a plain function is sent to its thread pool, a thread
+    hand-off per request that was the replica's largest cost outside the routes (issue 18's profile).
+    """
     replica = request.app.state.replica
     if not isinstance(replica, Replica):
         raise TypeError("app.state.replica is not a Replica: the app was not built by create_app")

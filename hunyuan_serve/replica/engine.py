@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from hunyuan_serve.cache import LruCache
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.gpu import CUDA_ENV, query_gpus, resolve_device
 from hunyuan_serve.prompts import Prompt
+from hunyuan_serve.replica.encoding import PromptEncoder
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,9 @@ class Engine(Protocol):
 
 
 # Prompts whose token ids are kept: the budget check and the generation of one request share them.
-ENCODED_MEMO_SIZE = 256
+# Room for every text admitted at once (max_in_flight requests of a few texts): a smaller memo evicted
+# a batch's ids between its budget check and its generation, which then encoded them again.
+ENCODED_MEMO_SIZE = 4096
 
 CPU_ENV_DEFAULTS = {
     "VLLM_TARGET_DEVICE": "cpu",
@@ -250,9 +252,7 @@ class VllmEngine:
     _engine: Any = None
     _tokenizer: Any = None
     _stop_ids: list[int] = field(default_factory=list)
-    _encoded: LruCache[tuple[Any, str], list[int]] = field(
-        default_factory=lambda: LruCache(ENCODED_MEMO_SIZE)
-    )
+    _encoder: PromptEncoder | None = None
 
     async def start(self) -> None:
         if self._engine is not None:  # already started (the benchmark shares one engine with an app)
@@ -303,6 +303,7 @@ class VllmEngine:
         self._tokenizer = AutoTokenizer.from_pretrained(
             self.cfg.tokenizer or self.model, trust_remote_code=self.cfg.trust_remote_code
         )
+        self._encoder = PromptEncoder(self._tokenizer, ENCODED_MEMO_SIZE)
         if Path(self.model).is_dir():
             self._stop_ids = stop_token_ids(Path(self.model))
         args = AsyncEngineArgs(**engine_kwargs(self.cfg, self.model, on_cpu))
@@ -311,21 +312,9 @@ class VllmEngine:
         self.max_model_len = int(self._engine.model_config.max_model_len)
 
     def _token_ids(self, prompt: Prompt) -> list[int]:
-        # The budget check and the generation both need the ids: render the template and tokenize once.
-        key = (tuple(tuple(sorted(m.items())) for m in prompt.messages), prompt.text)
-        ids = self._encoded.get(key)
-        if ids is None:
-            ids = self._encode(prompt)
-            self._encoded.put(key, ids)
-        return ids
-
-    def _encode(self, prompt: Prompt) -> list[int]:
-        if prompt.is_chat:
-            text = self._tokenizer.apply_chat_template(
-                list(prompt.messages), tokenize=False, add_generation_prompt=True
-            )
-            return list(self._tokenizer(text, add_special_tokens=False)["input_ids"])
-        return list(self._tokenizer(prompt.text)["input_ids"])
+        if self._encoder is None:
+            raise RuntimeError("engine not started: no tokenizer yet")
+        return self._encoder.ids(prompt)
 
     def count_prompt_tokens(self, prompt: Prompt) -> int:
         return len(self._token_ids(prompt))

@@ -15,6 +15,7 @@ from hunyuan_serve.families.build import probe_prompt
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.lifecycle import Health, Reading, read_health
+from hunyuan_serve.replica.standin import STAND_IN, StandInEngine
 
 router = APIRouter()
 ReplicaDep = Annotated[Replica, Depends(current)]
@@ -55,10 +56,13 @@ async def health(replica: ReplicaDep, deep: str = "") -> JSONResponse:
     wants_deep = deep.lower() in ("1", "true", "yes")
     if now.ok and wants_deep:
         now = await deep_probe(replica)
+    # Only a stand-in names its engine (a real replica's body is unchanged): no one mistakes its figures.
+    named = {"engine": STAND_IN} if isinstance(replica.engine, StandInEngine) else {}
     if not now.ok:
-        body = {"status": now.health.value, "reason": now.reason}
+        body = {"status": now.health.value, "reason": now.reason, **named}
         return JSONResponse(body, status_code=503, headers=replica.admission.retry_after)
     ready: dict[str, Any] = {
+        **named,
         "status": now.health.value,
         "model": replica.engine.model_name,
         "family": replica.family,

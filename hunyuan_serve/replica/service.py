@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import itertools
@@ -11,7 +12,7 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hunyuan_serve.cache import TranslationCache, cache_key
+from hunyuan_serve.cache import TranslationCache, cache_key, key_prefix, keyed_text
 from hunyuan_serve.families import format_tags
 from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
@@ -107,6 +108,20 @@ class Translator:
 
     def _key(self, req: TranslateRequest, text: str, features: Features, sampling: dict[str, Any]) -> str:
         """The cache (and coalescing) key: every field that changes the prompt or the answer's reading."""
+        return keyed_text(self._prefix(req, features, sampling), text)
+
+    def _keys(self, req: TranslateRequest, features: list[Features], sampling: dict[str, Any]) -> list[str]:
+        """_key of every text; the fields they share are encoded once per set of instructions."""
+        prefixes: dict[Features, str] = {}
+        keys = []
+        for text, each in zip(req.texts, features, strict=True):
+            prefix = prefixes.get(each)
+            if prefix is None:
+                prefix = prefixes[each] = self._prefix(req, each, sampling)
+            keys.append(keyed_text(prefix, text))
+        return keys
+
+    def _prefix(self, req: TranslateRequest, features: Features, sampling: dict[str, Any]) -> str:
         instructions: dict[str, Any] = {"family": self.family}
         if features.used():
             instructions.update(
@@ -115,14 +130,8 @@ class Translator:
                 style=features.style,
                 preserve_format=features.preserve_format,
             )
-        return cache_key(
-            self.engine.model_name,
-            req.source.code,
-            req.target.code,
-            text,
-            sampling,
-            instructions,
-            req.ensemble,
+        return key_prefix(
+            self.engine.model_name, req.source.code, req.target.code, sampling, instructions, req.ensemble
         )
 
     async def translate(self, req: TranslateRequest, request_id: str) -> Outcome:
@@ -131,7 +140,7 @@ class Translator:
         counts = [self.engine.count_prompt_tokens(prompt) for prompt in prompts]
         self._check_budget(counts, req)
         sampling = req.sampling.as_dict()
-        keys = [self._key(req, text, features[i], sampling) for i, text in enumerate(req.texts)]
+        keys = self._keys(req, features, sampling)
         answers = await self._answer_all(keys, prompts, req.sampling, request_id, req.ensemble or 1)
         outcome = Outcome(results=[a.generation.text for a in answers], cached=[a.cached for a in answers])
         if req.ensemble:  # each text's answer is its candidates, as _run wrote them (or the cache kept them)
@@ -152,7 +161,7 @@ class Translator:
     ) -> list[Completion]:
         """Every prompt at once, each from the cache, an identical call in flight, or the engine."""
         answers: list[Completion | None] = [None] * len(prompts)
-        pending: list[tuple[int, asyncio.Task[tuple[Generation, bool]]]] = []
+        joined: list[tuple[int, _Shared, bool]] = []
         for index, (key, prompt) in enumerate(zip(keys, prompts, strict=True)):
             hit = await self.cache.get(key)
             if hit is not None:
@@ -161,24 +170,21 @@ class Translator:
                 continue
             self.metrics.cache_misses.inc()
             engine_id = f"{request_id}-{index}-{next(self._ids)}"
-            pending.append(
-                (index, asyncio.create_task(self._shared_generate(key, prompt, sampling, engine_id, n)))
-            )
-        try:
-            done = await asyncio.gather(*(task for _, task in pending))
-        except BaseException:
-            for _, task in pending:
-                task.cancel()
-            raise
-        for (index, _), (generation, coalesced) in zip(pending, done, strict=True):
+            joined.append((index, *self._join(key, prompt, sampling, engine_id, n)))
+        done = await self._wait_all([shared for _, shared, _ in joined])
+        for (index, _, coalesced), generation in zip(joined, done, strict=True):
             answers[index] = Completion(generation, cached=False)
             if not coalesced:
                 self.cache.put(keys[index], generation.text)
         return [answer for answer in answers if answer is not None]
 
-    async def _shared_generate(
+    def _join(
         self, key: str, prompt: Prompt, sampling: Sampling, engine_id: str, n: int = 1
-    ) -> tuple[Generation, bool]:
+    ) -> tuple[_Shared, bool]:
+        """The engine call in flight for this key (coalesced: True), or a new one; one more waiter on it.
+
+        One task per engine call and none per waiter: a batch's texts are awaited together (_wait_all).
+        """
         shared = self._inflight.get(key)
         coalesced = shared is not None
         if shared is None:
@@ -188,16 +194,25 @@ class Translator:
         else:
             self.metrics.coalesced.inc()
         shared.waiters += 1
+        return shared, coalesced
+
+    async def _wait_all(self, joined: list[_Shared]) -> list[Generation]:
+        """Each call's generation; if this request leaves (cancelled, or one call failed), the calls it
+        alone waits for are cancelled (an abort each), while those others also wait for go on."""
         try:
             # Shielded: one waiter leaving must not cancel the call the others wait for.
-            return await asyncio.shield(shared.task), coalesced
-        except asyncio.CancelledError:
-            if shared.waiters == 1 and not shared.task.done():
-                shared.task.cancel()
-                self.metrics.aborts.inc()
+            return list(await asyncio.gather(*(asyncio.shield(shared.task) for shared in joined)))
+        except BaseException:
+            # A batch may hold one text twice: this request is then several of a call's waiters.
+            ours = collections.Counter(id(shared) for shared in joined)
+            for shared in {id(shared): shared for shared in joined}.values():
+                if shared.waiters == ours[id(shared)] and not shared.task.done():
+                    shared.task.cancel()
+                    self.metrics.aborts.inc()
             raise
         finally:
-            shared.waiters -= 1
+            for shared in joined:
+                shared.waiters -= 1
 
     async def _run(self, prompt: Prompt, sampling: Sampling, engine_id: str, n: int = 1) -> Generation:
         if n > 1:
