@@ -198,14 +198,14 @@ def prompt_ids(model: Path, texts: Sequence[str], target: str) -> list[list[int]
     the chat template, no special tokens added to the rendered text)."""
     from transformers import AutoTokenizer
 
-    from hunyuan_serve import prompts
+    from hunyuan_serve.families.build import build_prompt
     from hunyuan_serve.languages import find_language
 
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     family = targets.model_family(str(model))
     out = []
     for text in texts:
-        prompt = prompts.build_prompt(family, find_language("en"), find_language(target), text)
+        prompt = build_prompt(family, find_language("en"), find_language(target), text)
         rendered = prompt.text
         if prompt.is_chat:
             rendered = tokenizer.apply_chat_template(

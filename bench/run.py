@@ -50,7 +50,7 @@ def build_items(model: Path, out: Path, limit: int | None = None) -> None:
 
 def _prompts(model: Path, texts: list[str]) -> list[dict[str, Any]]:
     """Completion prompts as the replica builds them (chat prompts rendered by the model's template)."""
-    from hunyuan_serve import prompts
+    from hunyuan_serve.families.build import build_prompt
     from hunyuan_serve.languages import find_language
 
     family = targets.model_family(str(model))
@@ -58,7 +58,7 @@ def _prompts(model: Path, texts: list[str]) -> list[dict[str, Any]]:
     tokenizer: Any = None  # loaded for the first chat prompt only
     items = []
     for text in texts:
-        prompt = prompts.build_prompt(family, source, target, text)
+        prompt = build_prompt(family, source, target, text)
         rendered = prompt.text
         if prompt.is_chat:
             tokenizer = tokenizer or _tokenizer(model)
@@ -123,13 +123,13 @@ def bench_vllm(b: Bench, s: Started) -> None:
 
 def bench_streaming(b: Bench, url: str, model: str, setup: str) -> None:
     """Streamed chat completions (the family's prompt as the user turn, its sampling): TTFT and tokens/s."""
-    from hunyuan_serve import prompts
+    from hunyuan_serve.families.build import build_prompt
     from hunyuan_serve.languages import find_language
 
     family = targets.model_family(str(b.model))
     bodies = []
     for text in texts(b.plan.stream_requests):
-        prompt = prompts.build_prompt(family, find_language("en"), find_language("zh"), text)
+        prompt = build_prompt(family, find_language("en"), find_language("zh"), text)
         content = prompt.messages[0]["content"] if prompt.is_chat else prompt.text
         bodies.append(chat_body(model, content, b.sampling.as_dict(), b.plan.max_tokens))
     b.streaming[setup] = asyncio.run(measure(url, bodies, b.plan.stream_concurrency))

@@ -11,7 +11,7 @@ from hunyuan_serve.config import ConfigError, EngineConfig
 from hunyuan_serve.families import DEFAULT_HUB_MODEL
 
 if TYPE_CHECKING:
-    from hunyuan_serve.prompts import Family
+    from hunyuan_serve.families.base import Family
 
 # Files a served checkpoint does not need: other frameworks' weights and originals some repos carry.
 IGNORE_PATTERNS = ["*.pth", "*.pt", "*.gguf", "*.onnx", "*.msgpack", "*.h5", "original/*", "*.md"]
@@ -110,7 +110,7 @@ def model_config(model: str, revision: str | None = None, cache_dir: Path | None
 def model_family(setting: str, model: str, config: dict[str, Any]) -> Family:
     """The prompt family from the checkpoint's real config and name (the one place that asks the
     family rules; a local checkpoint's own files also say whether it has a chat template)."""
-    from hunyuan_serve.prompts import family_from_config, read_model_config
+    from hunyuan_serve.families.detect import family_from_config, read_model_config
 
     facts = read_model_config(model) if not is_hub_id(model) else {}
     return family_from_config(setting, {**config, **facts}, model)

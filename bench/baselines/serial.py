@@ -39,8 +39,8 @@ class SerialEngine:
     async def translate(
         self, text: str, source: str, target: str, sampling: dict[str, Any]
     ) -> tuple[str, int]:
+        from hunyuan_serve.families.build import build_prompt
         from hunyuan_serve.languages import find_language
-        from hunyuan_serve.prompts import build_prompt
         from hunyuan_serve.replica.engine import Sampling
 
         prompt = build_prompt(self.family, find_language(source), find_language(target), text)

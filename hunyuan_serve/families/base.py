@@ -14,6 +14,10 @@ PRESERVE_FORMAT = "preserve_format"
 FEATURES = (GLOSSARY, CONTEXT, STYLE, PRESERVE_FORMAT)
 
 
+# A family name as FAMILIES spells it (old aliases accepted by build_prompt; see canonical_family).
+Family = str
+
+
 @dataclass(frozen=True)
 class Prompt:
     """What the engine gets: chat messages (rendered by the tokenizer's template) or raw completion text."""

@@ -15,8 +15,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hunyuan_serve import auth
 from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.families.base import Family
 from hunyuan_serve.families.build import probe_prompt
-from hunyuan_serve.prompts import Family
 from hunyuan_serve.replica import ops
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import Replica

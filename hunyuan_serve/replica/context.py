@@ -9,7 +9,7 @@ from fastapi import Request
 from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import SamplingDefaults
-from hunyuan_serve.prompts import Family
+from hunyuan_serve.families.base import Family
 from hunyuan_serve.replica.engine import Engine
 from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.http import Admission, Gate

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hunyuan_serve.cache import LruCache
-from hunyuan_serve.prompts import Prompt
+from hunyuan_serve.families.base import Prompt
 
 # Contents the template is tried with before its rendering is spliced: a template that treats any of
 # them other than by pasting it between a fixed head and tail (strips it, looks for a think block or a

@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.cores import core_ranges
+from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.gpu import CUDA_ENV, query_gpus, resolve_device
-from hunyuan_serve.prompts import Prompt
 from hunyuan_serve.replica.encoding import PromptEncoder
 
 

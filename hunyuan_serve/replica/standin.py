@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hunyuan_serve.config import EngineConfig
-from hunyuan_serve.prompts import Prompt
+from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.replica.encoding import PromptEncoder
 from hunyuan_serve.replica.engine import ENCODED_MEMO_SIZE, Delta, EngineStats, Generation, Sampling
 

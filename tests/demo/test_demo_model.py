@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from hunyuan_serve.demo_model import BOS_ID, GEMMA_NOTICE, ensure_demo_model, is_complete
+from hunyuan_serve.families.build import build_prompt
+from hunyuan_serve.families.detect import family_from_config, read_model_config
 from hunyuan_serve.languages import find_language
-from hunyuan_serve.prompts import build_prompt, family_from_config, read_model_config
 
 pytestmark = pytest.mark.demo
 

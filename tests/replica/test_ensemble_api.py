@@ -14,9 +14,9 @@ from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 from hunyuan_serve.cache import cache_key
 from hunyuan_serve.families import sampling_defaults
+from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.chimera import fusion_prompt
 from hunyuan_serve.languages import find_language
-from hunyuan_serve.prompts import Prompt
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.engine import Generation, Sampling
 from hunyuan_serve.replica.ensemble import Fused, answer_fields, fusion_header, refusal_reason

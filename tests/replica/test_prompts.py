@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from hunyuan_serve.families.build import build_prompt
+from hunyuan_serve.families.detect import family_from_config
+from hunyuan_serve.families.few_shot import few_shot_text
 from hunyuan_serve.languages import LANGUAGES, UnknownLanguage, find_language
-from hunyuan_serve.prompts import build_prompt, family_from_config, few_shot_text
 
 EN_TAIL = ", without additional explanation.\n\n"
 

@@ -17,8 +17,8 @@ from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, 
 
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import FEW_SHOT, HUNYUAN_MT, HY_MT2, sampling_defaults
+from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.build import canonical_family
-from hunyuan_serve.prompts import Prompt
 from hunyuan_serve.replica.apis import native
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.engine import Sampling

@@ -9,8 +9,8 @@ import httpx
 from transformers import AutoTokenizer
 
 from hunyuan_serve.config import EngineConfig
+from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.languages import find_language
-from hunyuan_serve.prompts import build_prompt
 from hunyuan_serve.replica.encoding import encode_prompt
 from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.standin import STAND_IN, StandInEngine, checkpoint_max_len
