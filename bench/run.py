@@ -21,7 +21,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m bench.run`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import documents, edge, ensemble, likeforlike_run, multihost, names, soak, targets
+from bench import documents, edge, ensemble, layer, likeforlike_run, multihost, names, soak, targets
 from bench.k6run import find_k6
 from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, tree_rss_mb, warm_up
 from bench.report import best_rate
@@ -465,7 +465,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--skip",
         action="append",
         default=[],
-        choices=(*names.STEPS, names.STEP_HOSTS, names.STEP_ENSEMBLE),
+        choices=(*names.STEPS, names.STEP_HOSTS, names.STEP_ENSEMBLE, names.STEP_LAYER),
         help="A setup to leave out (repeatable).",
     )
     parser.add_argument(
@@ -564,6 +564,12 @@ def main(argv: list[str] | None = None) -> int:
     timings = run_steps(b, make_steps(b, hw, setup), args.start_timeout_s, together=setup.together)
     if plan.hosts and names.STEP_HOSTS not in args.skip:  # alone: it needs every core
         multihost.bench_hosts(b, hw, args.start_timeout_s, timings)
+    if not args.quick and names.STEP_LAYER not in args.skip:  # alone: the stack on core 0, k6 on core 1
+        t0 = time.monotonic()
+        figures = layer.measure(layer.LayerPlan())
+        (args.out / "layer-figures.json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
+        b.notes.append("The serving layer alone (engine stand-in): " + layer.format_figures(figures))
+        timings["layer"] = time.monotonic() - t0
     if not args.quick and names.STEP_ENSEMBLE not in args.skip:  # alone: two pools, one per core
         t0 = time.monotonic()
         ensemble.main(["--start-timeout-s", str(args.start_timeout_s)])

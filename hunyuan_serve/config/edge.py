@@ -1,0 +1,167 @@
+"""The edge sections: Nginx in front, API keys and peers, and the gateway over several hosts."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    Field,
+    field_validator,
+)
+
+from hunyuan_serve.config.base import Section
+
+_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+
+
+class NginxConfig(Section):
+    """The public front: Nginx in its own prefix with a rendered config."""
+
+    binary: str = Field("nginx", description="Nginx executable.")
+    listen: str = Field("127.0.0.1", description="Address Nginx listens on.")
+    port: int = Field(8080, ge=1, le=65535, description="Public port clients use.")
+    worker_processes: int | Literal["auto"] = Field("auto", description="Nginx worker processes.")
+    worker_connections: int = Field(4096, ge=16, description="Connections per Nginx worker.")
+    keepalive: int = Field(32, ge=1, description="Idle keepalive connections to replicas per worker.")
+    max_fails: int = Field(1, ge=0, description="Failures within fail_timeout that sideline a replica.")
+    fail_timeout_s: int = Field(2, ge=1, description="Window and sideline time for max_fails.")
+    connect_timeout_s: float = Field(1.0, gt=0, description="proxy_connect_timeout.")
+    send_timeout_s: float = Field(60.0, gt=0, description="proxy_send_timeout.")
+    read_timeout_s: float = Field(300.0, gt=0, description="proxy_read_timeout.")
+    next_upstream_tries: int = Field(3, ge=1, description="Replicas one request may try.")
+    next_upstream_timeout_s: float = Field(300.0, gt=0, description="Time a request may spend retrying.")
+    client_max_body_size: str = Field("8m", description="Largest request body Nginx accepts.")
+    rate_limit_rps: float | None = Field(None, gt=0, description="Per-client requests/s; past it a 429.")
+    rate_limit_burst: int = Field(50, ge=0, description="Burst allowed above rate_limit_rps.")
+    rate_limit_retry_after_s: int = Field(1, ge=0, description="Retry-After on a rate-limit 429.")
+    retry_after_s: int = Field(2, ge=0, description="Retry-After when no replica can take a request.")
+    balance: Literal["least_conn", "round_robin"] = Field(
+        "least_conn", description="Upstream balancing: least_conn, or round_robin (for comparison)."
+    )
+    keepalive_timeout_s: float = Field(
+        0.0,
+        ge=0,
+        description="Idle time of a client keepalive connection; 0 closes it after each response, so no "
+        "request can race the closing of idle connections on an Nginx reload.",
+    )
+    expose_metrics: bool = Field(False, description="Proxy /metrics (one replica's, per request) publicly.")
+    max_conns: int | None = Field(
+        None,
+        ge=0,
+        description="Requests Nginx sends one replica at once (admission at the edge: past it on every "
+        "replica Nginx itself answers the 503); None: what its engine batches (engine.max_num_seqs, on CPU "
+        "at most cpu_max_conns), at most replica.max_in_flight; 0: no cap.",
+    )
+    # A CPU engine's throughput stops growing long before 256 sequences (make bench: two CPU replicas of
+    # the tiny model serve about 75 req/s from ~35 in flight each on); what waits inside a replica past
+    # that only waits longer, where the edge can no longer refuse it. 128 still takes the bench's
+    # 100-user closed loop on one replica without refusing (bench/results/README.md has the trade-off).
+    cpu_max_conns: int = Field(
+        128, ge=1, description="max_conns of a CPU replica when max_conns is unset (see bench/results)."
+    )
+    # Nginx shares the cores with engines that spin while they wait: at the same priority its workers
+    # wait for a core, and an edge refusal with them. A negative value needs root (or CAP_SYS_NICE):
+    # without it Nginx logs setpriority's failure and runs at 0.
+    worker_priority: int = Field(
+        -5, ge=-20, le=19, description="Nice value of Nginx's worker processes (lower runs first)."
+    )
+    status_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="Local port (on 127.0.0.1) of Nginx's stub_status and its connection gauges in the "
+        "Prometheus text format (/metrics); 0: off.",
+    )
+    reload_timeout_s: float = Field(10.0, gt=0, description="Deadline of `nginx -t` and of starting Nginx.")
+    check_request_timeout_s: float = Field(
+        0.2, gt=0, description="Deadline of one request checking that Nginx answers or serves a new config."
+    )
+    start_poll_s: float = Field(0.02, gt=0, description="Pause between checks that a starting Nginx answers.")
+    reload_poll_s: float = Field(0.01, gt=0, description="Pause between checks that a reload has taken.")
+    reload_retry_s: float = Field(
+        1.0, gt=0, description="Wait before a failed reload is tried again (a newer routing goes at once)."
+    )
+    cors_origins: tuple[str, ...] = Field(
+        (), description="Origins whose pages may call the API (comma list, '*' any); empty sends no CORS."
+    )
+    cors_max_age_s: int = Field(600, ge=0, description="How long a browser may keep a CORS preflight answer.")
+    # Only with several pools: the LibreTranslate, DeepL and Immersive bodies name no model of ours.
+    dialect_pool: str | None = Field(
+        None,
+        description="The pool the LibreTranslate, DeepL and Immersive APIs go to (default: default_pool).",
+    )
+    js_module: str = Field(
+        "/usr/lib/nginx/modules/ngx_http_js_module.so",
+        description="Nginx's njs module (Debian's libnginx-mod-http-js), loaded only with several pools, "
+        "where it routes each request by its body's model.",
+    )
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: Any) -> Any:
+        if isinstance(value, str):  # from a flag: "https://a.example,https://b.example"
+            value = tuple(part.strip() for part in value.split(",") if part.strip())
+        # Each goes into the Nginx config as a quoted string: only a scheme://host[:port] or '*'.
+        for origin in value if isinstance(value, (list, tuple)) else ():
+            if origin != "*" and not _ORIGIN.match(str(origin)):
+                raise ValueError(f"{origin!r} is not an origin like https://app.example or http://host:8000")
+        return value
+
+
+class AuthConfig(Section):
+    """API keys at the edge: who may call, and how fast each key may go."""
+
+    keys_file: str | None = Field(
+        None, description="File of API keys, one a line (# comments); unset: no key needed (loopback only)."
+    )
+    key_rate_limit_rps: float | None = Field(
+        None, gt=0, description="Requests/s per API key (per client address without one); past it a 429."
+    )
+    key_rate_limit_burst: int = Field(20, ge=0, description="Burst allowed above key_rate_limit_rps.")
+    allow_open: bool = Field(
+        False,
+        description="Let `up` listen (nginx.listen, replica.host) on a non-loopback address with no "
+        "keys_file or peer_secret_file (anyone may call).",
+    )
+    # Multi-host: the secret the gateway's Nginx sends to every replica (X-Hunyuan-Peer), which the
+    # replicas, the supervisor's probes and the host's own Nginx check (hunyuan_serve/auth.py).
+    peer_secret_file: str | None = Field(
+        None,
+        description="File holding the secret shared by the gateway and its hosts; set: every replica "
+        "and this host's Nginx refuse requests without it (403). Unset: single host.",
+    )
+
+    @field_validator("keys_file", "peer_secret_file")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        # Replicas run elsewhere than `up`'s working directory; they get the same file.
+        return str(Path(value).expanduser().absolute()) if value else None
+
+
+class GatewayConfig(Section):
+    """The multi-host front (`hunyuan-serve gateway`): how it finds hosts and probes their replicas."""
+
+    discovery_interval_s: float = Field(1.0, gt=0, description="Time between polls of a host's replica list.")
+    discovery_timeout_s: float = Field(1.0, gt=0, description="Deadline of one poll of a host.")
+    host_down_after: int = Field(
+        3, ge=1, description="Failed polls in a row after which a host is down and its replicas evicted."
+    )
+    probe_interval_s: float = Field(0.5, gt=0, description="Time between health probes of each replica.")
+    probe_timeout_s: float = Field(1.0, gt=0, description="Deadline of one replica health probe.")
+    unhealthy_threshold: int = Field(3, ge=1, description="Failed probes in a row that evict a replica.")
+    readmit_backoff_s: float = Field(
+        0.5, ge=0, description="Wait after an eviction before the replica is probed for readmission."
+    )
+    readmit_backoff_max_s: float = Field(
+        10.0, ge=0, description="Longest such wait (it doubles per eviction since the replica was ready)."
+    )
+    drain_timeout_s: float = Field(10.0, ge=0, description="Time in-flight requests get on shutdown.")
+    # Hosts serving different models behind one front would answer the same request differently (and
+    # a client's cache is keyed by the model the front names): set it to route only hosts serving it.
+    model: str | None = Field(
+        None,
+        description="Route only hosts whose listing names this served model (unset: any, and a mix of "
+        "models is reported as an event models_differ and in /health).",
+    )
