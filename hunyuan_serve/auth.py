@@ -24,6 +24,8 @@ ACCESS_LOG = "hunyuan_serve.access"
 PEER_HEADER = "X-Hunyuan-Peer"
 # The request-state field where the key check leaves the caller's key_id (the replica reads it there).
 KEY_ID_STATE = "hs_key_id"
+# The key itself, in the request's scope only (never logged): sent on with a call made for the caller.
+KEY_STATE = "hs_key"
 PEER_REFUSED = "only the gateway of this deployment may call this host (X-Hunyuan-Peer missing or wrong)"
 
 
@@ -354,7 +356,8 @@ class KeyCheck:
             key = body_key(body, headers.get("content-type", ""))
         if key is not None and key_matches(key, self.keys):
             # Who calls, for the routes that keep things per key (glossaries, usage): never the key itself.
-            scope.setdefault("state", {})[KEY_ID_STATE] = key_id(key)
+            state = scope.setdefault("state", {})
+            state[KEY_ID_STATE], state[KEY_STATE] = key_id(key), key
             await self.app(scope, receive, send)
             return
         await self._refuse(dialect, key is None, headers.get("x-request-id", ""), send)

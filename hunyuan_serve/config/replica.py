@@ -148,6 +148,11 @@ class ReplicaConfig(Section):
         description="Candidates fused for every translation that asks for no ensemble itself, in every "
         "dialect (2-8; needs a Chimera pool); 0: only requests with an ensemble are fused.",
     )
+    chimera_max_concurrency: int = Field(
+        16,
+        ge=1,
+        description="Fusion calls one replica has in flight at once; a batch's texts wait for a turn.",
+    )
     chimera_failure: Literal["degrade", "refuse"] = Field(
         "degrade",
         description="When the Chimera pool fails or refuses a fusion: degrade (answer the first candidate, "

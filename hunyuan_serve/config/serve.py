@@ -153,6 +153,14 @@ def _check_pool_names(cfg: ServeConfig) -> None:
 
 def _check_pool_ensembles(pools: Sequence[Pool]) -> None:
     for pool in pools:
+        rcfg = pool.cfg.replica
+        if pool.chimera_pool and rcfg.chimera_timeout_s >= rcfg.request_timeout_s:
+            # ReplicaConfig checks this once chimera_url is set; up sets it from chimera_pool later.
+            raise ValueError(
+                f"pools.{pool.name}.replica.chimera_timeout_s ({rcfg.chimera_timeout_s:g}) must be under "
+                f"its request_timeout_s ({rcfg.request_timeout_s:g}): a stuck Chimera must leave time to "
+                "answer the candidate"
+            )
         fuses = pool.chimera_pool or pool.cfg.replica.chimera_url
         if pool.cfg.replica.ensemble_candidates and not fuses:
             where = f"pools.{pool.name}." if pool.name != DEFAULT_POOL else ""

@@ -334,6 +334,8 @@ def _several(cfg: ServeConfig, routing: Routing, generation: int, several: Sever
         "keyed": cfg.auth.keys_file is not None,
         "default_upstream": pool_upstream(first.name),
         "internal_only": nginx_json(NATIVE.error("internal_only", INTERNAL_ONLY)),
+        # Nginx on one address of its own: the replicas reach it there (plan.chimera_url), from it.
+        "own_address": own_address(cfg.nginx.listen),
         "names": (first.name, several.dialect),
     }
     listing = None if several.front else _pool_listing(routing, edge, first, generation)
@@ -409,6 +411,15 @@ def render_nginx(
         peer_secret=secret,
         peer_required=secret is not None and front is None,
     )
+
+
+def own_address(listen: str) -> str | None:
+    """The address Nginx listens on when it is one specific non-loopback one (else None): a caller from
+    there is this host's own process, as a loopback one is."""
+    bare = listen.strip("[]")
+    if bare in ("0.0.0.0", "*", "", "::") or bare.startswith("127.") or bare == "::1":
+        return None
+    return bare
 
 
 def edge_errors(cfg: ServeConfig, *, pooled: bool = False) -> dict[str, dict[str, Any]]:

@@ -75,6 +75,14 @@ def plan_pools(cfg: ServeConfig) -> list[Pool]:
     """The pods of this config, from `up`'s own plan (names, ports, argv), never this machine's GPUs:
     with several config pools each pool's replicas, named after their pool."""
     pools = resolve_pools(cfg)
+    fusing = [pool.name for pool in pools if pool.chimera_pool]
+    if fusing:
+        # up sends a pool's ensembles through its own host's Nginx (/_hs/pool/NAME/); a pod is not on
+        # the front's loopback, and the base has no route of that kind yet.
+        raise ConfigError(
+            f"pools.{fusing[0]}.chimera_pool: render k8s does not wire ensembles across pools yet; drop "
+            "chimera_pool, or set the pool's replica.chimera_url to the Chimera pool's Service"
+        )
     if len(pools) == 1:
         return _pods(pools[0].cfg, None)
     return [pod for pool in pools for pod in _pods(pool.cfg, pool.name)]

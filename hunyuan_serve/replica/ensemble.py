@@ -87,8 +87,14 @@ def refuse_if_degraded(cfg: ReplicaConfig, answers: Sequence[Fused]) -> None:
 
 
 def caller_key(request: Request) -> str | None:
-    """The API key the request came with, sent on to the Chimera pool, whose replicas check keys too."""
-    return auth.request_key(request.headers, request.scope.get("query_string", b""))
+    """The API key the request was let in with (header, ?token= or LibreTranslate's body api_key, as the
+    key check found it), sent on to the Chimera pool, whose replicas check keys too."""
+    found = request.scope.get("state", {}).get(auth.KEY_STATE)
+    return (
+        found
+        if isinstance(found, str)
+        else auth.request_key(request.headers, request.scope.get("query_string", b""))
+    )
 
 
 class Fusion:
@@ -100,6 +106,9 @@ class Fusion:
         # and replicas refuse a call without it).
         self.headers = dict(headers or {})
         self._client: httpx.AsyncClient | None = None
+        # Bounded: one 64-text batch must not put 64 fusions on the Chimera pool at once (past its
+        # max_in_flight every ensemble of every caller would degrade).
+        self._turns = asyncio.Semaphore(cfg.chimera_max_concurrency)
 
     def open(self) -> None:
         if self.cfg.chimera_url and self._client is None:
@@ -153,7 +162,8 @@ class Fusion:
         if key is not None:
             headers["Authorization"] = f"Bearer {key}"
         try:
-            response = await self._client.post(FUSE_PATH, json=body, headers=headers)
+            async with self._turns:
+                response = await self._client.post(FUSE_PATH, json=body, headers=headers)
         except httpx.TimeoutException as err:
             return unfused(
                 candidates,

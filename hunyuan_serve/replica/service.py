@@ -51,6 +51,7 @@ class Completion:
 @dataclass
 class _Shared:
     task: asyncio.Task[Generation]
+    key: str = ""  # its entry in Translator._inflight
     waiters: int = 0
 
 
@@ -188,7 +189,7 @@ class Translator:
         shared = self._inflight.get(key)
         coalesced = shared is not None
         if shared is None:
-            shared = _Shared(asyncio.create_task(self._run(prompt, sampling, engine_id, n)))
+            shared = _Shared(asyncio.create_task(self._run(prompt, sampling, engine_id, n)), key)
             self._inflight[key] = shared
             shared.task.add_done_callback(functools.partial(self._forget, key, shared))
         else:
@@ -207,6 +208,10 @@ class Translator:
             ours = collections.Counter(id(shared) for shared in joined)
             for shared in {id(shared): shared for shared in joined}.values():
                 if shared.waiters == ours[id(shared)] and not shared.task.done():
+                    # Out of the table first: an identical request arriving while the engine aborts
+                    # must start a call of its own, not join this one and get its cancellation.
+                    if self._inflight.get(shared.key) is shared:
+                        del self._inflight[shared.key]
                     shared.task.cancel()
                     self.metrics.aborts.inc()
             raise

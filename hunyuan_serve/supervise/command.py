@@ -193,7 +193,37 @@ def place_pools(
         described.append(
             {"name": pool.name, "model": model, "family": engine["prompt_family"], "replicas": replicas}
         )
+    check_pool_roles(ready, {each["name"]: each["family"] for each in described})
     return ready, described
+
+
+def check_pool_roles(cfg: ServeConfig, families: Mapping[str, str]) -> None:
+    """Once each pool's family is known: a chimera_pool is a Chimera, and a Chimera (which only fuses)
+    is neither the pool of requests that name no model nor the dialects' pool, nor asked to fuse."""
+    from hunyuan_serve.config import default_pool, resolve_pools
+    from hunyuan_serve.families import CHIMERA
+
+    for pool in resolve_pools(cfg):
+        target = pool.chimera_pool
+        if target is not None and families.get(target) != CHIMERA:
+            raise ConfigError(
+                f"pools.{pool.name}.chimera_pool: pool {target} serves prompt family "
+                f"{families.get(target)}, not a Hunyuan-MT-Chimera (family chimera): it cannot fuse"
+            )
+        if families.get(pool.name) == CHIMERA and pool.cfg.replica.ensemble_candidates:
+            raise ConfigError(
+                f"pools.{pool.name}.replica.ensemble_candidates: pool {pool.name} is the Chimera"
+            )
+    if len(families) > 1:
+        for what, name in (
+            ("default_pool", default_pool(cfg)),
+            ("nginx.dialect_pool", cfg.nginx.dialect_pool),
+        ):
+            if name is not None and families.get(name) == CHIMERA:
+                raise ConfigError(
+                    f"{what}: pool {name} is a Chimera, which only fuses candidates; name a translation "
+                    "pool (or list one first)"
+                )
 
 
 def pool_info(cfg: ServeConfig, described: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

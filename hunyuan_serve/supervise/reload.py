@@ -98,8 +98,10 @@ def refusals(old: ServeConfig, new: ServeConfig) -> list[str]:
 def replica_view(cfg: ServeConfig, pool: str) -> dict[str, Any]:
     """What the replicas of `pool` read of cfg, but their port: a replica whose view is the same under
     the new config keeps serving through a reload (same process)."""
-    data = pools_of(cfg)[pool].cfg.model_dump(mode="json", exclude=set(NOT_READ_BY_REPLICAS))
+    resolved = pools_of(cfg)[pool]
+    data = resolved.cfg.model_dump(mode="json", exclude=set(NOT_READ_BY_REPLICAS))
     data["replica"].pop("port")
+    data["chimera_pool"] = resolved.chimera_pool  # becomes the replica's chimera_url (plan.replica_config)
     return dict(data)
 
 

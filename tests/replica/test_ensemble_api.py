@@ -307,3 +307,27 @@ def test_a_pool_default_ensemble_needs_a_chimera(data: dict[str, Any], message: 
     with pytest.raises(ConfigError) as err:
         build_config(data, {})
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("scope", "key"),
+    [
+        (
+            {"state": {"hs_key": "K-body"}, "headers": [], "query_string": b""},
+            "K-body",
+        ),  # LibreTranslate's api_key
+        ({"headers": [(b"authorization", b"Bearer K-head")], "query_string": b""}, "K-head"),
+        ({"headers": [], "query_string": b"token=K-query"}, "K-query"),
+        ({"headers": [], "query_string": b""}, None),
+    ],
+)
+def test_the_fusion_is_sent_the_key_the_caller_was_let_in_with(
+    scope: dict[str, Any], key: str | None
+) -> None:
+    from starlette.requests import Request
+
+    from hunyuan_serve.auth import KEY_STATE
+    from hunyuan_serve.replica.ensemble import caller_key
+
+    assert KEY_STATE == "hs_key"
+    assert caller_key(Request({"type": "http", "method": "POST", "path": "/x", **scope})) == key

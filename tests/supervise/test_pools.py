@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -520,3 +521,69 @@ def test_a_pool_with_a_chimera_pool_sends_its_ensembles_to_that_pools_route(tmp_
     mt, chimera = (yaml.safe_load((tmp_path / f"{n}.yaml").read_text()) for n in ("mt-0", "chimera-0"))
     assert mt["replica"]["chimera_url"] == "http://127.0.0.1:9090/_hs/pool/chimera"
     assert chimera["replica"]["chimera_url"] is None
+
+
+@pytest.mark.parametrize(
+    ("pools", "extra", "families", "message"),
+    [
+        (
+            [{"name": "mt", "chimera_pool": "b"}, {"name": "b"}],
+            {},
+            {"mt": "hunyuan-mt", "b": "hy-mt1.5"},
+            "pools.mt.chimera_pool: pool b serves prompt family hy-mt1.5, not a Hunyuan-MT-Chimera",
+        ),
+        (
+            [{"name": "c"}, {"name": "mt", "chimera_pool": "c"}],
+            {},
+            {"c": "chimera", "mt": "hunyuan-mt"},
+            "default_pool: pool c is a Chimera",
+        ),
+        (
+            [{"name": "mt", "chimera_pool": "c"}, {"name": "c"}],
+            {"nginx": {"dialect_pool": "c"}},
+            {"c": "chimera", "mt": "hunyuan-mt"},
+            "nginx.dialect_pool: pool c is a Chimera",
+        ),
+        (
+            [
+                {"name": "mt", "chimera_pool": "c"},
+                {"name": "c", "replica": {"ensemble_candidates": 2, "chimera_url": "http://h:1"}},
+            ],
+            {},
+            {"c": "chimera", "mt": "hunyuan-mt"},
+            "pools.c.replica.ensemble_candidates: pool c is the Chimera",
+        ),
+    ],
+)
+def test_a_pools_role_must_fit_its_family(
+    pools: list[dict[str, Any]], extra: dict[str, Any], families: dict[str, str], message: str
+) -> None:
+    from hunyuan_serve.supervise.command import check_pool_roles
+
+    cfg = build_config({"pools": pools, **extra, "replica": {"chimera_url": None}}, {})
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_pool_roles(cfg, families)
+
+
+def test_roles_that_fit_pass() -> None:
+    from hunyuan_serve.supervise.command import check_pool_roles
+
+    cfg = build_config({"pools": [{"name": "mt", "chimera_pool": "c"}, {"name": "c"}]}, {})
+    check_pool_roles(cfg, {"mt": "hunyuan-mt", "c": "chimera"})
+
+
+def test_a_reload_that_changes_a_pools_chimera_pool_replaces_its_replicas() -> None:
+    before = build_config({"pools": [{"name": "mt"}, {"name": "c"}]}, {})
+    after = build_config({"pools": [{"name": "mt", "chimera_pool": "c"}, {"name": "c"}]}, {})
+    assert reload.replica_view(before, "mt") != reload.replica_view(after, "mt")
+    assert reload.replica_view(before, "c") == reload.replica_view(after, "c")
+
+
+def test_render_k8s_refuses_ensembles_across_pools() -> None:
+    from hunyuan_serve.k8s.pools import plan_pools
+
+    cfg = build_config(
+        {"pools": [{"name": "mt", "model": "m", "chimera_pool": "c"}, {"name": "c", "model": "c"}]}, {}
+    )
+    with pytest.raises(ConfigError, match=r"pools\.mt\.chimera_pool: render k8s does not wire ensembles"):
+        plan_pools(cfg)

@@ -437,3 +437,16 @@ def test_two_pool_config_with_njs_passes_nginx_t(tmp_path: Path, overrides: dict
     ]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize(
+    ("listen", "own"),
+    [("127.0.0.1", None), ("0.0.0.0", None), ("::", None), ("[::1]", None), ("10.1.2.3", "10.1.2.3")],
+)
+def test_nginx_on_one_address_counts_that_address_as_its_hosts_own(listen: str, own: str | None) -> None:
+    """A replica reaches /_hs/pool/ on the address Nginx listens on (its chimera_url), from that address."""
+    assert render.own_address(listen) == own
+    geo = _block(
+        _pooled(TWO_POOLS, READY_BOTH, {"nginx.listen": listen, "auth.allow_open": True}), "geo $hs_loopback"
+    )
+    assert (f"{own} 1;" in geo) is (own is not None)

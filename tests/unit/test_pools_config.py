@@ -65,3 +65,13 @@ def test_a_bad_pool_is_refused_naming_the_field(data: dict[str, Any], message: s
     with pytest.raises(ConfigError) as err:
         build_config(data, {})
     assert message in str(err.value)
+
+
+def test_a_pool_with_a_chimera_pool_needs_its_fusion_deadline_under_its_request_deadline() -> None:
+    pools = [{"name": "mt", "chimera_pool": "c"}, {"name": "c"}]
+    with pytest.raises(ConfigError) as err:
+        build_config({"replica": {"request_timeout_s": 20}, "pools": pools}, {})
+    assert "pools.mt.replica.chimera_timeout_s (30) must be under its request_timeout_s (20)" in str(
+        err.value
+    )
+    build_config({"replica": {"request_timeout_s": 60}, "pools": pools}, {})  # 30 < 60: fine

@@ -1,0 +1,49 @@
+"""A request that joins a text while the only other request for it is leaving gets an answer of its own."""
+
+from __future__ import annotations
+
+import asyncio
+
+from replica_fakes import FakeEngine
+
+from hunyuan_serve.cache import TranslationCache
+from hunyuan_serve.config import ReplicaConfig
+from hunyuan_serve.families.base import Prompt
+from hunyuan_serve.languages import find_language
+from hunyuan_serve.replica.engine import Generation, Sampling
+from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.schema import TranslateRequest
+from hunyuan_serve.replica.service import Translator
+
+
+class SlowAbortEngine(FakeEngine):
+    """An engine whose cancelled call takes a while to abort (vLLM's abort is awaited in its cleanup)."""
+
+    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+        try:
+            return await super().generate(prompt, sampling, request_id)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.2)  # the abort's round trip, while the call is still in the table
+            raise
+
+
+def _request(text: str) -> TranslateRequest:
+    sampling = Sampling(max_tokens=8, temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0)
+    return TranslateRequest((text,), False, find_language("en"), find_language("zh"), sampling)
+
+
+async def test_a_request_arriving_during_the_abort_starts_its_own_call() -> None:
+    engine = SlowAbortEngine()
+    engine.hold()
+    cfg = ReplicaConfig(cache_entries=0)
+    metrics = Metrics(engine, in_flight=lambda: 0)
+    translator = Translator(engine, "hunyuan-mt", TranslationCache.from_config(cfg, metrics), metrics)
+    first = asyncio.create_task(translator.translate(_request("Open the door"), "a"))
+    while not engine.running:
+        await asyncio.sleep(0.01)
+    first.cancel()  # its client left: the call it alone waited for is aborted
+    await asyncio.sleep(0.01)
+    engine.let_go()
+    second = await asyncio.wait_for(translator.translate(_request("Open the door"), "b"), 5)
+    assert second.results == ["<" + str(len(engine.given[-1].messages[0]["content"])) + ">"]
+    assert engine.calls == 2 and len(engine.aborted) == 1
