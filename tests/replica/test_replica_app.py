@@ -431,7 +431,11 @@ def test_a_stream_holds_its_place_until_its_last_chunk_and_is_logged_once() -> N
             engine.let_go()
             rest = "".join(chunks)
         assert rest == " <9> <9>"
-        assert _metric(client, 'hunyuan_requests_total{status="200"} 1.0')
+        # The server counts the request once its last chunk is written, which the client can read
+        # a moment before that bookkeeping runs: waited for (bounded), not raced.
+        wait_until(
+            lambda: _metric(client, 'hunyuan_requests_total{status="200"} 1.0'), what="the 200 counted"
+        )
         assert _metric(client, "hunyuan_requests_in_flight 0.0")
 
 
