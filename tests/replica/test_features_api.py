@@ -37,7 +37,9 @@ class ScriptedEngine(FakeEngine):
         self.prompts: list[Prompt] = []
         self.reply: Callable[[Prompt], str] | None = None
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
         self.prompts.append(prompt)
         generation = await super().generate(prompt, sampling, request_id)
         return generation if self.reply is None else dataclasses.replace(generation, text=self.reply(prompt))
