@@ -49,6 +49,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         weights={kid: spec.weight for kid, spec in specs.items()},
     )
     metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
+    metrics.count_class(lambda: admission.by_class)
     cache = TranslationCache.from_config(rcfg, metrics)
     store = store_from_config(cfg)
     usage = Usage(auth.key_limits(cfg.auth), store, metrics.registry)

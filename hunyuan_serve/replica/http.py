@@ -285,7 +285,9 @@ class Gate:
     def _refused(self, call: Call, err: ApiError, render_error: ErrorRenderer) -> Response:
         call.log["error"] = err.code
         if err.code in _REJECTION_REASONS:
-            self.metrics.rejections.labels(reason=_REJECTION_REASONS[err.code]).inc()
+            reason = _REJECTION_REASONS[err.code]
+            self.metrics.rejections.labels(reason=reason).inc()
+            self.metrics.class_rejections.labels(call.priority, reason).inc()
         return render_error(err)
 
     def _end(self, call: Call, status: int) -> None:
@@ -296,6 +298,7 @@ class Gate:
         latency = time.monotonic() - call.started
         self.metrics.requests.labels(status=str(status)).inc()
         self.metrics.latency.observe(latency)
+        self.metrics.class_latency.labels(call.priority).observe(latency)
         call.log.update(status=status, latency_ms=round(latency * 1000, 1))
         self.access.info(json.dumps(call.log, ensure_ascii=False))
 

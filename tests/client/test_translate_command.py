@@ -325,7 +325,7 @@ class _EchoEngine(FakeEngine):
         self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
     ) -> Generation:
         self.prompts.append(prompt)
-        done = await super().generate(prompt, sampling, request_id)
+        done = await super().generate(prompt, sampling, request_id, priority)
         return dataclasses.replace(done, text=prompt.messages[0]["content"].rsplit("\n", 1)[-1])
 
 

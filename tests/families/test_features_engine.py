@@ -89,7 +89,7 @@ class RecordingEngine(VllmEngine):
             list(prompt.messages), tokenize=False, add_generation_prompt=True
         )
         self.sent.append((chat, list(self._token_ids(prompt))))
-        return await super().generate(prompt, sampling, request_id)
+        return await super().generate(prompt, sampling, request_id, priority)
 
 
 def _config(model: Path) -> ServeConfig:

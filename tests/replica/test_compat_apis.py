@@ -37,7 +37,7 @@ class ScriptedEngine(FakeEngine):
     ) -> Generation:
         content = prompt.messages[0]["content"] if prompt.is_chat else prompt.text
         self.sent.append(content)
-        generation = await super().generate(prompt, sampling, request_id)
+        generation = await super().generate(prompt, sampling, request_id, priority)
         return generation if self.reply is None else dataclasses.replace(generation, text=self.reply(content))
 
 

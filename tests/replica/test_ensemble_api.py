@@ -52,7 +52,7 @@ class ChimeraEngine(FakeEngine):
     async def generate(
         self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
     ) -> Generation:
-        generation = await super().generate(prompt, sampling, request_id)
+        generation = await super().generate(prompt, sampling, request_id, priority)
         if self.fail:
             raise RuntimeError("chimera engine down")
         return Generation(f"fused {len(self.given)}", generation.prompt_tokens, 2, "stop")

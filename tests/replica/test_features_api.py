@@ -41,7 +41,7 @@ class ScriptedEngine(FakeEngine):
         self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
     ) -> Generation:
         self.prompts.append(prompt)
-        generation = await super().generate(prompt, sampling, request_id)
+        generation = await super().generate(prompt, sampling, request_id, priority)
         return generation if self.reply is None else dataclasses.replace(generation, text=self.reply(prompt))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from hunyuan_serve.config import ConfigError, ServeConfig
 from hunyuan_serve.replica import priority
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Admission
+from hunyuan_serve.replica.http import ACCESS_LOG, Admission
 from hunyuan_serve.replica.lifecycle import Lifecycle, Phase
 
 GOOD = {"text": "Hello", "source_lang": "en", "target_lang": "zh"}
@@ -200,6 +201,29 @@ def test_through_the_app_bulk_is_refused_at_its_cap_and_interactive_admitted() -
         assert full.status_code == 503  # interactive too, once every slot is taken
         assert bad.status_code == 400 and "X-Priority" in bad.json()["error"]["message"]
         assert sorted(engine.priorities[warmed:]) == [0, 0, 1, 1]
+        metrics = client.get("/metrics").text.splitlines()
+        assert 'hunyuan_class_rejections_total{class="bulk",reason="overload"} 1.0' in metrics
+        assert 'hunyuan_class_rejections_total{class="interactive",reason="overload"} 1.0' in metrics
+        assert 'hunyuan_class_latency_seconds_count{class="bulk"} 3.0' in metrics
+        assert 'hunyuan_class_in_flight{class="bulk"} 0.0' in metrics
+
+
+def test_the_class_gauge_and_the_log_line_follow_the_request(caplog: pytest.LogCaptureFixture) -> None:
+    engine = FakeEngine()
+    app = create_app(engine, make_config(), "hunyuan")
+    with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
+        wait_ready(client)
+        engine.hold()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool, caplog.at_level("INFO", ACCESS_LOG):
+            pending = pool.submit(_post, url, {**GOOD, "text": "job"}, "bulk")
+            wait_until(lambda: len(engine.running) == 1, what="the bulk request in the engine")
+            metrics = client.get("/metrics").text.splitlines()
+            engine.let_go()
+            assert pending.result().status_code == 200
+        assert 'hunyuan_class_in_flight{class="bulk"} 1.0' in metrics
+        assert 'hunyuan_class_in_flight{class="interactive"} 0.0' in metrics
+        lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == ACCESS_LOG]
+        assert [line["priority"] for line in lines if line.get("status") == 200][-1] == "bulk"
 
 
 def test_the_openai_shape_names_the_header() -> None:
