@@ -135,6 +135,18 @@ class Admission:
         )
         if refused is not None:
             raise ApiError(503, "overloaded", refused, self.retry_after)
+        self._take(cls, key)
+
+    def move(self, was: str, to: str, key: str | None) -> None:
+        """Change an admitted request's class; refused (and left as it was) where `to` has no place."""
+        self.leave(was, key)
+        try:
+            self.enter(to, key)
+        except ApiError:
+            self._take(was, key)
+            raise
+
+    def _take(self, cls: str, key: str | None) -> None:
         self.in_flight += 1
         self.by_class[cls] += 1
         if cls == priority.BULK:
@@ -174,9 +186,23 @@ class Call:
         The body is not read yet here, so a native body's `priority` field and the text count are
         not consulted at admission; every endpoint's default at this point is interactive.
         """
-        key_default = key_defaults.get(self.owner) if self.owner is not None else None
-        self.priority = priority.request_class(self.request.headers.get(priority.HEADER), None, key_default)
+        self._key_default = key_defaults.get(self.owner) if self.owner is not None else None
+        self._header = self.request.headers.get(priority.HEADER)
+        self.priority = priority.request_class(self._header, None, self._key_default)
         self.log["priority"] = self.priority
+
+    def settle(self, admission: Admission, field: str | None, texts: int) -> None:
+        """Once the body is read: its `priority` field, else (without a key default) the endpoint's
+        default for this many texts (more than one: bulk) may change the class; a bulk place it cannot
+        have is the same 503 as at admission. The header, when given, has decided already."""
+        if self._header is not None:
+            return
+        settled = priority.request_class(None, field, self._key_default, priority.endpoint_default(texts))
+        if settled != self.priority:
+            admission.move(self.priority, settled, self.owner)
+            self.priority = settled
+            self.log["priority"] = settled
+            priority.CURRENT.set(settled)
 
     async def bill(self, texts: Sequence[str]) -> None:
         """Before translating: a quota_exceeded ApiError if these characters take the key past its limit;

@@ -18,8 +18,7 @@ class Metrics:
 
     def __init__(self, engine: Engine, in_flight: Callable[[], int], max_in_flight: int = 0) -> None:
         """`in_flight` reads the admission's count, which stays the one place that counts."""
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        self.registry = r = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "hunyuan_requests", "Translate requests answered, by HTTP status.", ["status"], registry=r
         )
@@ -76,7 +75,7 @@ class Metrics:
             "hunyuan_engine_unfinished", "Requests submitted to the engine and not finished.", registry=r
         )
         unfinished.set_function(lambda: engine.unfinished())
-        self.class_latency, self.class_rejections = self._per_class(r)
+        self.class_latency, self.class_rejections = _per_class(r)
 
     def count_class(self, by_class: Callable[[], dict[str, int]]) -> None:
         """Publish the admission's in-flight count per class (interactive, bulk) as a gauge with a label."""
@@ -85,24 +84,6 @@ class Metrics:
         )
         for cls in CLASSES:
             gauge.labels(cls).set_function(functools.partial(_count_of, by_class, cls))
-
-    @staticmethod
-    def _per_class(r: CollectorRegistry) -> tuple[Histogram, Counter]:
-        # Beside the totals (which dashboards and alerts read): does a person wait behind a bulk job?
-        latency = Histogram(
-            "hunyuan_class_latency_seconds",
-            "Request latency, arrival to response, by class (interactive, bulk).",
-            ["class"],
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-        rejections = Counter(
-            "hunyuan_class_rejections",
-            "Requests refused, by class and reason.",
-            ["class", "reason"],
-            registry=r,
-        )
-        return latency, rejections
 
     def cache_error(self, layer: str, op: str) -> None:
         self.cache_errors.labels(layer=layer, op=op).inc()
@@ -116,3 +97,21 @@ class Metrics:
 
 def _count_of(by_class: Callable[[], dict[str, int]], cls: str) -> int:
     return by_class()[cls]
+
+
+def _per_class(r: CollectorRegistry) -> tuple[Histogram, Counter]:
+    # Beside the totals (which dashboards and alerts read): does a person wait behind a bulk job?
+    latency = Histogram(
+        "hunyuan_class_latency_seconds",
+        "Request latency, arrival to response, by class (interactive, bulk).",
+        ["class"],
+        buckets=LATENCY_BUCKETS,
+        registry=r,
+    )
+    rejections = Counter(
+        "hunyuan_class_rejections",
+        "Requests refused, by class and reason.",
+        ["class", "reason"],
+        registry=r,
+    )
+    return latency, rejections

@@ -47,6 +47,13 @@ def request_class(
     return key_default or endpoint_default
 
 
+def body_field(value: object) -> str | None:
+    """A native body's `priority`: None when absent, else one of the classes (else the 400)."""
+    if value is None:
+        return None
+    return request_class(None, value)
+
+
 def endpoint_default(texts: int) -> str:
     """One text is a person waiting (the page, chat, a single /translate); more is a job."""
     return INTERACTIVE if texts <= 1 else BULK

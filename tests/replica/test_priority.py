@@ -237,3 +237,39 @@ def test_the_openai_shape_names_the_header() -> None:
             bad.json()["error"]["type"] == "invalid_request_error"
             and "X-Priority" in bad.json()["error"]["message"]
         )
+
+
+def test_the_body_field_and_a_batch_settle_the_class_after_admission() -> None:
+    engine = FakeEngine()
+    app = create_app(engine, make_config(max_in_flight=4, interactive_reserve=0.5), "hunyuan")
+    with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
+        wait_ready(client)
+        warmed = len(engine.priorities)
+        pair = {"source_lang": "en", "target_lang": "zh"}
+        batch = client.post("/translate", json={"texts": ["a", "b"], **pair})
+        marked = client.post("/translate", json={**GOOD, "priority": "bulk"})
+        batch_told = client.post(
+            "/translate",
+            json={"texts": ["c", "d"], "source_lang": "en", "target_lang": "zh"},
+            headers={"X-Priority": "interactive"},
+        )
+        single = client.post("/translate", json={**GOOD, "text": "e"})
+        bad = client.post("/translate", json={**GOOD, "priority": "soon"})
+        assert [r.status_code for r in (batch, marked, batch_told, single)] == [200] * 4
+        # The batch's two texts, the marked one, then the header's batch and the single text.
+        assert engine.priorities[warmed:] == [1, 1, 1, 0, 0, 0]
+        assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_priority"
+        assert 'hunyuan_class_in_flight{class="bulk"} 0.0' in client.get("/metrics").text.splitlines()
+
+
+def test_a_batch_without_a_bulk_place_is_refused_and_gives_its_place_back() -> None:
+    admission = _admission(2, 0.5)  # one bulk place
+    admission.enter("bulk", "a")
+    admission.enter("interactive", "a")
+    with pytest.raises(ApiError) as err:
+        admission.move("interactive", "bulk", "a")
+    assert err.value.status == 503 and err.value.code == "overloaded"
+    assert admission.by_class == {"interactive": 1, "bulk": 1} and admission.in_flight == 2
+    admission.leave("bulk", "a")
+    admission.move("interactive", "bulk", "a")
+    assert admission.by_class == {"interactive": 0, "bulk": 1} and admission.bulk_by_key == {"a": 1}
