@@ -112,14 +112,20 @@ def dialect_of(path: str) -> Dialect:
 
 @dataclass(frozen=True)
 class KeySpec:
-    """One key of the keys file and its options: `limit`, the characters it may translate (None: no limit)."""
+    """One key of the keys file and its options: `limit`, the characters it may translate (None: no limit);
+    `priority`, the class of its requests that name none (None: the endpoint's default); `weight`, its
+    share of the bulk slots against other keys with bulk work in flight."""
 
     key: str
     limit: int | None = None
+    priority: str | None = None
+    weight: int = 1
 
 
-# A line: the key, then options as name=value, each separated by spaces: `sk-abc123 limit=500000`.
-_KEY_OPTIONS = ("limit",)
+# A line: the key, then options as name=value, each separated by spaces:
+# `sk-abc123 limit=500000 priority=bulk weight=2`.
+_KEY_OPTIONS = ("limit", "priority", "weight")
+KEY_PRIORITIES = ("interactive", "bulk")
 
 
 def load_key_specs(path: str) -> dict[str, KeySpec]:
@@ -137,7 +143,7 @@ def load_key_specs(path: str) -> dict[str, KeySpec]:
             continue
         spec = _key_spec(words, f"auth.keys_file: {path} line {number}")
         if specs.get(spec.key, spec) != spec:
-            raise ConfigError(f"auth.keys_file: {path} line {number}: a key listed before with another limit")
+            raise ConfigError(f"auth.keys_file: {path} line {number}: a key listed before with other options")
         specs[spec.key] = spec
     if not specs:
         raise ConfigError(f"auth.keys_file: {path} holds no key")
@@ -161,7 +167,13 @@ def _key_spec(words: list[str], where: str) -> KeySpec:
         if not digits.isdigit():
             raise ConfigError(f"{where}: limit= takes a whole number of characters, e.g. limit=500000")
         limit = int(digits)
-    return KeySpec(words[0], limit)
+    priority = options.get("priority")
+    if priority is not None and priority not in KEY_PRIORITIES:
+        raise ConfigError(f"{where}: priority= takes interactive or bulk")
+    weight = options.get("weight", "1")
+    if not weight.isdigit() or int(weight) < 1:
+        raise ConfigError(f"{where}: weight= takes a whole number of at least 1, e.g. weight=2")
+    return KeySpec(words[0], limit, priority, int(weight))
 
 
 def load_keys(path: str) -> frozenset[str]:
@@ -174,6 +186,18 @@ def key_limits(cfg: AuthConfig) -> dict[str, int | None]:
     if not cfg.keys_file:
         return {}
     return {key_id(spec.key): spec.limit for spec in load_key_specs(cfg.keys_file).values()}
+
+
+def key_priorities(specs: Mapping[str, KeySpec]) -> dict[str, str]:
+    """The keys that name a default class (priority=), by key_id, and that class."""
+    return {kid: spec.priority for kid, spec in specs.items() if spec.priority}
+
+
+def key_specs_by_id(cfg: AuthConfig) -> dict[str, KeySpec]:
+    """Each key's options by key_id (none without a keys file): what the replica's priority rules read."""
+    if not cfg.keys_file:
+        return {}
+    return {key_id(spec.key): spec for spec in load_key_specs(cfg.keys_file).values()}
 
 
 def key_id(key: str) -> str:

@@ -150,7 +150,7 @@ def _http_options(settings: ClientSettings) -> dict[str, Any]:
             max_keepalive_connections=settings.max_keepalive_connections,
             keepalive_expiry=settings.keepalive_expiry_s,
         ),
-        "headers": {"User-Agent": settings.user_agent},
+        "headers": {"User-Agent": settings.user_agent, "X-Priority": settings.priority},
     }
 
 

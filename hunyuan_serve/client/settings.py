@@ -5,6 +5,7 @@ from __future__ import annotations
 import email.utils
 import time
 from collections.abc import Callable
+from typing import Literal
 
 from pydantic import Field
 
@@ -35,6 +36,11 @@ class ClientSettings(Section):
         default=(429, 502, 503, 504), description="HTTP statuses retried."
     )
     user_agent: str = Field(default="hunyuan-serve-client", description="User-Agent header.")
+    # A file job should not take the slots of people in the page (issue 21): the server keeps a share
+    # for interactive work and schedules it first.
+    priority: Literal["bulk", "interactive"] = Field(
+        default="bulk", description="X-Priority header sent with every request (bulk or interactive)."
+    )
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

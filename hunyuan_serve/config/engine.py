@@ -36,6 +36,10 @@ class EngineConfig(Section):
     kv_cache_dtype: str = Field("auto", description="KV-cache dtype, e.g. auto or fp8.")
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs per replica.")
     max_num_seqs: int = Field(256, ge=1, description="Most sequences the engine batches at once.")
+    # Interactive requests (priority 0) are scheduled before waiting bulk ones (1) (issue 21).
+    scheduling_policy: Literal["fcfs", "priority"] = Field(
+        "priority", description="vLLM's scheduler: priority (interactive before bulk) or fcfs."
+    )
     enforce_eager: bool | None = Field(
         None, description="Skip graph capture/compilation (faster start); default: on for CPU, off for GPU."
     )

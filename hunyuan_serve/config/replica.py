@@ -23,6 +23,14 @@ class ReplicaConfig(Section):
     # still batch, so a lone replica answered a 100-user ramp with 89% 503s.
     max_in_flight: int = Field(256, ge=1, description="Requests admitted at once; more get a fast 503.")
     retry_after_s: int = Field(1, ge=0, description="Retry-After seconds on an overload 503.")
+    # A person in the page must not wait behind a bulk job (issue 21): bulk may hold at most
+    # max_in_flight minus this share, interactive work may use every slot.
+    interactive_reserve: float = Field(
+        0.25, ge=0, lt=1, description="Share of max_in_flight kept for interactive work."
+    )
+    bulk_key_share_min: int = Field(
+        1, ge=1, description="Bulk slots a key may always hold, whatever its weighted share among busy keys."
+    )
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request deadline; past it a 504.")
     max_batch_texts: int = Field(128, ge=1, description="Most texts in one batch request.")
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest request body accepted.")

@@ -39,8 +39,17 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
     """The parts of one replica, each built once; the in-flight count is the admission's alone."""
     rcfg = cfg.replica
     lifecycle = Lifecycle()
-    admission = Admission(lifecycle, rcfg.max_in_flight, rcfg.retry_after_s)
+    specs = auth.key_specs_by_id(cfg.auth)
+    admission = Admission(
+        lifecycle,
+        rcfg.max_in_flight,
+        rcfg.retry_after_s,
+        interactive_reserve=rcfg.interactive_reserve,
+        bulk_key_share_min=rcfg.bulk_key_share_min,
+        weights={kid: spec.weight for kid, spec in specs.items()},
+    )
     metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
+    metrics.count_class(lambda: admission.by_class)
     cache = TranslationCache.from_config(rcfg, metrics)
     store = store_from_config(cfg)
     usage = Usage(auth.key_limits(cfg.auth), store, metrics.registry)
@@ -51,7 +60,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         sampling=replica_sampling(rcfg, family, engine.model_name),
         lifecycle=lifecycle,
         admission=admission,
-        gate=Gate(admission, rcfg, metrics, usage),
+        gate=Gate(admission, rcfg, metrics, usage, auth.key_priorities(specs)),
         translator=Translator(engine, family, cache, metrics),
         metrics=metrics,
         cache=cache,

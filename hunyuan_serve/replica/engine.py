@@ -86,13 +86,20 @@ class Engine(Protocol):
 
     def count_prompt_tokens(self, prompt: Prompt) -> int: ...
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation: ...
+    # priority: vLLM's, lower scheduled first (interactive 0, bulk 1: replica/priority.py).
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation: ...
 
-    async def sample(self, prompt: Prompt, sampling: Sampling, request_id: str, n: int) -> list[Generation]:
+    async def sample(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int, priority: int = 0
+    ) -> list[Generation]:
         """n samples of one prompt in one engine request (an ensemble's candidates), in sample order."""
         ...
 
-    def stream(self, prompt: Prompt, sampling: Sampling, request_id: str) -> AsyncGenerator[Delta, None]:
+    def stream(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> AsyncGenerator[Delta, None]:
         """The generation as it grows; closing the iterator early aborts the engine request."""
         ...
 
@@ -210,6 +217,8 @@ def engine_kwargs(cfg: EngineConfig, model: str, on_cpu: bool) -> dict[str, Any]
         "kv_cache_dtype": cfg.kv_cache_dtype,
         "tensor_parallel_size": cfg.tensor_parallel_size,
         "max_num_seqs": cfg.max_num_seqs,
+        # vLLM 0.32 EngineArgs.scheduling_policy -> SchedulerConfig.policy ("fcfs" | "priority").
+        "scheduling_policy": cfg.scheduling_policy,
         # Graph capture pays off on GPUs; on CPU it adds minutes of start-up for little gain.
         "enforce_eager": on_cpu if cfg.enforce_eager is None else cfg.enforce_eager,
         "seed": cfg.seed,
@@ -341,14 +350,17 @@ class VllmEngine:
         )
 
     async def _outputs(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int = 1
+        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int = 1, priority: int = 0
     ) -> AsyncGenerator[Any, None]:
         """vLLM's cumulative outputs; a cancelled or closed iteration aborts the request at once."""
         ids = self._token_ids(prompt)
         finished = False
         try:
             async for output in self._engine.generate(
-                {"prompt_token_ids": ids}, self._params(prompt, sampling, n), request_id=request_id
+                {"prompt_token_ids": ids},
+                self._params(prompt, sampling, n),
+                request_id=request_id,
+                priority=priority,
             ):
                 finished = bool(output.finished)
                 yield output
@@ -375,10 +387,12 @@ class VllmEngine:
             engine_s=time.monotonic() - started,
         )
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
         started = time.monotonic()
         final = None
-        outputs = self._outputs(prompt, sampling, request_id)
+        outputs = self._outputs(prompt, sampling, request_id, priority=priority)
         try:
             async for output in outputs:
                 final = output
@@ -388,12 +402,14 @@ class VllmEngine:
             raise RuntimeError(f"engine returned no output for {request_id}")
         return self._generation(final, len(self._token_ids(prompt)), started)
 
-    async def sample(self, prompt: Prompt, sampling: Sampling, request_id: str, n: int) -> list[Generation]:
+    async def sample(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int, priority: int = 0
+    ) -> list[Generation]:
         # vLLM's n: one request, its prompt prefilled once and shared by the n sequences it forks.
         started = time.monotonic()
         final = None
         latest: dict[int, Any] = {}  # each sample's last cumulative output, by its index
-        outputs = self._outputs(prompt, sampling, request_id, n)
+        outputs = self._outputs(prompt, sampling, request_id, n, priority)
         try:
             async for output in outputs:
                 final = output
@@ -408,12 +424,12 @@ class VllmEngine:
         return [self._generation(final, count, started, latest[index]) for index in sorted(latest)]
 
     async def stream(
-        self, prompt: Prompt, sampling: Sampling, request_id: str
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
     ) -> AsyncGenerator[Delta, None]:
         started = time.monotonic()
         final = None
         sent = 0  # characters of the stripped text already yielded
-        outputs = self._outputs(prompt, sampling, request_id)
+        outputs = self._outputs(prompt, sampling, request_id, priority=priority)
         try:
             async for output in outputs:
                 final = output

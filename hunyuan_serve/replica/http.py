@@ -9,7 +9,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from fastapi import Request, Response
@@ -19,6 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from hunyuan_serve.auth import KEY_ID_STATE
 from hunyuan_serve.config import ReplicaConfig
+from hunyuan_serve.replica import priority
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.metrics import Metrics
@@ -93,27 +94,73 @@ def request_id(request: Request) -> str:
 
 
 class Admission:
-    """The one count of requests in flight, and the rule that admits one more: ready and under the limit."""
+    """The one count of requests in flight, by class and by key, and the rule that admits one more:
+    ready, under the limit, and for bulk under its cap and its key's share (priority.admits)."""
 
-    def __init__(self, lifecycle: Lifecycle, max_in_flight: int, retry_after_s: int) -> None:
+    def __init__(
+        self,
+        lifecycle: Lifecycle,
+        max_in_flight: int,
+        retry_after_s: int,
+        *,
+        interactive_reserve: float = 0.0,
+        bulk_key_share_min: int = 1,
+        weights: Mapping[str | None, int] | None = None,
+    ) -> None:
         self.lifecycle = lifecycle
         self.max_in_flight = max_in_flight
         self.retry_after = {"Retry-After": str(retry_after_s)}
         self.in_flight = 0
+        self.by_class = dict.fromkeys(priority.CLASSES, 0)
+        self.bulk_by_key: dict[str | None, int] = {}
+        self.reserve = interactive_reserve
+        self.key_share_min = bulk_key_share_min
+        self.weights: Mapping[str | None, int] = weights or {}
 
-    def enter(self) -> None:
-        """Take a place, or raise a 503 (not ready, or max_in_flight reached); leave() gives it back."""
+    def enter(self, cls: str = priority.INTERACTIVE, key: str | None = None) -> None:
+        """Take a place, or raise a 503 (not ready, or none for this class and key); leave() gives it back."""
         lifecycle = self.lifecycle
         if not lifecycle.ready:
             message = f"replica is {lifecycle.phase.value}: {lifecycle.reason}"
             raise ApiError(503, "not_ready", message, self.retry_after)
-        if self.in_flight >= self.max_in_flight:
-            message = f"{self.in_flight} requests in flight (max_in_flight)"
-            raise ApiError(503, "overloaded", message, self.retry_after)
-        self.in_flight += 1
+        refused = priority.admits(
+            cls,
+            key,
+            in_flight=self.in_flight,
+            bulk_in_flight=self.bulk_by_key,
+            weights=self.weights,
+            max_in_flight=self.max_in_flight,
+            reserve=self.reserve,
+            key_share_min=self.key_share_min,
+        )
+        if refused is not None:
+            raise ApiError(503, "overloaded", refused, self.retry_after)
+        self._take(cls, key)
 
-    def leave(self) -> None:
+    def move(self, was: str, to: str, key: str | None) -> None:
+        """Change an admitted request's class; refused (and left as it was) where `to` has no place."""
+        self.leave(was, key)
+        try:
+            self.enter(to, key)
+        except ApiError:
+            self._take(was, key)
+            raise
+
+    def _take(self, cls: str, key: str | None) -> None:
+        self.in_flight += 1
+        self.by_class[cls] += 1
+        if cls == priority.BULK:
+            self.bulk_by_key[key] = self.bulk_by_key.get(key, 0) + 1
+
+    def leave(self, cls: str = priority.INTERACTIVE, key: str | None = None) -> None:
         self.in_flight -= 1
+        self.by_class[cls] -= 1
+        if cls == priority.BULK:
+            left = self.bulk_by_key.get(key, 0) - 1
+            if left > 0:
+                self.bulk_by_key[key] = left
+            else:
+                self.bulk_by_key.pop(key, None)
 
 
 class Call:
@@ -131,6 +178,31 @@ class Call:
         self._usage = usage
         if self.owner is not None:
             self.log["key"] = key_label(self.owner)
+        self.priority = priority.INTERACTIVE
+
+    def classify(self, key_defaults: Mapping[str, str]) -> None:
+        """Decide the request's class before admission: the X-Priority header, else the key's default.
+
+        The body is not read yet here, so a native body's `priority` field and the text count are
+        not consulted at admission; every endpoint's default at this point is interactive.
+        """
+        self._key_default = key_defaults.get(self.owner) if self.owner is not None else None
+        self._header = self.request.headers.get(priority.HEADER)
+        self.priority = priority.request_class(self._header, None, self._key_default)
+        self.log["priority"] = self.priority
+
+    def settle(self, admission: Admission, field: str | None, texts: int) -> None:
+        """Once the body is read: its `priority` field, else (without a key default) the endpoint's
+        default for this many texts (more than one: bulk) may change the class; a bulk place it cannot
+        have is the same 503 as at admission. The header, when given, has decided already."""
+        if self._header is not None:
+            return
+        settled = priority.request_class(None, field, self._key_default, priority.endpoint_default(texts))
+        if settled != self.priority:
+            admission.move(self.priority, settled, self.owner)
+            self.priority = settled
+            self.log["priority"] = settled
+            priority.CURRENT.set(settled)
 
     async def bill(self, texts: Sequence[str]) -> None:
         """Before translating: a quota_exceeded ApiError if these characters take the key past its limit;
@@ -176,9 +248,16 @@ class Gate:
     """
 
     def __init__(
-        self, admission: Admission, cfg: ReplicaConfig, metrics: Metrics, usage: Usage | None = None
+        self,
+        admission: Admission,
+        cfg: ReplicaConfig,
+        metrics: Metrics,
+        usage: Usage | None = None,
+        key_defaults: Mapping[str, str] | None = None,
     ) -> None:
         self.admission = admission
+        # Each key's default class by key_id, from the keys file's priority= (issue 21).
+        self.key_defaults: Mapping[str, str] = key_defaults or {}
         self.cfg = cfg
         self.metrics = metrics
         self.usage = usage
@@ -188,11 +267,15 @@ class Gate:
     async def serve(self, request: Request, handler: Handler, render_error: ErrorRenderer) -> Response:
         call = Call(request, self.cfg, self.usage)
         try:
-            self.admission.enter()
+            call.classify(self.key_defaults)
+            self.admission.enter(call.priority, call.owner)
         except ApiError as err:
             refused = self._refused(call, err, render_error)
             self._record(call, refused.status_code)
             return refused
+        # Not reset after: a streamed body reads it later in this request's own task (each request
+        # runs in a task of its own, which took a copy of the context when it started).
+        priority.CURRENT.set(call.priority)
         try:
             response = await self._run(call, handler, render_error)
         except BaseException:  # cancelled (the server stopping): the place is given back all the same
@@ -228,17 +311,20 @@ class Gate:
     def _refused(self, call: Call, err: ApiError, render_error: ErrorRenderer) -> Response:
         call.log["error"] = err.code
         if err.code in _REJECTION_REASONS:
-            self.metrics.rejections.labels(reason=_REJECTION_REASONS[err.code]).inc()
+            reason = _REJECTION_REASONS[err.code]
+            self.metrics.rejections.labels(reason=reason).inc()
+            self.metrics.class_rejections.labels(call.priority, reason).inc()
         return render_error(err)
 
     def _end(self, call: Call, status: int) -> None:
-        self.admission.leave()
+        self.admission.leave(call.priority, call.owner)
         self._record(call, status)
 
     def _record(self, call: Call, status: int) -> None:
         latency = time.monotonic() - call.started
         self.metrics.requests.labels(status=str(status)).inc()
         self.metrics.latency.observe(latency)
+        self.metrics.class_latency.labels(call.priority).observe(latency)
         call.log.update(status=status, latency_ms=round(latency * 1000, 1))
         self.access.info(json.dumps(call.log, ensure_ascii=False))
 

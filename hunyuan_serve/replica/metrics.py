@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from hunyuan_serve.replica.engine import Engine
+from hunyuan_serve.replica.priority import CLASSES
 
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
@@ -16,8 +18,7 @@ class Metrics:
 
     def __init__(self, engine: Engine, in_flight: Callable[[], int], max_in_flight: int = 0) -> None:
         """`in_flight` reads the admission's count, which stays the one place that counts."""
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        self.registry = r = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "hunyuan_requests", "Translate requests answered, by HTTP status.", ["status"], registry=r
         )
@@ -74,6 +75,15 @@ class Metrics:
             "hunyuan_engine_unfinished", "Requests submitted to the engine and not finished.", registry=r
         )
         unfinished.set_function(lambda: engine.unfinished())
+        self.class_latency, self.class_rejections = _per_class(r)
+
+    def count_class(self, by_class: Callable[[], dict[str, int]]) -> None:
+        """Publish the admission's in-flight count per class (interactive, bulk) as a gauge with a label."""
+        gauge = Gauge(
+            "hunyuan_class_in_flight", "Requests admitted now, by class.", ["class"], registry=self.registry
+        )
+        for cls in CLASSES:
+            gauge.labels(cls).set_function(functools.partial(_count_of, by_class, cls))
 
     def cache_error(self, layer: str, op: str) -> None:
         self.cache_errors.labels(layer=layer, op=op).inc()
@@ -83,3 +93,25 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _count_of(by_class: Callable[[], dict[str, int]], cls: str) -> int:
+    return by_class()[cls]
+
+
+def _per_class(r: CollectorRegistry) -> tuple[Histogram, Counter]:
+    # Beside the totals (which dashboards and alerts read): does a person wait behind a bulk job?
+    latency = Histogram(
+        "hunyuan_class_latency_seconds",
+        "Request latency, arrival to response, by class (interactive, bulk).",
+        ["class"],
+        buckets=LATENCY_BUCKETS,
+        registry=r,
+    )
+    rejections = Counter(
+        "hunyuan_class_rejections",
+        "Requests refused, by class and reason.",
+        ["class", "reason"],
+        registry=r,
+    )
+    return latency, rejections

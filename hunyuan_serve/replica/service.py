@@ -21,6 +21,7 @@ from hunyuan_serve.languages import AUTO
 from hunyuan_serve.replica.engine import Delta, Engine, Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.priority import engine_priority
 from hunyuan_serve.replica.schema import TranslateRequest
 
 
@@ -221,9 +222,10 @@ class Translator:
 
     async def _run(self, prompt: Prompt, sampling: Sampling, engine_id: str, n: int = 1) -> Generation:
         if n > 1:
-            generation = _candidates_generation(await self.engine.sample(prompt, sampling, engine_id, n))
+            samples = await self.engine.sample(prompt, sampling, engine_id, n, engine_priority())
+            generation = _candidates_generation(samples)
         else:
-            generation = await self.engine.generate(prompt, sampling, engine_id)
+            generation = await self.engine.generate(prompt, sampling, engine_id, engine_priority())
         self.metrics.prompt_tokens.inc(generation.prompt_tokens)
         self.metrics.generation_tokens.inc(generation.output_tokens)
         self.metrics.engine_latency.observe(generation.engine_s)
@@ -286,7 +288,9 @@ class Translator:
         final: Generation | None = None
         engine_id = f"{request_id}-s{next(self._ids)}"
         try:
-            async with contextlib.aclosing(self.engine.stream(prompt, sampling, engine_id)) as deltas:
+            async with contextlib.aclosing(
+                self.engine.stream(prompt, sampling, engine_id, engine_priority())
+            ) as deltas:
                 async for delta in deltas:
                     final = delta.final or final
                     yield delta

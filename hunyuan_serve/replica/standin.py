@@ -85,15 +85,19 @@ class StandInEngine:
             engine_s=time.monotonic() - started,
         )
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
         return self._answer(prompt, sampling, time.monotonic())
 
-    async def sample(self, prompt: Prompt, sampling: Sampling, request_id: str, n: int) -> list[Generation]:
+    async def sample(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int, priority: int = 0
+    ) -> list[Generation]:
         # An ensemble's candidates: the same answer n times (the layer's cost is the point, not variety).
         return [self._answer(prompt, sampling, time.monotonic()) for _ in range(n)]
 
     async def stream(
-        self, prompt: Prompt, sampling: Sampling, request_id: str
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
     ) -> AsyncGenerator[Delta, None]:
         generation = self._answer(prompt, sampling, time.monotonic())
         yield Delta(generation.text)

@@ -182,7 +182,7 @@ def test_keys_file_limits(tmp_path: Path) -> None:
     [
         ("key-one limit=lots\n", "line 1: limit= takes a whole number"),
         ("key-one quota=5\n", "line 1: a key holds a space, or an option"),
-        ("key-one\nkey-one limit=5\n", "line 2: a key listed before with another limit"),
+        ("key-one\nkey-one limit=5\n", "line 2: a key listed before with other options"),
     ],
 )
 def test_bad_key_options_name_the_line_not_the_key(tmp_path: Path, text: str, problem: str) -> None:

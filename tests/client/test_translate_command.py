@@ -321,9 +321,11 @@ class _EchoEngine(FakeEngine):
         super().__init__()
         self.prompts: list[Prompt] = []
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
         self.prompts.append(prompt)
-        done = await super().generate(prompt, sampling, request_id)
+        done = await super().generate(prompt, sampling, request_id, priority)
         return dataclasses.replace(done, text=prompt.messages[0]["content"].rsplit("\n", 1)[-1])
 
 

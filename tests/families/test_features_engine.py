@@ -82,12 +82,14 @@ class RecordingEngine(VllmEngine):
 
     sent: list[tuple[str, list[int]]] = field(default_factory=list)
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
         chat = self._tokenizer.apply_chat_template(
             list(prompt.messages), tokenize=False, add_generation_prompt=True
         )
         self.sent.append((chat, list(self._token_ids(prompt))))
-        return await super().generate(prompt, sampling, request_id)
+        return await super().generate(prompt, sampling, request_id, priority)
 
 
 def _config(model: Path) -> ServeConfig:

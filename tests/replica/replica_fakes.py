@@ -35,6 +35,7 @@ class FakeEngine:
         self.delay = delay
         self.start_error = start_error
         self.calls = 0
+        self.priorities: list[int] = []  # the priority each generate() and stream() call received
         self.samplings: list[Sampling] = []
         self.given: list[Prompt] = []  # what generate() and stream() were given, in call order
         self.streams = 0
@@ -69,8 +70,11 @@ class FakeEngine:
         # One "token" per character keeps budgets easy to reason about in tests.
         return len(prompt.messages[0]["content"]) if prompt.is_chat else len(prompt.text)
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
         self.calls += 1
+        self.priorities.append(priority)
         self.samplings.append(sampling)
         self.given.append(prompt)
         self.running.add(request_id)
@@ -88,11 +92,12 @@ class FakeEngine:
         return Generation(f"<{len(content)}>", self.count_prompt_tokens(prompt), 1, "stop")
 
     async def stream(
-        self, prompt: Prompt, sampling: Sampling, request_id: str
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
     ) -> AsyncGenerator[Delta, None]:
         """generate()'s answer in two deltas: its first character, then (after delay and hold) the rest;
         a stream closed or cancelled in between counts as aborted."""
         self.calls += 1
+        self.priorities.append(priority)
         self.streams += 1
         self.samplings.append(sampling)
         self.given.append(prompt)

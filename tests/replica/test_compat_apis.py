@@ -32,10 +32,12 @@ class ScriptedEngine(FakeEngine):
         self.sent: list[str] = []
         self.reply: Callable[[str], str] | None = None
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
         content = prompt.messages[0]["content"] if prompt.is_chat else prompt.text
         self.sent.append(content)
-        generation = await super().generate(prompt, sampling, request_id)
+        generation = await super().generate(prompt, sampling, request_id, priority)
         return generation if self.reply is None else dataclasses.replace(generation, text=self.reply(content))
 
 

@@ -29,6 +29,7 @@ def test_cpu_mapping_uses_float32_and_one_process_executor() -> None:
         "kv_cache_dtype": "auto",
         "tensor_parallel_size": 1,
         "max_num_seqs": 8,
+        "scheduling_policy": "priority",
         "enforce_eager": True,
         "seed": 0,
         "trust_remote_code": False,
@@ -44,6 +45,13 @@ def test_gpu_mapping_passes_quantization_and_memory_share() -> None:
     assert kwargs["tensor_parallel_size"] == 2 and kwargs["dtype"] == "bfloat16"
     assert kwargs["gpu_memory_utilization"] == 0.9
     assert "distributed_executor_backend" not in kwargs
+
+
+def test_scheduling_policy_is_passed_and_checked() -> None:
+    kwargs = engine_kwargs(EngineConfig(scheduling_policy="fcfs"), "/m", on_cpu=True)
+    assert kwargs["scheduling_policy"] == "fcfs"
+    with pytest.raises(ValueError, match="scheduling_policy"):
+        EngineConfig(scheduling_policy="lifo")  # type: ignore[arg-type]
 
 
 def test_experts_int8_is_refused() -> None:

@@ -33,7 +33,9 @@ class SamplingEngine(FakeEngine):
         self.model_name = "fake-mt"
         self.sampled: list[tuple[int, Sampling]] = []
 
-    async def sample(self, prompt: Prompt, sampling: Sampling, request_id: str, n: int) -> list[Generation]:
+    async def sample(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int, priority: int = 0
+    ) -> list[Generation]:
         self.sampled.append((n, sampling))
         text = prompt.messages[0]["content"].rsplit("\n", 1)[-1]
         return [Generation(f"{text} #{i}", self.count_prompt_tokens(prompt), 3, "stop") for i in range(n)]
@@ -47,8 +49,10 @@ class ChimeraEngine(FakeEngine):
         self.model_name = "fake-chimera"
         self.fail = False
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
-        generation = await super().generate(prompt, sampling, request_id)
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
+        generation = await super().generate(prompt, sampling, request_id, priority)
         if self.fail:
             raise RuntimeError("chimera engine down")
         return Generation(f"fused {len(self.given)}", generation.prompt_tokens, 2, "stop")

@@ -37,9 +37,11 @@ class ScriptedEngine(FakeEngine):
         self.prompts: list[Prompt] = []
         self.reply: Callable[[Prompt], str] | None = None
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
         self.prompts.append(prompt)
-        generation = await super().generate(prompt, sampling, request_id)
+        generation = await super().generate(prompt, sampling, request_id, priority)
         return generation if self.reply is None else dataclasses.replace(generation, text=self.reply(prompt))
 
 

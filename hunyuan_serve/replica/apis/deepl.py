@@ -139,6 +139,7 @@ async def _translate(replica: Replica, call: Call) -> Response:
     fields = await compat.read_fields(call)
     _check_names(fields)
     texts = _texts(fields.get("text"), replica.cfg.max_batch_texts)
+    call.settle(replica.admission, None, len(texts))  # more than one text: bulk unless told otherwise
     target = _language(fields.get("target_lang"), "target_lang")
     source = fields.get("source_lang")
     source_lang = AUTO if source is None or source == "" else _language(source, "source_lang")

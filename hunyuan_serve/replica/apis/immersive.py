@@ -53,6 +53,7 @@ def _text_list(value: Any, limit: int) -> list[str]:
 async def _translate(replica: Replica, call: Call) -> Response:
     fields = await compat.read_fields(call)
     texts = _text_list(fields.get("text_list"), replica.cfg.max_batch_texts)
+    call.settle(replica.admission, None, len(texts))  # more than one text: bulk unless told otherwise
     source = _code(fields.get("source_lang"), "source_lang", auto_ok=True)
     target = _code(fields.get("target_lang"), "target_lang", auto_ok=False)
     req = compat.build_request(replica, {"texts": texts, "source_lang": source, "target_lang": target})

@@ -88,6 +88,7 @@ def _detected(found: detect.Detection) -> dict[str, Any]:
 async def _translate(replica: Replica, call: Call) -> Response:
     fields = await compat.read_fields(call)
     texts, batch = _texts(fields.get("q"), replica.cfg.max_batch_texts)
+    call.settle(replica.admission, None, len(texts))  # more than one text: bulk unless told otherwise
     source = _language(fields.get("source"), "source", auto_ok=True)
     target = _language(fields.get("target"), "target", auto_ok=False)
     text_format = fields.get("format") or "text"

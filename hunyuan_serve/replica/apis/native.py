@@ -64,6 +64,7 @@ async def _translate(replica: Replica, call: Call) -> Response:
     req = parse_translate(
         raw, replica.cfg, replica.sampling, replica.engine.max_model_len, replica.engine.model_name
     )
+    call.settle(replica.admission, req.priority, len(req.texts))  # a batch is bulk unless told otherwise
     if req.source is AUTO:  # no source_lang: detected (replica.apis.compat); a mixed batch per language
         req, mixed = compat.detected_source(replica, req)
         if mixed and req.ensemble and not replica.cfg.ensemble_candidates:
