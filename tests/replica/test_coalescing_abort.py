@@ -19,9 +19,11 @@ from hunyuan_serve.replica.service import Translator
 class SlowAbortEngine(FakeEngine):
     """An engine whose cancelled call takes a while to abort (vLLM's abort is awaited in its cleanup)."""
 
-    async def generate(self, prompt: Prompt, sampling: Sampling, request_id: str) -> Generation:
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
         try:
-            return await super().generate(prompt, sampling, request_id)
+            return await super().generate(prompt, sampling, request_id, priority)
         except asyncio.CancelledError:
             await asyncio.sleep(0.2)  # the abort's round trip, while the call is still in the table
             raise
@@ -39,8 +41,11 @@ async def test_a_request_arriving_during_the_abort_starts_its_own_call() -> None
     metrics = Metrics(engine, in_flight=lambda: 0)
     translator = Translator(engine, "hunyuan-mt", TranslationCache.from_config(cfg, metrics), metrics)
     first = asyncio.create_task(translator.translate(_request("Open the door"), "a"))
-    while not engine.running:
+    for _ in range(500):  # bounded: until the first call is running in the engine
+        if engine.running or first.done():
+            break
         await asyncio.sleep(0.01)
+    assert engine.running, first
     first.cancel()  # its client left: the call it alone waited for is aborted
     await asyncio.sleep(0.01)
     engine.let_go()
