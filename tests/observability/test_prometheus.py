@@ -129,7 +129,12 @@ def test_up_writes_targets_from_its_routing(observed: Observed) -> None:
     assert groups == [
         {
             "targets": [replica["addr"]],
-            "labels": {"replica": replica["name"], "device": replica["device"], "routed": "true"},
+            "labels": {
+                "replica": replica["name"],
+                "device": replica["device"],
+                "routed": "true",
+                "pool": replica["pool"],  # "default" without a pools section
+            },
         }
     ]
     assert len(json.loads((observed.run_dir / TARGETS_DIR / NGINX_FILE).read_text())) == 1
