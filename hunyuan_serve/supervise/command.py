@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -414,16 +415,22 @@ def cmd_reload(args: argparse.Namespace) -> int:
     return _await_reload(events, mark, pid, timeout_s)
 
 
-def _await_reload(events_path: Path, mark: int, pid: int, timeout_s: float) -> int:
-    import time
-
+def _await_reload(
+    events_path: Path,
+    mark: int,
+    pid: int,
+    timeout_s: float,
+    now: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> int:
+    """Follow the events until reload's outcome; now/sleep are the clock (a fake one in tests)."""
     from hunyuan_serve.fleet.events import read_events
     from hunyuan_serve.fleet.procs import pid_alive
     from hunyuan_serve.supervise.reload import outcome, reload_id
 
-    deadline = time.monotonic() + timeout_s
+    deadline = now() + timeout_s
     rid: int | None = None
-    while time.monotonic() < deadline:
+    while now() < deadline:
         events = read_events(events_path)[mark:]
         rid = rid or reload_id(events)
         ended = outcome(events, rid) if rid is not None else None
@@ -433,7 +440,7 @@ def _await_reload(events_path: Path, mark: int, pid: int, timeout_s: float) -> i
         if not pid_alive(pid):
             print(f"hunyuan-serve: `up` (pid {pid}) exited before the reload ended", file=sys.stderr)
             return 1
-        time.sleep(RELOAD_POLL_S)
+        sleep(RELOAD_POLL_S)
     print(
         f"hunyuan-serve: reload {rid or '?'} has not ended within {timeout_s:g}s; it goes on "
         "(`hunyuan-serve status` shows it)",

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import os
 import socket
 from pathlib import Path
 
@@ -75,3 +78,45 @@ def test_up_refuses_an_unguarded_or_unreadable_auth_setting_as_a_config_error(
     with pytest.raises(ConfigError, match=named):  # the CLI prints it and exits 2
         _run(["up", "--run-dir", str(run_dir), "--model", "/nonexistent", *flags])
     assert not run_dir.exists()
+
+
+class _StepClock:
+    """A sync clock for `reload`'s wait: each sleep passes its time at once; sleeps are counted."""
+
+    def __init__(self) -> None:
+        self.t, self.sleeps = 0.0, 0
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.t += seconds
+        self.sleeps += 1
+
+
+def test_reload_wait_gives_up_at_its_deadline_on_the_injected_clock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No outcome in the events: `reload` says so once timeout_s has passed on its clock, not before."""
+    clock = _StepClock()
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"event": "reload_requested", "reload": 3}\n', encoding="utf-8")
+    code = command._await_reload(events, 0, os.getpid(), 1.0, now=clock.now, sleep=clock.sleep)
+    assert code == 1 and clock.t >= 1.0
+    assert clock.sleeps == math.ceil(1.0 / command.RELOAD_POLL_S)
+    assert "reload 3 has not ended within 1s" in capsys.readouterr().err
+
+
+def test_reload_wait_prints_the_outcome_once_the_events_have_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = _StepClock()
+    events = tmp_path / "events.jsonl"
+    lines = [
+        {"event": "reload_requested", "reload": 2},
+        {"event": "reload_refused", "reload": 2, "error": "bad key"},
+    ]
+    events.write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
+    code = command._await_reload(events, 0, os.getpid(), 1.0, now=clock.now, sleep=clock.sleep)
+    assert code == 1 and clock.sleeps == 0
+    assert "reload 2 refused, nothing was changed: bad key" in capsys.readouterr().err
