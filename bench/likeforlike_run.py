@@ -95,10 +95,6 @@ def _until_stopped(procs: Sequence[Any], timeout_s: float = 5.0) -> None:
             time.sleep(0.01)
 
 
-def tree_pids(pid: int) -> set[int]:
-    return {proc.pid for proc in _tree(pid)}
-
-
 def scrape(urls: Sequence[str], counter: str) -> float:
     from bench.procs import scrape_counter
 

@@ -20,8 +20,6 @@ from hunyuan_serve.languages import LANGUAGES, Language, find_language
 _MODEL_FILE = "lid.176.ftz"
 # Labels of the 176 that are one of ours under another code (fastText uses ISO 639-1/-3 codes).
 _LABEL_ALIASES = {"iw": "he", "fil": "tl"}
-# What cannot be detected from the text by the model itself: told apart here by script (see below).
-BY_SCRIPT = ("zh-Hant",)
 _CJK_FIRST, _CJK_LAST = "\u4e00", "\u9fff"
 # The fallback when a text gives no clue among our languages (digits, symbols), as LibreTranslate does.
 FALLBACK = "en"

@@ -144,7 +144,6 @@ SPECS: dict[str, TinySpec] = {
         "Hy-MT2-30B-A3B",
     ),
 }
-TINY_KINDS = tuple(SPECS)
 
 VOCAB_SIZE = 1024
 

@@ -304,9 +304,6 @@ class Translator:
         self.metrics.engine_latency.observe(final.engine_s)
         self.cache.put(key, final.text)
 
-    def inflight_calls(self) -> int:
-        return len(self._inflight)
-
 
 def _restore_markup(texts: tuple[str, ...], outcome: Outcome) -> None:
     """The answers' <target> bodies with each text's markup put back in place of its <sN> tags.
