@@ -11,13 +11,12 @@ from typing import Any
 
 import yaml
 
-from bench import names, targets
+from bench import names, netns, targets
 from bench.k6run import K6Result
 from bench.procs import Server, counter_delta, counter_value, free_port, running, server_env, warm_up
 from bench.report import Row, ratio
 from bench.session import TOKENS_COUNTER, Bench
 from bench.targets import HUNYUAN, Hardware
-from tests.support import netns
 
 HOSTS = ("a", "b")
 HOST_PORT = 8080  # each host's Nginx on its own address: namespaces share no ports

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import httpx
 
+from bench.pool_stubs import Stub, pooled_edge, pools_config, stub_servers
+from bench.procs import free_port
 from hunyuan_serve.config import build_config
-from tests.support.pool_stubs import Stub, pooled_edge, pools_config, stub_servers
-from tests.support.stacks import free_port
 
 POOLS = [{"name": "mt", "model": "mt-7b"}, {"name": "small", "model": "mt-small"}]
 

@@ -15,8 +15,8 @@ import httpx
 import openai
 import pytest
 
+from bench.pool_stubs import Stub, pooled_edge, pools_config, stub_servers
 from hunyuan_serve.auth import INTERNAL_ONLY
-from tests.support.pool_stubs import Stub, pooled_edge, pools_config, stub_servers
 from tests.support.stacks import free_port
 
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")

@@ -11,13 +11,13 @@ import httpx
 import openai
 import pytest
 
+from bench.pool_stubs import Stub, stub_servers
 from hunyuan_serve.config import GatewayConfig, NginxConfig, build_config
 from hunyuan_serve.fleet.nginx import NginxController
 from hunyuan_serve.fleet.render import model_pool, render_nginx
 from hunyuan_serve.fleet.rundir import worker_user
 from hunyuan_serve.gateway.fleet import Fleet, parse_listing
 from hunyuan_serve.gateway.inventory import parse_inventory
-from tests.support.pool_stubs import Stub, stub_servers
 from tests.support.stacks import free_port
 
 MT, SMALL = "tencent/Hunyuan-MT-7B", "tencent/HY-MT1.5-1.8B"

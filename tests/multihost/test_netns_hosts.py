@@ -22,8 +22,8 @@ import httpx
 import pytest
 import yaml
 
+from bench import netns
 from hunyuan_serve.fleet.state import read_state
-from tests.support import netns
 from tests.support.gateway import GatewayRun
 from tests.support.load import Load, Sent
 from tests.support.stacks import cli, free_ports, started, tiny_engine, wait_until

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2] / "hunyuan_serve"
+REPO = Path(__file__).resolve().parents[2]
+ROOT = REPO / "hunyuan_serve"
 
 # The programs: each runs on its own (a process or a command) and shares code only through the
 # library packages below them, never by importing another program.
@@ -25,6 +26,11 @@ FORBIDDEN: dict[str, set[str]] = {
     "config": PROGRAMS | {"fleet", "families"},
     "languages": PROGRAMS | {"fleet", "families", "config"},
 }
+
+
+# The top-level trees: tests may import bench (its helpers: netns, pool stubs), never the other way round:
+# a benchmark runs from a checkout without the test suite's support code in its way.
+TREES: dict[str, set[str]] = {"hunyuan_serve": {"tests", "bench"}, "bench": {"tests"}}
 
 
 def _package(root: Path, path: Path) -> str:
@@ -54,8 +60,47 @@ def violations(root: Path) -> list[str]:
     return found
 
 
+def _top_level(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.lineno, node.module.split(".")[0]
+        elif isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name.split(".")[0]) for alias in node.names)
+
+
+def tree_violations(repo: Path) -> list[str]:
+    found = []
+    for importer, forbidden in TREES.items():
+        for path in sorted((repo / importer).rglob("*.py")):
+            for line, target in _top_level(ast.parse(path.read_text(encoding="utf-8"))):
+                if target in forbidden:
+                    found.append(f"{path.relative_to(repo)}:{line}: {importer} imports {target}")
+    return found
+
+
 def test_no_package_imports_what_its_rules_forbid() -> None:
     assert violations(ROOT) == []
+
+
+def test_bench_and_the_package_never_import_the_tests() -> None:
+    assert tree_violations(REPO) == []
+
+
+@pytest.mark.parametrize(
+    ("rel", "source", "expected"),
+    [
+        ("bench/x.py", "from tests.support import netns\n", "bench imports tests"),
+        ("bench/x.py", "def f():\n    import tests.support.stacks\n", "bench imports tests"),
+        ("hunyuan_serve/x.py", "from bench.procs import free_port\n", "hunyuan_serve imports bench"),
+    ],
+)
+def test_a_forbidden_tree_import_is_reported(tmp_path: Path, rel: str, source: str, expected: str) -> None:
+    for tree in TREES:
+        (tmp_path / tree).mkdir()
+    (tmp_path / rel).write_text(source, encoding="utf-8")
+    allowed = "from hunyuan_serve.config import ServeConfig\n"
+    (tmp_path / "bench" / "ok.py").write_text(allowed, encoding="utf-8")
+    assert [v.split(": ", 1)[1] for v in tree_violations(tmp_path)] == [expected]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Linux network namespaces as hosts for a test: a bridge, one veth and address each, always removed."""
+"""Linux network namespaces as hosts for tests and benchmarks: a bridge, one veth and address each."""
 
 from __future__ import annotations
 
