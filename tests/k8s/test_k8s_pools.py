@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,10 +10,10 @@ import yaml
 
 from hunyuan_serve.fleet.render import route_script
 from hunyuan_serve.k8s.manifests import NGINX_CONF_DIR
+from tests.support.edge import NGINX, nginx_t
 
 from .kube import Doc, build, configmap_of, container, of_kind, render, validate
 
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")
 CONFIG = {
     "pools": [
@@ -90,18 +88,5 @@ def test_the_fronts_config_passes_nginx_t(two: list[Doc], tmp_path: Path) -> Non
     for name in of_kind(two, "Service"):
         conf = conf.replace(f"server {name}:", "server 127.0.0.1:")
     conf = conf.replace("/run/hunyuan-serve/nginx", str(tmp_path))
-    (tmp_path / "logs").mkdir()
-    (tmp_path / "temp").mkdir()
-    (tmp_path / "nginx.conf").write_text(conf)
-    argv = [
-        str(NGINX),
-        "-t",
-        "-p",
-        str(tmp_path),
-        "-c",
-        str(tmp_path / "nginx.conf"),
-        "-e",
-        str(tmp_path / "e"),
-    ]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    done = nginx_t(tmp_path, conf)
     assert done.returncode == 0, done.stderr

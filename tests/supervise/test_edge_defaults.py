@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,8 +10,8 @@ from hunyuan_serve.config import NginxConfig, build_config
 from hunyuan_serve.fleet.health import State
 from hunyuan_serve.fleet.render import edge_max_conns, render_nginx
 from hunyuan_serve.fleet.routing import routing_from_states
+from tests.support.edge import NGINX, nginx_t
 
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 CPU_CAP = NginxConfig().cpu_max_conns
 
 
@@ -74,20 +72,7 @@ def test_cap_and_priority_land_in_nginx_conf(
 def test_rendered_priority_and_cap_pass_nginx_t(tmp_path: Path, priority: int) -> None:
     text = _render(tmp_path, {"engine.device": "cpu", "nginx.worker_priority": priority})
     assert f"worker_priority {priority};" in text and f"max_conns={CPU_CAP}" in text
-    for sub in ("logs", "temp"):
-        (tmp_path / sub).mkdir()
-    (tmp_path / "nginx.conf").write_text(text)
-    argv = [
-        str(NGINX),
-        "-t",
-        "-p",
-        str(tmp_path),
-        "-c",
-        str(tmp_path / "nginx.conf"),
-        "-e",
-        str(tmp_path / "e"),
-    ]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    out = nginx_t(tmp_path, text)
     assert out.returncode == 0, out.stderr
 
 

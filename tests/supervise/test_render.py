@@ -19,10 +19,9 @@ from hunyuan_serve.fleet import render
 from hunyuan_serve.fleet.health import State
 from hunyuan_serve.fleet.render import route_script
 from hunyuan_serve.fleet.routing import routing_from_states
+from tests.support.edge import NGINX, nginx_t
 
 from . import golden
-
-NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 
 
 def test_golden_files_in_deploy_are_current() -> None:
@@ -158,24 +157,7 @@ def test_rendered_config_passes_nginx_t(
     cfg = build_config({}, overrides)
     routing = routing_from_states([(f"127.0.0.1:{8101 + i}", s) for i, s in enumerate(states)])
     text = render.render_nginx(cfg, routing, prefix=tmp_path, web_root=tmp_path / "web", worker_user=None)
-    (tmp_path / "logs").mkdir()
-    (tmp_path / "temp").mkdir()
-    (tmp_path / "nginx.conf").write_text(text)
-    out = subprocess.run(
-        [
-            str(NGINX),
-            "-t",
-            "-p",
-            str(tmp_path),
-            "-c",
-            str(tmp_path / "nginx.conf"),
-            "-e",
-            str(tmp_path / "e.log"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    out = nginx_t(tmp_path, text)
     assert out.returncode == 0, out.stderr
 
 
@@ -422,20 +404,7 @@ def test_two_pool_config_with_njs_passes_nginx_t(tmp_path: Path, overrides: dict
     text = render.render_nginx(
         cfg, routing, prefix=tmp_path, web_root=tmp_path / "web", worker_user=None, script=script
     )
-    (tmp_path / "logs").mkdir()
-    (tmp_path / "temp").mkdir()
-    (tmp_path / "nginx.conf").write_text(text)
-    argv = [
-        str(NGINX),
-        "-t",
-        "-p",
-        str(tmp_path),
-        "-c",
-        str(tmp_path / "nginx.conf"),
-        "-e",
-        str(tmp_path / "e"),
-    ]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    out = nginx_t(tmp_path, text)
     assert out.returncode == 0, out.stderr
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
+import subprocess
 import threading
 import time
 import urllib.parse
@@ -26,6 +28,19 @@ from hunyuan_serve.fleet.rundir import worker_user
 from tests.support.stacks import free_port
 
 KEYS = ("key-alpha-0123456789", "key-beta-9876543210")
+# The real Nginx the config checks run (None: they are skipped); /usr/sbin is off a plain user's PATH.
+NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+
+
+def nginx_t(prefix: Path, text: str) -> subprocess.CompletedProcess[str]:
+    """`nginx -t` on this config text, written as prefix/nginx.conf with the logs/ and temp/ it needs."""
+    assert NGINX is not None, "nginx is not installed (skip the test on NGINX is None)"
+    for sub in ("logs", "temp"):
+        (prefix / sub).mkdir(exist_ok=True)
+    conf = prefix / "nginx.conf"
+    conf.write_text(text)
+    argv = [NGINX, "-t", "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "e.log")]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=30)
 
 
 @dataclass
