@@ -1,111 +1,20 @@
-"""Gateway histories: the real loop and fleet on fake discovery, probes, Nginx and clock (no sockets)."""
+"""Gateway histories: the real loop and fleet on the fakes of tests/support/fakes.py (no sockets)."""
 
 from __future__ import annotations
 
 import asyncio
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hunyuan_serve.config import GatewayConfig
-from hunyuan_serve.fleet.probe import ProbeResult
-from hunyuan_serve.gateway.discovery import DiscoveryError
 from hunyuan_serve.gateway.fleet import HostListing, ListedReplica, parse_listing
 from hunyuan_serve.gateway.inventory import parse_inventory
 from hunyuan_serve.gateway.loop import Gateway
-from hunyuan_serve.logrotate import LogFile
+from tests.support.fakes import FakeClock, FakeDiscovery, FakeNginx, FakeProber
 
 A, B = "http://10.77.0.2:8080", "http://10.77.0.3:8080"
-
-
-class Clock:
-    """Time moves only when the test says; a sleep passes its time at once."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def now(self) -> float:
-        return self.t
-
-    def wall(self) -> float:
-        return 1_700_000_000.0 + self.t  # a fixed epoch: the state files' timestamps are reproducible
-
-    async def sleep(self, seconds: float) -> None:
-        self.t += seconds
-        await asyncio.sleep(0)
-
-
-class Discovery:
-    def __init__(self) -> None:
-        self.answers: dict[str, HostListing | str] = {}
-        self.closed = False
-
-    async def fetch(self, url: str) -> HostListing:
-        answer = self.answers[url]
-        if isinstance(answer, str):
-            raise DiscoveryError(answer)
-        return answer
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
-class Prober:
-    def __init__(self) -> None:
-        self.failing: set[str] = set()
-        self.probed: list[str] = []
-
-    async def probe(self, addr: str, *, deep: bool = False) -> ProbeResult:
-        self.probed.append(addr)
-        ok = addr not in self.failing
-        return ProbeResult(ok, "200" if ok else "ConnectError", 1.5)
-
-    async def aclose(self) -> None:
-        pass
-
-
-class Nginx:
-    def __init__(self, prefix: Path) -> None:
-        self.prefix = prefix
-        self.configs: list[str] = []
-        self.refuse = False
-        self.attempts = 0  # reloads asked for, taken or not
-        self.stopped = False
-        self._exit: asyncio.Future[int | None] | None = None
-
-    async def start(self, text: str, log_path: Path) -> int:
-        self.configs.append(text)
-        self._exit = asyncio.get_running_loop().create_future()
-        return 4242
-
-    async def reload(self, text: str, generation: int) -> dict[str, float]:
-        from hunyuan_serve.fleet.nginx import NginxError
-
-        self.attempts += 1
-        if self.refuse:
-            raise NginxError("nginx -t rejected the config: test")
-        self.configs.append(text)
-        return {"check_ms": 1.0, "switch_ms": 1.0}
-
-    async def wait(self) -> int | None:
-        assert self._exit is not None
-        return await self._exit
-
-    async def stop(self, drain_s: float) -> None:
-        self.stopped = True
-
-    def logs(self) -> list[LogFile]:
-        return [LogFile(self.prefix / "access.log")]
-
-    def describe(self) -> dict[str, object]:
-        return {"pid": 4242}
-
-    def upstream(self) -> dict[str, bool]:
-        """addr -> routed, as the last config given to Nginx says."""
-        lines = re.findall(r"^\s+server (\S+) max_fails[^;]*?( down)?;$", self.configs[-1], re.M)
-        return {addr: not down for addr, down in lines}
 
 
 def listing(*replicas: tuple[str, str, bool], config: int = 1, model: str = "tiny-mt") -> HostListing:
@@ -117,8 +26,9 @@ class Harness:
         settings = {"host_down_after": 3, "unhealthy_threshold": 3, "readmit_backoff_s": 1.0, **gateway}
         data = {"hosts": [{"name": "a", "url": A}, {"name": "b", "url": B}], "gateway": settings}
         self.inventory = parse_inventory(data, "test.yaml", tmp_path)
-        self.clock, self.discovery, self.prober = Clock(), Discovery(), Prober()
-        self.nginx = Nginx(tmp_path / "nginx")
+        self.clock, self.discovery = FakeClock(instant=True), FakeDiscovery()
+        self.prober = FakeProber(self.clock)
+        self.nginx = FakeNginx(self.clock, tmp_path / "nginx")
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.discovery.answers = {
             A: listing(("replica-0", "10.77.0.2:8101", True)),
@@ -281,11 +191,11 @@ async def test_a_refused_reload_keeps_the_last_config_and_is_retried(tmp_path: P
     h = Harness(tmp_path)
     await h.gw.step()
     await h.gw.start_nginx()
-    h.nginx.refuse = True
+    h.nginx.reject = "test"
     await h.rounds(2)
     assert h.named("nginx_reload_failed") and len(h.nginx.configs) == 1
-    assert h.nginx.attempts == 1  # the next try waits nginx.reload_retry_s (1 s), two rounds here
-    h.nginx.refuse = False
+    assert len(h.nginx.reloads) == 1  # the next try waits nginx.reload_retry_s (1 s), two rounds here
+    h.nginx.reject = None
     await h.rounds(3)
     assert all(h.nginx.upstream().values()) and len(h.nginx.upstream()) == 2
 

@@ -20,7 +20,8 @@ from hunyuan_serve.fleet.plan import plan_replicas, pools_of, with_pool_engine
 from hunyuan_serve.fleet.targets import REPLICAS_FILE, TARGETS_DIR
 from hunyuan_serve.supervise import reload, status
 from hunyuan_serve.supervise.command import write_configs
-from tests.support.supervisor_sim import FakeSource, Sim, Sims, settings_with
+from tests.support.fakes import FakeSource
+from tests.support.supervisor_sim import Sim, Sims, settings_with
 
 RUN = Path("/run/hs")
 TWO = [{"name": "a", "model": "/m/a", "replicas": 1}, {"name": "b", "model": "/m/b", "replicas": 1}]

@@ -17,7 +17,8 @@ import yaml
 from hunyuan_serve.config import ServeConfig, build_config, resolve_pools
 from hunyuan_serve.fleet.plan import plan_replicas, replica_config
 from hunyuan_serve.supervise import reload, status
-from tests.support.supervisor_sim import SETTINGS, FakeSource, Sim, Sims, settings_with
+from tests.support.fakes import FakeSource
+from tests.support.supervisor_sim import SETTINGS, Sim, Sims, settings_with
 
 R0, R1 = "replica-0", "replica-1"
 

@@ -16,7 +16,8 @@ import pytest
 from hunyuan_serve.config import build_config
 from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas
 from hunyuan_serve.fleet.procs import SubprocessRunner
-from tests.support.supervisor_sim import Sim, Sims, settings_with, settle
+from tests.support.fakes import settle
+from tests.support.supervisor_sim import Sim, Sims, settings_with
 
 
 @pytest.fixture
