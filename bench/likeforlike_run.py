@@ -190,25 +190,18 @@ def job_texts(b: Bench) -> list[str]:
 
 
 def prompt_ids(model: Path, texts: Sequence[str], target: str) -> list[list[int]]:
-    """Each text's prompt as token ids, built and tokenized as a replica does (prompts.build_prompt,
-    the chat template, no special tokens added to the rendered text)."""
+    """Each text's prompt as token ids, built and tokenized as a replica does (families.build_prompt,
+    then replica.encoding.encode_prompt: the path the replica's PromptEncoder is byte-identical to)."""
     from transformers import AutoTokenizer
 
     from hunyuan_serve.families.build import build_prompt
     from hunyuan_serve.languages import find_language
+    from hunyuan_serve.replica.encoding import encode_prompt
 
     tokenizer = AutoTokenizer.from_pretrained(str(model))
     family = targets.model_family(str(model))
-    out = []
-    for text in texts:
-        prompt = build_prompt(family, find_language("en"), find_language(target), text)
-        rendered = prompt.text
-        if prompt.is_chat:
-            rendered = tokenizer.apply_chat_template(
-                list(prompt.messages), tokenize=False, add_generation_prompt=True
-            )
-        out.append(list(tokenizer(rendered, add_special_tokens=False)["input_ids"]))
-    return out
+    source, into = find_language("en"), find_language(target)
+    return [encode_prompt(tokenizer, build_prompt(family, source, into, text)) for text in texts]
 
 
 def start_offline(b: Bench, hw: Hardware, pins: Sequence[Pin], cue: Path, rounds: int) -> list[Server]:
