@@ -220,7 +220,9 @@ def test_one_refused_text_in_a_batch_fails_alone(
 
 
 def test_interrupted_run_resumes(service: ScriptedService, tmp_path: Path) -> None:
-    lines = [f"sentence number {i}" for i in range(20)]
+    # 20 batches at 0.3 s each: after the fifth is sent, seconds are left to interrupt in, even on a
+    # loaded machine (with 10 batches the run could end before the SIGINT reached it).
+    lines = [f"sentence number {i}" for i in range(40)]
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
     cmd = [sys.executable, "-m", "hunyuan_serve.client.command", "--url", service.url, "--to", "zh"]
     cmd += ["--batch-size", "2", "--concurrency", "1", "--cache", str(tmp_path / "c.sqlite"), "--no-progress"]
@@ -247,8 +249,8 @@ def test_interrupted_run_resumes(service: ScriptedService, tmp_path: Path) -> No
     assert rerun.returncode == 0, rerun.stderr
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["cached"] >= 8  # at least the four batches answered before the interrupt
-    assert report["cached"] + report["translated"] == 20
-    assert len(service.state.sent_texts()) == report["translated"] <= 20 - 8
+    assert report["cached"] + report["translated"] == 40
+    assert len(service.state.sent_texts()) == report["translated"] <= 40 - 8
     assert done_before >= 10
     assert (tmp_path / "out.txt").read_text().splitlines() == [f"[zh] {line}" for line in lines]
 

@@ -189,9 +189,10 @@ def stop(
             _kill(family)
             proc.wait(reap_timeout_s)
     left = _survivors([*family, *_family(proc.pid)], reap_timeout_s)
+    named = [_describe(p) for p in left]  # before the kill: a killed process has no command line to read
     _kill(left)
     assert not escalated, f"{proc.args!r} did not exit within {timeout_s:.0f}s of SIGTERM; killed"
-    assert not left, f"{proc.args!r} exited {proc.returncode} leaving {[_describe(p) for p in left]}"
+    assert not left, f"{proc.args!r} exited {proc.returncode} leaving {named}"
     return proc.returncode
 
 
