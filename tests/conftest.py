@@ -8,6 +8,14 @@ from typing import Any
 
 import pytest
 
+from tests.support.shared_stack import SharedStack, launch, light_modules_first, uses_shared_stack
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    items[:] = light_modules_first(items)
+
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -30,6 +38,30 @@ def tiny_family_dirs(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: P
         if kind not in dirs:
             dirs[kind] = build_tiny_model(tmp_path_factory.mktemp(f"tiny-{kind}-"), kind=kind)
     return dirs
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_stack_launched(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SharedStack | None]:
+    """Launches the shared stack at the session's start when a selected test will use it."""
+    if not uses_shared_stack(request.session.items):
+        yield None
+        return
+    model: Path = request.getfixturevalue("tiny_model_dir")
+    stack = launch(model, tmp_path_factory.mktemp("shared-stack"))
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_stack(_shared_stack_launched: SharedStack | None) -> SharedStack:
+    """The one read-only tiny-model stack (tests/support/shared_stack.py): ready when it is returned."""
+    assert _shared_stack_launched is not None, "launched whenever a collected test asks for it"
+    _shared_stack_launched.wait_ready()
+    return _shared_stack_launched
 
 
 CHROMIUM = "/usr/bin/chromium"

@@ -7,42 +7,28 @@ max_tokens tokens of noise, and the checks are on shapes, codes and detected lan
 
 from __future__ import annotations
 
-import os
 import urllib.error
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import deepl
 import httpx
 import pytest
 from libretranslatepy import LibreTranslateAPI
 
-from tests.support.stacks import free_ports, http_ok, started, tiny_up
+from tests.support.shared_stack import SharedStack
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
-READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
 ENGLISH = "The weather is nice today, let us go for a walk in the park together."
 TRADITIONAL = "今天天氣很好，我們一起去公園散步吧。"
 
 
-@dataclass
-class Stack:
-    url: str
-    log: Path
+Stack = SharedStack
 
 
 @pytest.fixture(scope="module")
-def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    work = tmp_path_factory.mktemp("compat-stack")
-    port, base = free_ports(2)
-    cmd = tiny_up(tiny_model_dir, work / "run", port, base, max_tokens=6)
-    env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
-    url = f"http://127.0.0.1:{port}"
-    log = work / "up.log"
-    with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S, env=env):
-        yield Stack(url, log)
+def stack(shared_stack: SharedStack) -> Stack:
+    return shared_stack
 
 
 @pytest.fixture(scope="module")

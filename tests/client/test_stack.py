@@ -10,8 +10,6 @@ import json
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +18,11 @@ import pytest
 
 from hunyuan_serve.client.placeholders import find_placeholders
 from hunyuan_serve.client.segments import Action, plan_segment
-from tests.support.stacks import cli, free_ports, http_ok, started, tail, tiny_up
+from tests.support.shared_stack import SharedStack
+from tests.support.stacks import cli, tail
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
-READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
 
 # Real WebUI strings (MIT), nested the way extension localizations group them.
 UI: dict[str, Any] = {
@@ -50,23 +48,13 @@ UI: dict[str, Any] = {
 }
 
 
-@dataclass
-class Stack:
-    url: str
-    log: Path
+Stack = SharedStack
 
 
 @pytest.fixture(scope="module")
-def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """`hunyuan-serve up` with one replica on the tiny model; stopped after, with nothing left behind."""
-    work = tmp_path_factory.mktemp("stack")
-    port, base = free_ports(2)
-    # Short outputs; sampling stays on (temperature 0.7): greedy random weights stop at once, empty.
-    cmd = tiny_up(tiny_model_dir, work / "run", port, base, max_tokens=12)
-    url = f"http://127.0.0.1:{port}"
-    log = work / "up.log"
-    with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S):
-        yield Stack(url, log)
+def stack(shared_stack: SharedStack) -> Stack:
+    """The shared `up`, one replica on the tiny model (sampling on: greedy random weights stop at once)."""
+    return shared_stack
 
 
 def _strings(node: Any) -> list[str]:
