@@ -85,15 +85,17 @@ def test_the_deepl_client_translates_a_file_and_only_its_key_reads_the_job(
     with pytest.raises(deepl.DeepLException, match="Document not found") as refused:
         other.translate_document_get_status(handle)
     assert refused.value.http_status_code == 404
-    with pytest.raises(deepl.DeepLException, match="not found"):
+    with pytest.raises(deepl.DeepLException) as not_theirs:
         other.translate_document_download(handle)
+    assert not_theirs.value.http_status_code == 404
     assert owner.translate_document_wait_until_done(handle).done
     result = io.BytesIO()
     owner.translate_document_download(handle, result)
     assert result.getvalue().endswith(b"\n") and result.getvalue().strip()
     # One download: then the document is gone, as at DeepL.
-    with pytest.raises(deepl.DeepLException, match="not found"):
+    with pytest.raises(deepl.DeepLException) as gone:
         owner.translate_document_download(handle, io.BytesIO())
+    assert gone.value.http_status_code == 404
 
 
 def test_a_docx_comes_back_as_a_docx_with_its_structure(stack: Stack, tmp_path: Path) -> None:
