@@ -351,8 +351,8 @@ class DocumentJobs:
         row = (job.id, job.owner, job.key_hash, job.state, job.filename, job.format, job.source, job.target)
         self._run(
             "INSERT INTO documents (id, owner, key_hash, state, filename, format, source, target, created,"
-            " updated, options, input) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (*row, job.created, job.created, job.options, data),
+            " updated, segments_total, options, input) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (*row, job.created, job.created, job.segments_total, job.options, data),
         )
 
     def get(self, owner: str, job_id: str) -> Job | None:

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from hunyuan_serve.stores import DocumentJobs, Job, StoreUnavailable, document_c
 logger = logging.getLogger(__name__)
 # A stopping replica waits this long for a worker thread to hand its job back.
 _STOP_WAIT_S = 10.0
+# How soon a job in hand notices that its replica is stopping.
+_STOP_CHECK_S = 0.5
 
 
 class LeaseLost(Exception):
@@ -142,14 +145,17 @@ class DocumentWorker:
         """The lease renewed every third of it while a batch may take longer; the work cancelled when
         the replica stops; LeaseLost into the work when another replica has taken the job."""
         every = self.cfg.replica.document_lease_s / 3
+        renewed = time.monotonic()
         while not work.done():
-            await asyncio.sleep(min(every, 0.5) if self._stop.is_set() else every)
+            await asyncio.sleep(min(every, _STOP_CHECK_S))
             if self._stop.is_set():
                 work.cancel()
                 return
+            if time.monotonic() - renewed < every:
+                continue
+            renewed = time.monotonic()
             counts = self._counts.get(job.id, _Counts())
-            held = await asyncio.to_thread(self._renew, job, counts)
-            if not held:
+            if not await asyncio.to_thread(self._renew, job, counts):
                 work.cancel()
                 return
 

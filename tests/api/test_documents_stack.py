@@ -24,6 +24,7 @@ pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 READY_TIMEOUT_S = 600.0
 OWNER = "sk-docs-owner-4b3a2918f7"
 OTHER = "sk-docs-other-7c6d5e4f3a"
+OTHER_LIMIT = 20  # characters: the other key's quota, which a document's characters are checked against
 LINES = ["Hello world.", "", "The printer is out of paper.", "Good morning."]
 MAX_DOCUMENT_BYTES = 64 * 1024
 
@@ -56,7 +57,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     work = tmp_path_factory.mktemp("documents-stack")
     model = build_tiny_model(tmp_path_factory.mktemp(f"tiny-{HY_MT15}-"), kind=HY_MT15)
     keys = work / "keys.txt"
-    keys.write_text(f"{OWNER}\n{OTHER}\n")
+    keys.write_text(f"{OWNER}\n{OTHER} limit={OTHER_LIMIT}\n")
     config = work / "config.yaml"
     config.write_text(f"replica:\n  document_max_bytes: {MAX_DOCUMENT_BYTES}\n  document_poll_s: 0.2\n")
     port, base = free_ports(2)
@@ -152,6 +153,8 @@ def test_refused_uploads_are_clear_and_store_nothing(stack: Stack, path: str, fi
     cases: list[tuple[bytes, str, int, str]] = [
         (*_form("slides.pptx", b"x", fields), 400, "'.pptx' is not supported"),
         (*_form("empty.txt", b"", fields), 400, "is empty"),
+        (*_form("broken.docx", b"PK\x03\x04 no zip", fields), 400, "cannot be read as docx"),
+        (*_form("bad.json", b"[1, 2", fields), 400, "cannot be read as json"),
         (*_form("big.txt", b"x" * (MAX_DOCUMENT_BYTES + 1), fields), 413, f"limit is {MAX_DOCUMENT_BYTES}"),
         (b"--nope\r\nnot a form", "multipart/form-data; boundary=zzz", 400, "malformed"),
         (b'{"target_lang": "DE"}', "application/json", 400, "multipart/form-data"),
@@ -164,6 +167,18 @@ def test_refused_uploads_are_clear_and_store_nothing(stack: Stack, path: str, fi
     body, kind = _form("huge.txt", b"x" * (50 * 1024 * 1024), fields)
     answer = _post_raw(stack, path, body, kind)
     assert answer.status_code == 413 and message in answer.json()
+    assert stack.job_count() == before
+
+
+def test_a_document_over_the_keys_quota_is_refused_at_upload(stack: Stack) -> None:
+    before = stack.job_count()
+    text = b"This sentence alone is longer than the quota.\n"
+    with pytest.raises(deepl.QuotaExceededException):
+        stack.client(OTHER).translate_document_upload(text, target_lang="DE", filename="q.txt")
+    form = {"source": "en", "target": "de", "api_key": OTHER}
+    with httpx.Client(base_url=stack.url, trust_env=False, timeout=60) as client:
+        answer = client.post("/libretranslate/translate_file", data=form, files={"file": ("q.txt", text)})
+    assert answer.status_code == 403 and "Quota exceeded" in answer.json()["error"]
     assert stack.job_count() == before
 
 

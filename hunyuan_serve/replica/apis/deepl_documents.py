@@ -10,6 +10,7 @@ translate_document_download POSTs the same to .../result, a 503 there is Documen
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import mimetypes
 import time
@@ -23,6 +24,7 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
+from hunyuan_serve.client.formats import FormatError
 from hunyuan_serve.families.base import GLOSSARY
 from hunyuan_serve.families.build import FAMILY_FEATURES
 from hunyuan_serve.languages import Language, UnknownLanguage
@@ -30,6 +32,7 @@ from hunyuan_serve.replica import documents
 from hunyuan_serve.replica.apis import codes, compat
 from hunyuan_serve.replica.apis import deepl_glossaries as glossaries
 from hunyuan_serve.replica.context import Replica
+from hunyuan_serve.replica.documents_files import read
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.glossaries import dictionary_for
 from hunyuan_serve.replica.http import Call, read_body
@@ -155,22 +158,40 @@ async def upload(replica: Replica, call: Call) -> Response:
         if source is None:
             raise _bad("Parameter 'source_lang' is required when using a glossary.")
         terms = await _terms(replica, call, got.fields, (_base(source), _base(target)))
-    job, document_key = new_job(call, name, fmt, source.code if source else None, target.code, terms)
-    await stored(lambda: replica.documents.add(job, got.data))
-    call.log.update(document_id=job.id, document_bytes=len(got.data), document_format=fmt)
+    source_lang = source.code if source else None
+    job, document_key = await queue_job(
+        replica, call, Upload(name, got.data, {}), fmt, (source_lang, target.code), terms
+    )
     return JSONResponse({"document_id": job.id, "document_key": document_key})
 
 
-def new_job(
-    call: Call, name: str, fmt: str, source: str | None, target: str, terms: dict[str, str] | None = None
+async def queue_job(
+    replica: Replica,
+    call: Call,
+    upload: Upload,
+    fmt: str,
+    pair: tuple[str | None, str],
+    terms: dict[str, str] | None = None,
 ) -> tuple[Job, str]:
-    """A queued job owned by the caller's key, and the document_key that reads it (kept only hashed)."""
+    """The upload read now (a file its format cannot read is a 400, and the key's quota is checked
+    against its characters: DeepL's 456, LibreTranslate's 403), then stored as one queued job owned
+    by the caller's key; with the document_key that reads it (kept only hashed)."""
+    name = upload.filename or ""
+    try:
+        parsed = await asyncio.to_thread(read, upload.data, name, fmt, pair[1], pair[0])
+    except (FormatError, ValueError) as err:
+        raise ApiError(400, "invalid_document", f"The file cannot be read as {fmt}: {err}") from None
+    await replica.usage.check(call.owner, sum(len(segment) for segment in parsed.segments))
     job_id, document_key = documents.new_ids()
     now = time.time()
     options = json.dumps({"terms": terms}, ensure_ascii=False) if terms else None
     key = documents.key_hash(document_key)
     owner = glossaries.owner(call)
-    job = Job(job_id, owner, key, documents.QUEUED, name, fmt, source, target, now, now, options=options)
+    segments = len(parsed.segments)
+    job = Job(job_id, owner, key, documents.QUEUED, name, fmt, pair[0], pair[1], now, now, segments)
+    job = dataclasses.replace(job, options=options)
+    await stored(lambda: replica.documents.add(job, upload.data))
+    call.log.update(document_id=job.id, document_bytes=len(upload.data), document_format=fmt)
     return job, document_key
 
 

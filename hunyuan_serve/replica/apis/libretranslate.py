@@ -153,7 +153,7 @@ async def _translate_file(replica: Replica, call: Call) -> Response:
     """LibreTranslate's /translate_file (its app.py: multipart file, source, target, api_key; answers
     {"translatedFileUrl"}, which /download_file/<name> serves). LibreTranslate answers once the file is
     translated: so do we, from the same document job the DeepL calls make, waiting up to
-    document_wait_s; a job still running then is answered all the same (the download says 503 until
+    document_wait_s; a job still running then is answered all the same (the download says 409 until
     it is done: the job goes on)."""
     got = await documents.read_upload(replica, call)
     source = _language(got.fields.get("source"), "source", auto_ok=True)
@@ -162,11 +162,10 @@ async def _translate_file(replica: Replica, call: Call) -> Response:
         fmt = doc_jobs.check_upload(got.filename, got.data, replica.cfg.document_max_bytes)
     except doc_jobs.UploadInvalid as err:
         raise documents.refused(err, "Invalid request: ") from None
-    assert got.filename is not None
-    name = got.filename
-    job, _ = documents.new_job(call, name, fmt, None if source is AUTO else source.code, target.code)
-    await documents.stored(lambda: replica.documents.add(job, got.data))
-    call.log.update(document_id=job.id, document_bytes=len(got.data), document_format=fmt)
+    name = got.filename or ""
+    job, _ = await documents.queue_job(
+        replica, call, got, fmt, (None if source is AUTO else source.code, target.code)
+    )
     deadline = time.monotonic() + replica.cfg.document_wait_s
     while time.monotonic() < deadline:
         now = await documents.stored(lambda: replica.documents.get(job.owner, job.id))
@@ -198,7 +197,10 @@ async def _download(replica: Replica, name: str, call: Call) -> Response:
     job = await documents.find(replica, call, job_id, check_key=False)
     if job.state == doc_jobs.ERROR:
         raise ApiError(500, "document_error", f"Cannot translate file: {job.error}")
-    documents.not_ready(job, replica)
+    if job.state != doc_jobs.DONE:
+        # Not a 503: Nginx would take that for a failing replica (max_fails) and try the next one.
+        retry = {"Retry-After": str(max(1, round(replica.cfg.document_poll_s)))}
+        raise ApiError(409, "document_not_ready", "The file is not translated yet: retry later.", retry)
     got = await documents.stored(lambda: replica.documents.result(job.owner, job.id, False))
     if got is None:
         raise ApiError(404, "document_not_found", "Invalid filename")
