@@ -31,7 +31,7 @@ from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.replica.usage import Usage
-from hunyuan_serve.stores import DocumentJobs, documents_path, store_from_config
+from hunyuan_serve.stores import documents_from_config, store_from_config
 
 WARMUP_MAX_TOKENS = 4
 
@@ -69,7 +69,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         fusion=Fusion(rcfg, auth.peer_headers(cfg.auth)),
         store=store,
         usage=usage,
-        documents=DocumentJobs(documents_path(cfg), rcfg.cache_busy_timeout_s),
+        documents=documents_from_config(cfg),
         front_port=cfg.nginx.port,
     )
 

@@ -20,7 +20,7 @@ from hunyuan_serve.client.settings import ClientSettings
 from hunyuan_serve.client.store import TranslationStore
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.replica.documents_files import Parsed, read
-from hunyuan_serve.stores import DocumentJobs, Job, StoreUnavailable, document_cache_path
+from hunyuan_serve.stores import Documents, Job, StoreUnavailable, document_cache_path
 
 logger = logging.getLogger(__name__)
 # A stopping replica waits this long for a worker thread to hand its job back.
@@ -79,7 +79,7 @@ class DocumentWorker:
     serves: Nginx has somewhere to send the segments)."""
 
     cfg: ServeConfig
-    jobs: DocumentJobs
+    jobs: Documents
     ready: Callable[[], bool]
     # The process id first: an operator (and the e2e test) can tell which replica holds a job.
     holder: str = field(default_factory=lambda: f"{os.getpid()}-{uuid.uuid4().hex[:12]}")
@@ -111,8 +111,12 @@ class DocumentWorker:
             except StoreUnavailable as err:
                 logger.warning("document store: %s", err)
                 continue
-            if claimed is not None:
+            if claimed is None:
+                continue
+            try:
                 asyncio.run(self._run(*claimed))
+            except Exception:  # the store failed under the job: its lease runs out, another retakes it
+                logger.exception("document %s: left to its lease", claimed[0].id)
 
     async def _run(self, job: Job, data: bytes) -> None:
         """One job to its end: done, error, lost to another replica, or handed back when stopping."""

@@ -1,18 +1,22 @@
-"""Document jobs' pure parts: the upload's checks, the status a job shows, and the store's leases
-(a real SQLite file, a fake clock): one holder at a time, a dead holder's job retaken, one download."""
+"""Document jobs' pure parts: the upload's checks, the status a job shows, and the stores' leases (a
+real SQLite file and a real redis-server, a fake clock): one holder at a time, a dead holder's job
+retaken, one download."""
 
 from __future__ import annotations
 
 import codecs
 import dataclasses
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from hunyuan_serve.cache import RedisSettings
 from hunyuan_serve.replica import documents as d
 from hunyuan_serve.replica.documents_files import read
-from hunyuan_serve.stores import DocumentJobs, Job
+from hunyuan_serve.stores import DocumentJobs, Documents, Job, RedisDocumentJobs
+from tests.support.redis_server import RedisServer, redis_server
 
 LEASE = 10.0
 
@@ -30,9 +34,22 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-def jobs(tmp_path: Path, clock: Clock) -> DocumentJobs:
-    store = DocumentJobs(tmp_path / "store.sqlite", clock=clock)
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def jobs(request: pytest.FixtureRequest, tmp_path: Path, clock: Clock) -> Iterator[Documents]:
+    """The same table of cases for both stores: one host's SQLite file, and a real redis-server."""
+    store: Documents
+    if request.param == "sqlite":
+        store = DocumentJobs(tmp_path / "store.sqlite", clock=clock)
+    else:
+        server: RedisServer = request.getfixturevalue("redis")
+        server.command("FLUSHALL")
+        store = RedisDocumentJobs(RedisSettings(server.url, "test:"), clock=clock)
     yield store
     store.close()
 
@@ -120,7 +137,7 @@ def test_the_document_key_reads_the_job_and_nothing_else() -> None:
     assert not d.key_matches(job(), "K2") and not d.key_matches(job(), None)
 
 
-def test_one_holder_at_a_time_and_a_dead_ones_job_is_retaken(jobs: DocumentJobs, clock: Clock) -> None:
+def test_one_holder_at_a_time_and_a_dead_ones_job_is_retaken(jobs: Documents, clock: Clock) -> None:
     jobs.add(job(), b"hello")
     first = jobs.claim("replica-a", LEASE, 5)
     assert first is not None and first[0].state == d.TRANSLATING and first[1] == b"hello"
@@ -140,7 +157,7 @@ def test_one_holder_at_a_time_and_a_dead_ones_job_is_retaken(jobs: DocumentJobs,
     assert done is not None and (done.state, done.billed_characters, done.segments_done) == (d.DONE, 5, 4)
 
 
-def test_a_job_that_kills_every_holder_ends_as_an_error(jobs: DocumentJobs, clock: Clock) -> None:
+def test_a_job_that_kills_every_holder_ends_as_an_error(jobs: Documents, clock: Clock) -> None:
     jobs.add(job(), b"x")
     for _ in range(3):
         assert jobs.claim("r", LEASE, 3) is not None
@@ -150,7 +167,7 @@ def test_a_job_that_kills_every_holder_ends_as_an_error(jobs: DocumentJobs, cloc
     assert failed is not None and failed.state == d.ERROR and "3 times" in (failed.error or "")
 
 
-def test_jobs_are_taken_oldest_first_and_released_at_once(jobs: DocumentJobs) -> None:
+def test_jobs_are_taken_oldest_first_and_released_at_once(jobs: Documents) -> None:
     jobs.add(job("NEW", created=1001.0), b"n")
     jobs.add(job("OLD", created=999.0), b"o")
     taken = jobs.claim("r", LEASE, 5)
@@ -160,7 +177,7 @@ def test_jobs_are_taken_oldest_first_and_released_at_once(jobs: DocumentJobs) ->
     assert again is not None and again[0].id == "OLD"  # no lease to wait out
 
 
-def test_only_the_owner_reads_and_the_download_removes_it_once(jobs: DocumentJobs) -> None:
+def test_only_the_owner_reads_and_the_download_removes_it_once(jobs: Documents) -> None:
     jobs.add(job(), b"x")
     jobs.claim("r", LEASE, 5)
     assert jobs.result("alice", "J1", True) is None  # not done yet: nothing removed
@@ -172,7 +189,7 @@ def test_only_the_owner_reads_and_the_download_removes_it_once(jobs: DocumentJob
     assert jobs.result("alice", "J1", True) is None and jobs.get("alice", "J1") is None
 
 
-def test_untouched_jobs_expire(jobs: DocumentJobs, clock: Clock) -> None:
+def test_untouched_jobs_expire(jobs: Documents, clock: Clock) -> None:
     jobs.add(job("A"), b"x")
     clock.now += 50
     jobs.add(job("B", created=clock.now), b"y")
