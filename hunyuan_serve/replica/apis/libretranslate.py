@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
 import urllib.parse
 from typing import Annotated, Any
 
@@ -18,8 +17,9 @@ from hunyuan_serve.replica.apis import codes, compat
 from hunyuan_serve.replica.apis import deepl_documents as documents
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call
+from hunyuan_serve.replica.http import Call, guarded
 from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
+from hunyuan_serve.stores import Job
 
 PREFIX = "/libretranslate"
 router = APIRouter(prefix=PREFIX)
@@ -166,16 +166,25 @@ async def _translate_file(replica: Replica, call: Call) -> Response:
     job, _ = await documents.queue_job(
         replica, call, got, fmt, (None if source is AUTO else source.code, target.code)
     )
-    deadline = time.monotonic() + replica.cfg.document_wait_s
-    while time.monotonic() < deadline:
-        now = await documents.stored(lambda: replica.documents.get(job.owner, job.id))
-        if now is None or now.state in (doc_jobs.DONE, doc_jobs.ERROR):
-            break
-        await asyncio.sleep(min(replica.cfg.document_poll_s, 0.5))
-    if now is not None and now.state == doc_jobs.ERROR:
-        raise ApiError(500, "document_error", f"Cannot translate file: {now.error}")
+    try:  # until done, the client leaves (the job goes on), or document_wait_s has passed
+        ended = await guarded(call.request, _ended(replica, job), replica.cfg.document_wait_s)
+    except ApiError as err:
+        if err.status != 504:
+            raise
+        ended = None  # still running: answered all the same
+    if ended is not None and ended.state == doc_jobs.ERROR:
+        raise ApiError(500, "document_error", f"Cannot translate file: {ended.error}")
     url = f"{_public_base(replica, call)}{PREFIX}/download_file/{job.id}.{urllib.parse.quote(name)}"
     return JSONResponse({"translatedFileUrl": url}, headers=_CORS)
+
+
+async def _ended(replica: Replica, job: Job) -> Job | None:
+    """The job once it is done or failed (None: it is gone)."""
+    while True:
+        now = await documents.stored(lambda: replica.documents.get(job.owner, job.id))
+        if now is None or now.state in (doc_jobs.DONE, doc_jobs.ERROR):
+            return now
+        await asyncio.sleep(min(replica.cfg.document_poll_s, 0.5))
 
 
 def _public_base(replica: Replica, call: Call) -> str:
