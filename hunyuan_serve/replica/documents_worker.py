@@ -146,8 +146,8 @@ class DocumentWorker:
             await asyncio.gather(watch, return_exceptions=True)
 
     async def _watch(self, job: Job, work: asyncio.Future[None]) -> None:
-        """The lease renewed every third of it while a batch may take longer; the work cancelled when
-        the replica stops; LeaseLost into the work when another replica has taken the job."""
+        """The lease renewed every third of it (a batch may take longer than the lease); the work
+        cancelled when the replica stops, or when another replica has taken the job meanwhile."""
         every = self.cfg.replica.document_lease_s / 3
         renewed = time.monotonic()
         while not work.done():
