@@ -16,7 +16,7 @@ from hunyuan_serve import auth
 from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families.base import Family
-from hunyuan_serve.families.build import probe_prompt
+from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
 from hunyuan_serve.replica import ops
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import Replica
@@ -137,7 +137,8 @@ def create_app(
     """A FastAPI app serving one engine; loading starts with the app's lifespan and /health tells."""
     replica = build_replica(engine, cfg, family)
     lifecycle = replica.lifecycle
-    worker = DocumentWorker(cfg, replica.documents, lambda: lifecycle.ready)
+    features = tuple(FAMILY_FEATURES[replica.translator.family])
+    worker = DocumentWorker(cfg, replica.documents, lambda: lifecycle.ready, features)
     app = FastAPI(title="hunyuan-serve replica", lifespan=lifespan(replica, on_fatal, worker))
     app.state.replica = replica
     app.add_exception_handler(StarletteHTTPException, _http_error)

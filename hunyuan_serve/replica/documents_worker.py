@@ -19,6 +19,7 @@ from hunyuan_serve.client.localize import Summary, localize
 from hunyuan_serve.client.settings import ClientSettings
 from hunyuan_serve.client.store import TranslationStore
 from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.families.base import CONTEXT, PRESERVE_FORMAT
 from hunyuan_serve.replica.documents_files import Parsed, read
 from hunyuan_serve.stores import Documents, Job, StoreUnavailable, document_cache_path
 
@@ -81,6 +82,9 @@ class DocumentWorker:
     cfg: ServeConfig
     jobs: Documents
     ready: Callable[[], bool]
+    # The instruction fields the pool's prompt family takes (FAMILY_FEATURES): msgctxt goes as context
+    # and inline markup through the formatted prompt only where it has them, as the CLI decides it.
+    features: tuple[str, ...] = ()
     # The process id first: an operator (and the e2e test) can tell which replica holds a job.
     holder: str = field(default_factory=lambda: f"{os.getpid()}-{uuid.uuid4().hex[:12]}")
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -199,6 +203,10 @@ class DocumentWorker:
                     job.source,
                     terms=_terms(job),
                     store=store,
+                    contexts=list(parsed.contexts)
+                    if CONTEXT in self.features and any(parsed.contexts)
+                    else None,
+                    formatted=parsed.formatted if PRESERVE_FORMAT in self.features else None,
                     on_total=on_total,
                     progress=on_progress,
                 )
