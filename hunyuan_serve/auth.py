@@ -224,7 +224,10 @@ def header_key(authorization: str) -> str | None:
 
 
 def body_key(body: bytes, content_type: str) -> str | None:
-    """LibreTranslate's `api_key` field of a JSON or form body (None when absent or unreadable)."""
+    """LibreTranslate's `api_key` field of a JSON, form or multipart body (None when absent or unreadable);
+    multipart is how its /translate_file sends the key beside the file (LibreTranslate app.py)."""
+    if content_type.startswith("multipart/form-data"):
+        return _multipart_key(body, content_type)
     if content_type.startswith("application/json"):
         try:
             data = json.loads(body)
@@ -238,6 +241,23 @@ def body_key(body: bytes, content_type: str) -> str | None:
         return None
     values = form.get("api_key") or [""]
     return values[0] or None
+
+
+def _multipart_key(body: bytes, content_type: str) -> str | None:
+    import email.parser
+    import email.policy
+
+    head = f"Content-Type: {content_type}\r\n\r\n".encode("latin-1", errors="replace")
+    try:
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
+    except (ValueError, TypeError):
+        return None
+    for part in message.iter_parts() if message.is_multipart() else ():
+        if part.get_param("name", header="content-disposition") == "api_key" and not part.get_filename():
+            value = part.get_payload(decode=True)
+            text = value.decode("utf-8", errors="replace").strip() if isinstance(value, bytes) else ""
+            return text or None
+    return None
 
 
 def open_listen_problem(cfg: ServeConfig, *, peer_guards_listen: bool = True) -> str | None:
@@ -445,9 +465,9 @@ def install(app: Starlette, cfg: ServeConfig) -> None:
     """Put the key check in front of the app when a keys file is configured, and the peer check in
     front of that when a peer secret is (both read once, at start)."""
     if cfg.auth.keys_file:
-        app.add_middleware(
-            KeyCheck, keys=load_keys(cfg.auth.keys_file), max_body_bytes=cfg.replica.max_body_bytes
-        )
+        # A document upload may carry its api_key after the file: the check reads that far.
+        limit = max(cfg.replica.max_body_bytes, cfg.replica.document_max_bytes + 64 * 1024)
+        app.add_middleware(KeyCheck, keys=load_keys(cfg.auth.keys_file), max_body_bytes=limit)
     secret = peer_secret(cfg.auth)
     if secret is not None:  # added last, so it runs first: a caller without it learns nothing else
         app.add_middleware(PeerCheck, secret=secret)

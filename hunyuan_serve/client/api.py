@@ -188,13 +188,17 @@ class AsyncTranslateClient:
         on_retry: RetryHook | None = None,
         rand: Callable[[], float] = random.random,
         sleep: Sleep = asyncio.sleep,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
         self._policy = _RetryPolicy(self.settings, on_retry, rand)
         self._sleep = sleep
         # One request holds a slot per try, not while it backs off: a waiting retry blocks no one.
         self._slots = asyncio.Semaphore(self.settings.concurrency)
-        self._http = httpx.AsyncClient(**_http_options(self.settings))
+        options = _http_options(self.settings)
+        # headers: sent with every request (a replica's document job sends its owner's API key so).
+        options["headers"] = {**options["headers"], **(headers or {})}
+        self._http = httpx.AsyncClient(**options)
 
     async def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
         attempt = 0

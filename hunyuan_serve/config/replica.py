@@ -93,6 +93,48 @@ class ReplicaConfig(Section):
     max_glossary_bytes: int = Field(
         1024 * 1024, ge=1024, description="Largest glossary entries text (TSV or CSV), in UTF-8 bytes."
     )
+    # Documents as jobs (DeepL /v2/document, LibreTranslate /translate_file; replica/documents*.py):
+    # the upload is kept in the store file (store_path) until downloaded or expired. Nginx's
+    # client_max_body_size must be above document_max_bytes, or the edge refuses first (also a 413).
+    document_max_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, description="Largest document accepted for translation (a 413 past it)."
+    )
+    document_lease_s: float = Field(
+        20.0,
+        gt=0,
+        description="A replica's hold on the job it works on; renewed per batch, expired: retaken.",
+    )
+    document_poll_s: float = Field(1.0, gt=0, description="How often an idle replica looks for a queued job.")
+    document_max_attempts: int = Field(
+        5, ge=1, description="Times a job is taken up (a replica dying each time) before it is an error."
+    )
+    document_ttl_s: float = Field(
+        24 * 3600.0, gt=0, description="Seconds a document job and its result are kept when not downloaded."
+    )
+    # Under nginx.read_timeout_s (300 s by default), or Nginx answers 504 first.
+    document_wait_s: float = Field(
+        240.0, gt=0, description="LibreTranslate /translate_file: how long the answer waits for its job."
+    )
+    document_workers: int = Field(
+        1, ge=0, le=8, description="Jobs each replica translates at once (0: this replica takes none)."
+    )
+    document_batch_size: int = Field(16, ge=1, description="Segments of a document sent in one request.")
+    document_concurrency: int = Field(4, ge=1, description="Requests in flight for one document job.")
+    document_front_url: str | None = Field(
+        None,
+        description="Where a replica sends a document's segments (default: this host's Nginx, nginx.port, "
+        "so they are spread over every ready replica as bulk work).",
+    )
+    document_public_url: str | None = Field(
+        None,
+        description="Base URL of LibreTranslate's translatedFileUrl (default: the Host the call came to, "
+        "with nginx.port when it came through Nginx).",
+    )
+    document_cache_path: str | None = Field(
+        None,
+        description="SQLite file of the segments document jobs translated, so a resumed job sends only "
+        "the rest (default: document-cache.sqlite in the run dir).",
+    )
     health_deep_timeout_s: float = Field(10.0, gt=0, description="Deadline of the deep health probe.")
     stall_timeout_s: float = Field(
         60.0,

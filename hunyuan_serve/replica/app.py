@@ -16,10 +16,11 @@ from hunyuan_serve import auth
 from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families.base import Family
-from hunyuan_serve.families.build import probe_prompt
+from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
 from hunyuan_serve.replica import ops
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import Replica
+from hunyuan_serve.replica.documents_worker import DocumentWorker
 from hunyuan_serve.replica.engine import Engine, Generation, Sampling
 from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.errors import ApiError
@@ -30,7 +31,7 @@ from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.replica.usage import Usage
-from hunyuan_serve.stores import store_from_config
+from hunyuan_serve.stores import documents_from_config, store_from_config
 
 WARMUP_MAX_TOKENS = 4
 
@@ -68,6 +69,8 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         fusion=Fusion(rcfg, auth.peer_headers(cfg.auth)),
         store=store,
         usage=usage,
+        documents=documents_from_config(cfg),
+        front_port=cfg.nginx.port,
     )
 
 
@@ -82,9 +85,10 @@ async def warm_up(replica: Replica) -> Generation:
 
 
 def lifespan(
-    replica: Replica, on_fatal: Callable[[str], None] | None
+    replica: Replica, on_fatal: Callable[[str], None] | None, worker: DocumentWorker | None = None
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """Loading runs beside the server from its start (/health says how far); stopping ends both."""
+    """Loading runs beside the server from its start (/health says how far); stopping ends both,
+    and the document worker (it hands its job back first)."""
 
     @asynccontextmanager
     async def run(_app: FastAPI) -> AsyncIterator[None]:
@@ -93,9 +97,14 @@ def lifespan(
             load(replica.lifecycle, replica.engine, warm, replica.cfg.warmup_timeout_s, on_fatal)
         )
         replica.fusion.open()
+        if worker is not None:
+            worker.start()
         try:
             yield
         finally:
+            if worker is not None:
+                await asyncio.to_thread(worker.stop)
+            replica.documents.close()
             loader.cancel()
             await asyncio.gather(loader, return_exceptions=True)
             replica.engine.shutdown()
@@ -127,7 +136,10 @@ def create_app(
 ) -> FastAPI:
     """A FastAPI app serving one engine; loading starts with the app's lifespan and /health tells."""
     replica = build_replica(engine, cfg, family)
-    app = FastAPI(title="hunyuan-serve replica", lifespan=lifespan(replica, on_fatal))
+    lifecycle = replica.lifecycle
+    features = tuple(FAMILY_FEATURES[replica.translator.family])
+    worker = DocumentWorker(cfg, replica.documents, lambda: lifecycle.ready, features)
+    app = FastAPI(title="hunyuan-serve replica", lifespan=lifespan(replica, on_fatal, worker))
     app.state.replica = replica
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.include_router(ops.router)

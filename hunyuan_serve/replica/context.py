@@ -18,7 +18,7 @@ from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.replica.usage import Usage
-from hunyuan_serve.stores import Store
+from hunyuan_serve.stores import Documents, Store
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class Replica:
     fusion: Fusion  # the client to the Chimera pool that fuses ensemble candidates
     store: Store  # glossaries and per-key usage (SQLite on one host, Redis on many)
     usage: Usage
+    documents: Documents  # document jobs (DeepL /v2/document, LibreTranslate /translate_file)
+    front_port: int = 8000  # this host's Nginx port (nginx.port): where a proxied caller came in
 
 
 async def current(request: Request) -> Replica:

@@ -20,7 +20,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "supervise": PROGRAMS - {"supervise"},
     "gateway": PROGRAMS - {"gateway"},
     "k8s": PROGRAMS - {"k8s"},
-    "replica": (PROGRAMS - {"replica"}) | {"fleet"},
+    # Document jobs translate files with the CLI's own formats and localize() (one pipeline, issue 20).
+    "replica": (PROGRAMS - {"replica", "client"}) | {"fleet"},
     "client": (PROGRAMS - {"client"}) | {"fleet"},
     "families": PROGRAMS - {"client"},  # `prompt --glossary` reads glossary files with the client's parser
     "config": PROGRAMS | {"fleet", "families"},

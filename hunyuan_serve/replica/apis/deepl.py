@@ -1,4 +1,4 @@
-"""DeepL's API at the root: /v2/translate, languages, usage, glossaries (and v3's), over the one core."""
+"""DeepL's API at the root: /v2/translate, languages, usage, glossaries (and v3's), documents."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage
 from hunyuan_serve.replica.apis import codes, compat
+from hunyuan_serve.replica.apis import deepl_documents as documents
 from hunyuan_serve.replica.apis import deepl_glossaries as glossaries
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.errors import ApiError
@@ -265,3 +266,18 @@ async def multilingual_entries(glossary_id: str, request: Request, replica: Repl
 @v3.delete("/glossaries/{glossary_id}")
 async def delete_multilingual(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
     return await replica.gate.serve(request, _route(glossaries.delete, replica, glossary_id), render_error)
+
+
+@router.post("/document")
+async def upload_document(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(documents.upload, replica), render_error)
+
+
+@router.post("/document/{document_id}")
+async def document_status(document_id: str, request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(documents.status, replica, document_id), render_error)
+
+
+@router.post("/document/{document_id}/result")
+async def document_result(document_id: str, request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(documents.result, replica, document_id), render_error)

@@ -1,8 +1,10 @@
-"""LibreTranslate's API under /libretranslate/: translate, languages and detect, over the one core."""
+"""LibreTranslate's API under /libretranslate/: translate, languages, detect and files, over the one core."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import urllib.parse
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -10,11 +12,14 @@ from fastapi.responses import JSONResponse
 
 from hunyuan_serve import detect
 from hunyuan_serve.languages import AUTO, LANGUAGES, Language, UnknownLanguage, is_auto
+from hunyuan_serve.replica import documents as doc_jobs
 from hunyuan_serve.replica.apis import codes, compat
+from hunyuan_serve.replica.apis import deepl_documents as documents
 from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call
+from hunyuan_serve.replica.http import Call, guarded
 from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
+from hunyuan_serve.stores import Job
 
 PREFIX = "/libretranslate"
 router = APIRouter(prefix=PREFIX)
@@ -29,7 +34,7 @@ _FORMATS = ("text", "html")
 
 def render_error(err: ApiError) -> JSONResponse:
     """LibreTranslate's error shape: {"error": "..."}."""
-    status = 400 if err.status in _AS_400 else err.status
+    status = 400 if err.status in _AS_400 and err.code != documents.TOO_LARGE else err.status
     if err.code == QUOTA_EXCEEDED:  # LibreTranslate refuses a key past its limits with a 403
         status = 403
     return JSONResponse({"error": err.message}, status_code=status, headers={**err.headers, **_CORS})
@@ -142,3 +147,82 @@ async def languages() -> Response:
         for code, lang in zip(all_codes, LANGUAGES, strict=True)
     ]
     return JSONResponse(body, headers=_CORS)
+
+
+async def _translate_file(replica: Replica, call: Call) -> Response:
+    """LibreTranslate's /translate_file (its app.py: multipart file, source, target, api_key; answers
+    {"translatedFileUrl"}, which /download_file/<name> serves). LibreTranslate answers once the file is
+    translated: so do we, from the same document job the DeepL calls make, waiting up to
+    document_wait_s; a job still running then is answered all the same (the download says 409 until
+    it is done: the job goes on)."""
+    got = await documents.read_upload(replica, call)
+    source = _language(got.fields.get("source"), "source", auto_ok=True)
+    target = _language(got.fields.get("target"), "target", auto_ok=False)
+    try:
+        fmt = doc_jobs.check_upload(got.filename, got.data, replica.cfg.document_max_bytes)
+    except doc_jobs.UploadInvalid as err:
+        raise documents.refused(err, "Invalid request: ") from None
+    name = got.filename or ""
+    job, _ = await documents.queue_job(
+        replica, call, got, fmt, (None if source is AUTO else source.code, target.code)
+    )
+    try:  # until done, the client leaves (the job goes on), or document_wait_s has passed
+        ended = await guarded(call.request, _ended(replica, job), replica.cfg.document_wait_s)
+    except ApiError as err:
+        if err.status != 504:
+            raise
+        ended = None  # still running: answered all the same
+    if ended is not None and ended.state == doc_jobs.ERROR:
+        raise ApiError(500, "document_error", f"Cannot translate file: {ended.error}")
+    url = f"{_public_base(replica, call)}{PREFIX}/download_file/{job.id}.{urllib.parse.quote(name)}"
+    return JSONResponse({"translatedFileUrl": url}, headers=_CORS)
+
+
+async def _ended(replica: Replica, job: Job) -> Job | None:
+    """The job once it is done or failed (None: it is gone)."""
+    while True:
+        now = await documents.stored(lambda: replica.documents.get(job.owner, job.id))
+        if now is None or now.state in (doc_jobs.DONE, doc_jobs.ERROR):
+            return now
+        await asyncio.sleep(min(replica.cfg.document_poll_s, 0.5))
+
+
+def _public_base(replica: Replica, call: Call) -> str:
+    """Where the caller reached us. Nginx passes Host without its port ($host): a proxied request
+    gets nginx.port added back (behind another proxy, set replica.document_public_url)."""
+    if replica.cfg.document_public_url:
+        return replica.cfg.document_public_url.rstrip("/")
+    request = call.request
+    host = request.headers.get("host", f"{replica.cfg.host}:{replica.cfg.port}")
+    proxied = "x-forwarded-for" in request.headers
+    if proxied and ":" not in host.rsplit("]", 1)[-1]:
+        host = f"{host}:{replica.front_port}"
+    return f"{request.url.scheme}://{host}"
+
+
+async def _download(replica: Replica, name: str, call: Call) -> Response:
+    """The translated file of /translate_file, to the key that made it (another key: not found)."""
+    job_id = name.split(".", 1)[0]
+    job = await documents.find(replica, call, job_id, check_key=False)
+    if job.state == doc_jobs.ERROR:
+        raise ApiError(500, "document_error", f"Cannot translate file: {job.error}")
+    if job.state != doc_jobs.DONE:
+        # Not a 503: Nginx would take that for a failing replica (max_fails) and try the next one.
+        retry = {"Retry-After": str(max(1, round(replica.cfg.document_poll_s)))}
+        raise ApiError(409, "document_not_ready", "The file is not translated yet: retry later.", retry)
+    got = await documents.stored(lambda: replica.documents.result(job.owner, job.id, False))
+    if got is None:
+        raise ApiError(404, "document_not_found", "Invalid filename")
+    response = documents.file_response(*got)
+    response.headers.update(_CORS)
+    return response
+
+
+@router.post("/translate_file")
+async def translate_file(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, functools.partial(_translate_file, replica), render_error)
+
+
+@router.get("/download_file/{name}")
+async def download_file(name: str, request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, functools.partial(_download, replica, name), render_error)
