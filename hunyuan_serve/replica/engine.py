@@ -317,7 +317,16 @@ class VllmEngine:
             self._stop_ids = stop_token_ids(Path(self.model))
         args = AsyncEngineArgs(**engine_kwargs(self.cfg, self.model, on_cpu))
         recorder = _stats_logger_factory(self.stats)
+        from vllm import envs
+
+        # A cache an earlier engine of this process left would hide the variables set above.
+        envs.disable_envs_cache()
         self._engine = AsyncLLMEngine.from_engine_args(args, stat_loggers=[recorder])
+        # vLLM reads its environment variables through a module __getattr__ on every access, several
+        # times per output on the frontend's path; its engine core caches them once started
+        # (vllm/v1/engine/core.py calls enable_envs_cache) and so may this process: ours are all set
+        # above, before the engine exists. A tenth of the frontend's CPU per string here.
+        envs.enable_envs_cache()
         self.max_model_len = int(self._engine.model_config.max_model_len)
 
     def _token_ids(self, prompt: Prompt) -> list[int]:
@@ -328,8 +337,9 @@ class VllmEngine:
     def count_prompt_tokens(self, prompt: Prompt) -> int:
         return len(self._token_ids(prompt))
 
-    def _params(self, prompt: Prompt, sampling: Sampling, n: int = 1) -> Any:
+    def _params(self, prompt: Prompt, sampling: Sampling, n: int = 1, final_only: bool = False) -> Any:
         from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
 
         return SamplingParams(
             n=n,
@@ -344,21 +354,30 @@ class VllmEngine:
             stop_token_ids=[] if self.ignore_eos else self._stop_ids,
             stop=list(prompt.stop),
             ignore_eos=self.ignore_eos,
-            # Not output_kind=FINAL_ONLY (what vLLM's server asks for non-streamed answers): with it
-            # the engine core stops sending per-step scheduler stats, which the stall rule reads.
-            # The default (cumulative) kind also gives a stream each step's whole text so far.
+            # An answer read whole needs no output per step (what vLLM's own server asks for a
+            # non-streamed answer): no RequestOutput, queue hop and wake-up per token. A quarter of
+            # the frontend's CPU per string (bench/results/report-likeforlike-after.md). The engine
+            # core still reports every step's scheduler stats, which the stall rule counts.
+            # A stream keeps the cumulative kind: each step's whole text so far.
+            output_kind=RequestOutputKind.FINAL_ONLY if final_only else RequestOutputKind.CUMULATIVE,
         )
 
     async def _outputs(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int = 1, priority: int = 0
+        self,
+        prompt: Prompt,
+        sampling: Sampling,
+        request_id: str,
+        n: int = 1,
+        priority: int = 0,
+        final_only: bool = False,
     ) -> AsyncGenerator[Any, None]:
-        """vLLM's cumulative outputs; a cancelled or closed iteration aborts the request at once."""
+        """vLLM's outputs (cumulative, or the last only); a cancelled or closed iteration aborts at once."""
         ids = self._token_ids(prompt)
         finished = False
         try:
             async for output in self._engine.generate(
                 {"prompt_token_ids": ids},
-                self._params(prompt, sampling, n),
+                self._params(prompt, sampling, n, final_only),
                 request_id=request_id,
                 priority=priority,
             ):
@@ -392,7 +411,7 @@ class VllmEngine:
     ) -> Generation:
         started = time.monotonic()
         final = None
-        outputs = self._outputs(prompt, sampling, request_id, priority=priority)
+        outputs = self._outputs(prompt, sampling, request_id, priority=priority, final_only=True)
         try:
             async for output in outputs:
                 final = output
@@ -409,7 +428,7 @@ class VllmEngine:
         started = time.monotonic()
         final = None
         latest: dict[int, Any] = {}  # each sample's last cumulative output, by its index
-        outputs = self._outputs(prompt, sampling, request_id, n, priority)
+        outputs = self._outputs(prompt, sampling, request_id, n, priority, final_only=True)
         try:
             async for output in outputs:
                 final = output
