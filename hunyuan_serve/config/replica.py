@@ -14,6 +14,11 @@ from pydantic import (
 from hunyuan_serve.config.base import Section
 
 
+def bulk_slots(slots: int, reserve: float) -> int:
+    """Of `slots` places, those bulk work may hold: all but the `reserve` share, at least one."""
+    return max(1, slots - int(slots * reserve))
+
+
 class ReplicaConfig(Section):
     """The HTTP server around one engine: admission, deadlines, cache, sampling defaults."""
 
@@ -166,6 +171,13 @@ class ReplicaConfig(Section):
         description="When the Chimera pool fails or refuses a fusion: degrade (answer the first candidate, "
         "fused_by null, header X-Hunyuan-Fusion saying why) or refuse (503 fusion_unavailable).",
     )
+
+    def bulk_slots(self, slots: int) -> int:
+        """Of `slots` places, those bulk work may hold: all but the interactive reserve, at least one.
+
+        The one formula of the replica's admission (replica/priority.py, over max_in_flight) and of
+        the edge's bulk cap (fleet/render.py, over a pool's max_conns)."""
+        return bulk_slots(slots, self.interactive_reserve)
 
     @field_validator("cache_redis_url")
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Mapping
 
+from hunyuan_serve.config.replica import bulk_slots
 from hunyuan_serve.replica.errors import ApiError
 
 INTERACTIVE = "interactive"
@@ -79,7 +80,7 @@ def admits(
         return f"{in_flight} requests in flight (max_in_flight)"
     if cls != BULK:
         return None
-    bulk_cap = max(1, max_in_flight - int(max_in_flight * reserve))
+    bulk_cap = bulk_slots(max_in_flight, reserve)
     bulk_total = sum(bulk_in_flight.values())
     if bulk_total >= bulk_cap:
         return f"{bulk_total} bulk requests in flight (max_in_flight less interactive_reserve)"
