@@ -36,6 +36,14 @@ class ReplicaConfig(Section):
     bulk_key_share_min: int = Field(
         1, ge=1, description="Bulk slots a key may always hold, whatever its weighted share among busy keys."
     )
+    # The replica keeps no queue: a refused client retries after Retry-After. Without remembering it,
+    # a freed place goes to whoever asks first, mostly the job that just finished one (issue 21).
+    waiting_window_s: float = Field(
+        5.0,
+        ge=0,
+        description="How long a refused request counts as waiting for a place: while interactive work "
+        "waits, bulk takes no freed place; a bulk key that waits counts in the per-key shares. 0: off.",
+    )
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request deadline; past it a 504.")
     max_batch_texts: int = Field(128, ge=1, description="Most texts in one batch request.")
     max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="Largest request body accepted.")
