@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -78,11 +78,23 @@ class Figures:
     busy: Latencies  # `page` during the bulk job
     beside: Job  # the bulk job while `page` sent
     pair: tuple[Job, Job]  # the two keys at once
+    round_ratios: tuple[float, ...] = ()  # each round's bulk texts/s with interactive / alone
 
 
 def latencies(samples: Sequence[float], failed: int) -> Latencies:
     return Latencies(
         len(samples), round(percentile(list(samples), 50), 1), round(percentile(list(samples), 95), 1), failed
+    )
+
+
+def merged(jobs: Sequence[Job]) -> Job:
+    """Several windows of one key's job as one: their texts, seconds and refusals added."""
+    return Job(
+        jobs[0].key,
+        sum(j.texts for j in jobs),
+        round(sum(j.wall_s for j in jobs), 3),
+        sum(j.refused for j in jobs),
+        sum(j.failed for j in jobs),
     )
 
 
@@ -128,7 +140,9 @@ def report(f: Figures, args: argparse.Namespace) -> str:
         "engine.scheduling_policy priority, cache off, EOS ignored, max_tokens "
         f"{args.max_tokens}); a bulk job is {args.concurrency} batches of {args.batch} texts in flight "
         f"(the translate CLI's defaults), X-Priority: bulk; each window {args.seconds:g} s at most, "
-        f"interactive requests one at a time, at most {args.interactive}. Client on the same two cores.",
+        f"interactive requests one at a time, at most {args.interactive} idle and as many over the "
+        f"{args.rounds} rounds of the job alone and with interactive work (alternating which goes first); "
+        f"engine.max_num_seqs {args.max_num_seqs or 'default (256)'}. Client on the same two cores.",
         "",
         "| phase | interactive p50 ms | p95 ms | answered | failed | bulk texts/s | refused batches |",
         "|---|---|---|---|---|---|---|",
@@ -148,10 +162,13 @@ def report(f: Figures, args: argparse.Namespace) -> str:
     failed = f.alone.failed + f.beside.failed + a.failed + b.failed
     lines += [
         "",
+        "Each round's bulk with interactive / alone: " + ", ".join(f"{r:.2f}x" for r in f.round_ratios) + ".",
         f"Bulk batches failed (not 200, not 503): {failed}.",
         "",
         f"Re-run: `python -m bench.fairness --seconds {args.seconds:g} --interactive {args.interactive} "
-        f"--concurrency {args.concurrency} --batch {args.batch}`.",
+        f"--concurrency {args.concurrency} --batch {args.batch} --rounds {args.rounds}"
+        + (f" --max-num-seqs {args.max_num_seqs}" if args.max_num_seqs else "")
+        + "`.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -165,7 +182,7 @@ def _client(base: str, key: str, connections: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=base, headers=headers, timeout=300, limits=limits, trust_env=False)
 
 
-async def _interactive(base: str, texts: list[str], until: float) -> Latencies:
+async def _interactive(base: str, texts: list[str], until: float) -> tuple[list[float], int]:
     """`page`'s strings one at a time until they are done or the clock passes `until`."""
     samples: list[float] = []
     failed = 0
@@ -185,7 +202,7 @@ async def _interactive(base: str, texts: list[str], until: float) -> Latencies:
                 samples.append((time.perf_counter() - t0) * 1000)
             else:
                 failed += 1
-    return latencies(samples, failed)
+    return samples, failed
 
 
 async def _job(base: str, key: str, texts: list[str], args: argparse.Namespace, until: float) -> Job:
@@ -214,25 +231,50 @@ async def _job(base: str, key: str, texts: list[str], args: argparse.Namespace, 
     return Job(key, counts["texts"], round(time.monotonic() - t0, 3), counts["refused"], counts["failed"])
 
 
+async def _alternating(base: str, args: argparse.Namespace, job: list[str], people: list[str]) -> Figures:
+    """Rounds of the job alone and the job with `page` beside it, in alternating order (neither always
+    meets a machine the other just warmed, or a neighbour's load alone); figures over all rounds."""
+    alone: list[Job] = []
+    beside: list[Job] = []
+    samples: list[float] = []
+    failed = 0
+    share = max(1, len(people) // args.rounds)
+    for n in range(args.rounds):
+        for kind in ("alone", "beside") if n % 2 == 0 else ("beside", "alone"):
+            until = time.monotonic() + args.seconds
+            if kind == "alone":
+                alone.append(await _job(base, "ci-a", job, args, until))
+                continue
+            mine = people[n * share : (n + 1) * share]
+            done, (times, missed) = await asyncio.gather(
+                _job(base, "ci-a", job, args, until), _interactive(base, mine, until)
+            )
+            beside.append(done)
+            samples += times
+            failed += missed
+        print(f"[bench] fairness round {n + 1}: alone {alone[-1].per_s:.1f} texts/s, with interactive "
+              f"{beside[-1].per_s:.1f} texts/s", flush=True)  # fmt: skip
+    ratios = tuple(round(ratio(b.per_s, a.per_s), 3) for a, b in zip(alone, beside, strict=True))
+    idle = Latencies(0, 0.0, 0.0, 0)
+    return Figures(
+        idle, merged(alone), latencies(samples, failed), merged(beside), (alone[0], alone[0]), ratios
+    )
+
+
 async def _phases(base: str, args: argparse.Namespace) -> Figures:
     # Distinct strings per phase: vLLM's prefix cache would make a string sent before cheaper.
     n = args.interactive
     texts = strings(2 * n + args.batch + 4, 0)
     idle_texts, busy_texts, job, warm = texts[:n], texts[n : 2 * n], texts[2 * n : -4], texts[-4:]
     await _interactive(base, warm, time.monotonic() + args.seconds)  # warm-up, uncounted
-    idle = await _interactive(base, idle_texts, time.monotonic() + args.seconds)
+    idle = latencies(*await _interactive(base, idle_texts, time.monotonic() + args.seconds))
     print(f"[bench] fairness idle: {idle}", flush=True)
-    alone = await _job(base, "ci-a", job, args, time.monotonic() + args.seconds)
-    print(f"[bench] fairness bulk alone: {alone} ({alone.per_s:.1f} texts/s)", flush=True)
-    until = time.monotonic() + args.seconds
-    beside, busy = await asyncio.gather(
-        _job(base, "ci-a", job, args, until), _interactive(base, busy_texts, until)
-    )
-    print(f"[bench] fairness with interactive: {busy}; bulk {beside.per_s:.1f} texts/s", flush=True)
+    rounds = await _alternating(base, args, job, busy_texts)
+    print(f"[bench] fairness with interactive: {rounds.busy}; bulk {rounds.round_ratios}x alone", flush=True)
     until = time.monotonic() + args.seconds
     pair = await asyncio.gather(_job(base, "ci-a", job, args, until), _job(base, "ci-b", job, args, until))
     print(f"[bench] fairness two keys: {pair[0].per_s:.1f} / {pair[1].per_s:.1f} texts/s", flush=True)
-    return Figures(idle, alone, busy, beside, (pair[0], pair[1]))
+    return replace(rounds, idle=idle, pair=(pair[0], pair[1]))
 
 
 def stack_config(work: Path, model: Path, port: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -248,6 +290,7 @@ def stack_config(work: Path, model: Path, port: int, args: argparse.Namespace) -
             "enforce_eager": True,
             "kv_cache_memory_bytes": KV_BYTES,
             "scheduling_policy": "priority",
+            **({"max_num_seqs": args.max_num_seqs} if args.max_num_seqs else {}),
         },
         "replica": {"max_tokens": args.max_tokens, "cache_entries": 0},
         "auth": {"keys_file": str(keys)},
@@ -282,6 +325,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--interactive", type=int, default=40, help="Most one-string requests per phase.")
     parser.add_argument("--concurrency", type=int, default=8, help="Bulk batches in flight per key.")
     parser.add_argument("--batch", type=int, default=16, help="Texts per bulk batch.")
+    parser.add_argument("--rounds", type=int, default=2, help="Rounds of bulk alone / with interactive.")
+    parser.add_argument(
+        "--max-num-seqs", type=int, help="The replicas' engine.max_num_seqs (default: the engine's default)."
+    )
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--refused-pause-s", type=float, default=0.2, help="A refused batch's wait.")
     parser.add_argument("--start-timeout-s", type=float, default=900.0)

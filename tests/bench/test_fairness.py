@@ -6,7 +6,18 @@ from pathlib import Path
 
 import pytest
 
-from bench.fairness import Figures, Job, latencies, parse_args, ratio, report, shares, stack_config, verdicts
+from bench.fairness import (
+    Figures,
+    Job,
+    latencies,
+    merged,
+    parse_args,
+    ratio,
+    report,
+    shares,
+    stack_config,
+    verdicts,
+)
 from hunyuan_serve.config import build_config
 
 
@@ -17,6 +28,7 @@ def _figures(busy_p95: float, beside_texts: int, b_texts: int) -> Figures:
         busy=latencies([120.0, 130.0, 140.0, busy_p95], 1),
         beside=Job("ci-a", beside_texts, 20.0, 3, 0),
         pair=(Job("ci-a", 600, 20.0, 2, 0), Job("ci-b", b_texts, 20.0, 5, 0)),
+        round_ratios=(0.75, 0.85),
     )
 
 
@@ -27,6 +39,8 @@ def test_latencies_ratio_and_shares() -> None:
     assert shares([Job("a", 30, 1, 0, 0), Job("b", 10, 1, 0, 0)]) == [0.75, 0.25]
     assert shares([Job("a", 0, 1, 0, 0), Job("b", 0, 1, 0, 0)]) == [0.0, 0.0]
     assert Job("a", 100, 20.0, 0, 0).per_s == 5.0 and Job("a", 1, 0.0, 0, 0).per_s == 0.0
+    rounds = merged([Job("a", 100, 20.0, 1, 0), Job("a", 300, 20.0, 2, 1)])
+    assert rounds == Job("a", 400, 40.0, 3, 1) and rounds.per_s == 10.0
 
 
 def test_verdicts_against_the_issues_targets() -> None:
@@ -45,6 +59,7 @@ def test_report_lists_every_phase_and_target() -> None:
     assert "| two keys: ci-a / ci-b | - | - | - | - | 30.0 / 15.0 | 2 / 5 |" in text
     assert "| interactive p95, during the job / idle | 2.00x | <= 1.5x | NO |" in text
     assert "| ci-a's share of two keys' texts/s | 67% | >= 40% | yes |" in text
+    assert "Each round's bulk with interactive / alone: 0.75x, 0.85x." in text
 
 
 def test_the_stack_it_starts_is_a_valid_config(tmp_path: Path) -> None:
