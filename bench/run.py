@@ -21,7 +21,7 @@ from typing import Any
 if __package__ in (None, ""):  # `python bench/run.py` as well as `python -m bench.run`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import documents, edge, ensemble, layer, likeforlike_run, multihost, names, soak, targets
+from bench import documents, edge, ensemble, fairness, layer, likeforlike_run, multihost, names, soak, targets
 from bench.k6run import find_k6
 from bench.procs import REPO, Server, cpu_hog, free_port, running, tree_cpu_s, tree_rss_mb, warm_up
 from bench.report import best_rate
@@ -465,7 +465,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--skip",
         action="append",
         default=[],
-        choices=(*names.STEPS, names.STEP_HOSTS, names.STEP_ENSEMBLE, names.STEP_LAYER),
+        choices=(*names.STEPS, names.STEP_HOSTS, names.STEP_ENSEMBLE, names.STEP_LAYER, names.STEP_FAIRNESS),
         help="A setup to leave out (repeatable).",
     )
     parser.add_argument(
@@ -473,10 +473,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--only",
-        choices=(names.OVERLOAD, names.LIKEFORLIKE, *LIKEFORLIKE_ONLY),
+        choices=(names.OVERLOAD, names.LIKEFORLIKE, *LIKEFORLIKE_ONLY, names.FAIRNESS),
         help="overload: only the stack's ramp and then the overload, sized from the ramp "
         "(report-full-overload.md); likeforlike, or one of its rows job, single, assembled: only "
-        "that (report-likeforlike.md, report-likeforlike-<row>.md).",
+        "that (report-likeforlike.md, report-likeforlike-<row>.md); fairness: only bench/fairness.py "
+        "(report-fairness.md).",
     )
     parser.add_argument(
         "--strings", type=int, help="Distinct strings of the job row (default 2000; QUICK 200)."
@@ -523,6 +524,8 @@ def _cores(text: str) -> tuple[int, ...]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.only == names.FAIRNESS:  # its own stack and workload: nothing of the rest is needed
+        return fairness.main(["--start-timeout-s", str(args.start_timeout_s)])
     plan = replace(only(Plan.quick() if args.quick else Plan(), args.only), k6_nice=args.k6_nice)
     plan = _sized(plan, args)
     if args.k6_cores:
@@ -575,6 +578,11 @@ def main(argv: list[str] | None = None) -> int:
         ensemble.main(["--start-timeout-s", str(args.start_timeout_s)])
         b.notes.append("Ensemble requests against single ones: bench/results/report-ensemble.md.")
         timings["ensemble"] = time.monotonic() - t0
+    if not args.quick and names.STEP_FAIRNESS not in args.skip:  # alone: its own two-replica stack
+        t0 = time.monotonic()
+        fairness.main(["--start-timeout-s", str(args.start_timeout_s)])
+        b.notes.append("Interactive and bulk work: bench/results/report-fairness.md.")
+        timings["fairness"] = time.monotonic() - t0
     if plan.likeforlike:  # last, each row alone on the cores
         t0 = time.monotonic()
         b.alike = likeforlike_run.run_rows(b, hw, plan.likeforlike, args.start_timeout_s)

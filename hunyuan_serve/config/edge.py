@@ -54,6 +54,14 @@ class NginxConfig(Section):
         "replica Nginx itself answers the 503); None: what its engine batches (engine.max_num_seqs, on CPU "
         "at most cpu_max_conns), at most replica.max_in_flight; 0: no cap.",
     )
+    # Issue 21: at the edge too bulk is refused first. Nginx tells bulk by the X-Priority header only
+    # (the body's priority field, a batch's text count and a key's default are the replica's to read).
+    bulk_cap: bool = Field(
+        True,
+        description="Cap X-Priority: bulk requests per pool at its ready replicas' max_conns less "
+        "replica.interactive_reserve (past it Nginx answers 503 overloaded, interactive work still "
+        "gets in); False: the edge does not tell the classes apart. No cap where max_conns is 0.",
+    )
     # A CPU engine's throughput stops growing long before 256 sequences (make bench: two CPU replicas of
     # the tiny model serve about 75 req/s from ~35 in flight each on); what waits inside a replica past
     # that only waits longer, where the edge can no longer refuse it. 128 still takes the bench's

@@ -14,6 +14,11 @@ from pydantic import (
 from hunyuan_serve.config.base import Section
 
 
+def bulk_slots(slots: int, reserve: float) -> int:
+    """Of `slots` places, those bulk work may hold: all but the `reserve` share, at least one."""
+    return max(1, slots - int(slots * reserve))
+
+
 class ReplicaConfig(Section):
     """The HTTP server around one engine: admission, deadlines, cache, sampling defaults."""
 
@@ -30,6 +35,14 @@ class ReplicaConfig(Section):
     )
     bulk_key_share_min: int = Field(
         1, ge=1, description="Bulk slots a key may always hold, whatever its weighted share among busy keys."
+    )
+    # The replica keeps no queue: a refused client retries after Retry-After. Without remembering it,
+    # a freed place goes to whoever asks first, mostly the job that just finished one (issue 21).
+    waiting_window_s: float = Field(
+        5.0,
+        ge=0,
+        description="How long a refused request counts as waiting for a place: while interactive work "
+        "waits, bulk takes no freed place; a bulk key that waits counts in the per-key shares. 0: off.",
     )
     request_timeout_s: float = Field(120.0, gt=0, description="Per-request deadline; past it a 504.")
     max_batch_texts: int = Field(128, ge=1, description="Most texts in one batch request.")
@@ -208,6 +221,13 @@ class ReplicaConfig(Section):
         description="When the Chimera pool fails or refuses a fusion: degrade (answer the first candidate, "
         "fused_by null, header X-Hunyuan-Fusion saying why) or refuse (503 fusion_unavailable).",
     )
+
+    def bulk_slots(self, slots: int) -> int:
+        """Of `slots` places, those bulk work may hold: all but the interactive reserve, at least one.
+
+        The one formula of the replica's admission (replica/priority.py, over max_in_flight) and of
+        the edge's bulk cap (fleet/render.py, over a pool's max_conns)."""
+        return bulk_slots(slots, self.interactive_reserve)
 
     @field_validator("cache_redis_url")
     @classmethod

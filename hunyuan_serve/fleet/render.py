@@ -23,6 +23,16 @@ SYSTEMD_TEMPLATE = "systemd/hunyuan-serve.service.j2"
 # Every dialect's path prefixes (hunyuan_serve.auth.DIALECTS); /metrics only with nginx.expose_metrics.
 PROXIED_PATHS = tuple(p for d in DIALECTS for p in d.prefixes if p != "/metrics")
 
+# The bulk cap's refusal (edge_bulk_conns), with the replica's own code for a refused overload, so a
+# client handles both alike: a 503 overloaded with Retry-After.
+BULK_ERRORS = {
+    "overloaded": (
+        503,
+        "bulk work is at this pool's cap (its replicas' slots less the share kept for interactive "
+        "requests); retry later",
+    ),
+}
+
 # -- the pools as Nginx sees them: upstreams, served names, the njs routing table, /health's pools ----
 
 SINGLE_UPSTREAM = "hs_replicas"  # the one upstream of a single pool, named as it always was
@@ -36,11 +46,13 @@ MODEL_APIS = ("native", "openai")
 
 @dataclass(frozen=True)
 class Upstream:
-    """One Nginx upstream block: a pool's replicas and the cap on each (edge_max_conns of its config)."""
+    """One Nginx upstream block: a pool's replicas and the cap on each (edge_max_conns of its config);
+    bulk_conns: the bulk requests Nginx lets into the pool at once (0: no cap, edge_bulk_conns)."""
 
     name: str
     servers: tuple[UpstreamServer, ...]
     max_conns: int
+    bulk_conns: int = 0
 
 
 @dataclass(frozen=True)
@@ -81,8 +93,11 @@ def model_pool(model: str) -> str:
     return f"m-{slug}-{digest}" if slug else f"m-{digest}"
 
 
-def edge_pools(pools: Sequence[Pool], routing: Routing, max_conns: Mapping[str, int]) -> tuple[EdgePool, ...]:
-    """Each pool with its servers from the routing; a server of a pool the config lacks is an error."""
+def edge_pools(
+    pools: Sequence[Pool], routing: Routing, max_conns: Mapping[str, int], bulk_cap: bool = False
+) -> tuple[EdgePool, ...]:
+    """Each pool with its servers from the routing; a server of a pool the config lacks is an error.
+    bulk_cap: each pool's bulk requests capped (edge_bulk_conns, by the pool's own reserve)."""
     grouped = routing.pools()
     unknown = sorted(set(grouped) - {p.name for p in pools})
     if unknown:
@@ -97,7 +112,9 @@ def edge_pools(pools: Sequence[Pool], routing: Routing, max_conns: Mapping[str, 
                 "in one of them, so a request's model names one pool"
             )
         seen[served] = pool.name
-        upstream = Upstream(pool_upstream(pool.name), grouped.get(pool.name, ()), max_conns[pool.name])
+        servers = grouped.get(pool.name, ())
+        bulk = edge_bulk_conns(pool.cfg, servers, max_conns[pool.name]) if bulk_cap else 0
+        upstream = Upstream(pool_upstream(pool.name), servers, max_conns[pool.name], bulk)
         out.append(EdgePool(pool.name, served, family_of(pool.cfg), upstream))
     return tuple(out)
 
@@ -231,6 +248,18 @@ def edge_max_conns(cfg: ServeConfig) -> int:
     return min(batch, cfg.replica.max_in_flight)
 
 
+def edge_bulk_conns(cfg: ServeConfig, servers: Sequence[UpstreamServer], max_conns: int) -> int:
+    """Bulk requests Nginx lets into one pool at once: of its ready replicas' max_conns, what the
+    replica's own admission gives bulk (ReplicaConfig.bulk_slots: all but interactive_reserve), so
+    that when the pool fills up Nginx refuses bulk first and interactive work still gets a place.
+    0 (no cap) with nginx.bulk_cap off or max_conns 0 (Nginx does not cap the pool at all then).
+    No ready replica: the cap of one (Nginx needs a number; every request gets the 503 anyway)."""
+    if not cfg.nginx.bulk_cap or not max_conns:
+        return 0
+    ready = max(1, sum(not s.down for s in servers))
+    return cfg.replica.bulk_slots(ready * max_conns)
+
+
 @dataclass(frozen=True)
 class GatewayFront:
     """What a gateway's Nginx says beside its routing: the model its hosts serve, each host's state."""
@@ -277,7 +306,8 @@ class Layout:
 def _single(cfg: ServeConfig, routing: Routing, generation: int, front: GatewayFront | None) -> Layout:
     """One pool (cfg: its effective config) or a gateway: one upstream, the config as it always was."""
     health, listing = _bodies(cfg, routing, generation, front)
-    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, edge_max_conns(cfg))
+    conns = edge_max_conns(cfg)
+    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, conns, edge_bulk_conns(cfg, routing.servers, conns))
     return Layout((upstream,), health, bool(routing.ready), listing, None)
 
 
@@ -317,7 +347,7 @@ def _several(cfg: ServeConfig, routing: Routing, generation: int, several: Sever
             "in memory, so it needs a bound"
         )
     pools = several.pools
-    edge = edge_pools(pools, routing, {p.name: edge_max_conns(p.cfg) for p in pools})
+    edge = edge_pools(pools, routing, {p.name: edge_max_conns(p.cfg) for p in pools}, cfg.nginx.bulk_cap)
     first = next(p for p in edge if p.name == several.default)
     status, ok = health_status(edge, first.name)
     health: dict[str, Any] = {"status": status, "model": first.served, "family": first.family}
@@ -390,6 +420,8 @@ def render_nginx(
     else:  # a `pools` section of one pool renders as that pool's settings would at the top level
         layout = _single(cfg if front else pools[0].cfg, routing, generation, front)
     secret = peer_secret(cfg.auth)  # sent to every replica; a host's Nginx also asks its callers for it
+    # The bulk cap of each upstream that has one, by name: its zone and its limit_conn (issue 21).
+    bulk = {u.name: u.bulk_conns for u in layout.upstreams if u.bulk_conns}
     return template.render(
         nginx=cfg.nginx,
         routing=routing,
@@ -398,7 +430,7 @@ def render_nginx(
         worker_user=worker_user,
         proxied=proxied,
         auth=cfg.auth,
-        edge_errors=edge_errors(cfg, pooled=layout.pooled is not None),
+        edge_errors=edge_errors(cfg, pooled=layout.pooled is not None, bulk=bool(bulk)),
         dialects=dialect_patterns(),
         fallback_dialect=NATIVE.name,
         generation=generation,
@@ -410,6 +442,7 @@ def render_nginx(
         locations=pool_locations(proxied, *layout.pooled["names"]) if layout.pooled else [],
         peer_secret=secret,
         peer_required=secret is not None and front is None,
+        bulk_caps=bulk,
     )
 
 
@@ -422,15 +455,16 @@ def own_address(listen: str) -> str | None:
     return bare
 
 
-def edge_errors(cfg: ServeConfig, *, pooled: bool = False) -> dict[str, dict[str, Any]]:
+def edge_errors(cfg: ServeConfig, *, pooled: bool = False, bulk: bool = False) -> dict[str, dict[str, Any]]:
     """The errors Nginx makes itself: per code its status and, per dialect, its body as an Nginx string
-    (with several pools also model_not_found, whose {model} route.js fills in)."""
+    (with several pools also model_not_found, whose {model} route.js fills in; with a bulk cap the
+    503 overloaded of a bulk request past it)."""
     table: dict[str, dict[str, Any]] = {}
-    errors = {**EDGE_ERRORS, **(POOL_ERRORS if pooled else {})}
+    errors = {**EDGE_ERRORS, **(POOL_ERRORS if pooled else {}), **(BULK_ERRORS if bulk else {})}
     for code, (status, message) in errors.items():
         text = message.format(limit=cfg.nginx.client_max_body_size, model="{model}")
         bodies = {d.name: nginx_json(d.error(code, text)) for d in DIALECTS}
-        table[code] = {"status": status, "bodies": bodies, "page": code in EDGE_ERRORS}
+        table[code] = {"status": status, "bodies": bodies, "page": code not in POOL_ERRORS}
     return table
 
 

@@ -17,7 +17,7 @@ from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families.base import Family
 from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
-from hunyuan_serve.replica import ops
+from hunyuan_serve.replica import ops, priority
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import Replica
 from hunyuan_serve.replica.documents_worker import DocumentWorker
@@ -48,6 +48,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
         interactive_reserve=rcfg.interactive_reserve,
         bulk_key_share_min=rcfg.bulk_key_share_min,
         weights={kid: spec.weight for kid, spec in specs.items()},
+        waiting=priority.Waiting(rcfg.waiting_window_s),
     )
     metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
     metrics.count_class(lambda: admission.by_class)

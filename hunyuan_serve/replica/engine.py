@@ -67,6 +67,12 @@ class EngineStats:
     waiting: int = 0
     max_running: int = 0
     steps: int = 0
+    # Requests submitted and not yet answered their first output, by the priority they went in with
+    # (the scheduler's own waiting count has no class): hunyuan_class_waiting (replica/metrics.py).
+    waiting_by_priority: dict[int, int] = field(default_factory=dict)
+
+    def waits(self, priority: int, change: int) -> None:
+        self.waiting_by_priority[priority] = self.waiting_by_priority.get(priority, 0) + change
 
     def record(self, running: int, waiting: int) -> None:
         self.running = running
@@ -374,6 +380,8 @@ class VllmEngine:
         """vLLM's outputs (cumulative, or the last only); a cancelled or closed iteration aborts at once."""
         ids = self._token_ids(prompt)
         finished = False
+        waiting = True
+        self.stats.waits(priority, 1)
         try:
             async for output in self._engine.generate(
                 {"prompt_token_ids": ids},
@@ -381,9 +389,14 @@ class VllmEngine:
                 request_id=request_id,
                 priority=priority,
             ):
+                if waiting:  # scheduled and past its prefill: no longer waiting
+                    waiting = False
+                    self.stats.waits(priority, -1)
                 finished = bool(output.finished)
                 yield output
         finally:
+            if waiting:
+                self.stats.waits(priority, -1)
             if not finished:
                 # The client left, the deadline passed or the stream was closed: free the batch slot now.
                 await asyncio.shield(self._engine.abort(request_id))

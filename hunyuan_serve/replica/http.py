@@ -106,6 +106,7 @@ class Admission:
         interactive_reserve: float = 0.0,
         bulk_key_share_min: int = 1,
         weights: Mapping[str | None, int] | None = None,
+        waiting: priority.Waiting | None = None,
     ) -> None:
         self.lifecycle = lifecycle
         self.max_in_flight = max_in_flight
@@ -116,6 +117,8 @@ class Admission:
         self.reserve = interactive_reserve
         self.key_share_min = bulk_key_share_min
         self.weights: Mapping[str | None, int] = weights or {}
+        # Who was refused lately (replica.waiting_window_s): freed places go to them first.
+        self.waiting = waiting or priority.Waiting(0.0)
 
     def enter(self, cls: str = priority.INTERACTIVE, key: str | None = None) -> None:
         """Take a place, or raise a 503 (not ready, or none for this class and key); leave() gives it back."""
@@ -132,9 +135,13 @@ class Admission:
             max_in_flight=self.max_in_flight,
             reserve=self.reserve,
             key_share_min=self.key_share_min,
+            interactive_waiting=self.waiting.interactive(),
+            waiting_keys=self.waiting.keys(),
         )
         if refused is not None:
+            self.waiting.refused(cls, key)
             raise ApiError(503, "overloaded", refused, self.retry_after)
+        self.waiting.admitted(cls, key)
         self._take(cls, key)
 
     def move(self, was: str, to: str, key: str | None) -> None:

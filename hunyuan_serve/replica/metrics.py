@@ -8,7 +8,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from hunyuan_serve.replica.engine import Engine
-from hunyuan_serve.replica.priority import CLASSES
+from hunyuan_serve.replica.priority import CLASSES, ENGINE_PRIORITY
 
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
@@ -75,7 +75,7 @@ class Metrics:
             "hunyuan_engine_unfinished", "Requests submitted to the engine and not finished.", registry=r
         )
         unfinished.set_function(lambda: engine.unfinished())
-        self.class_latency, self.class_rejections = _per_class(r)
+        self.class_latency, self.class_rejections = _per_class(r, engine)
 
     def count_class(self, by_class: Callable[[], dict[str, int]]) -> None:
         """Publish the admission's in-flight count per class (interactive, bulk) as a gauge with a label."""
@@ -99,7 +99,24 @@ def _count_of(by_class: Callable[[], dict[str, int]], cls: str) -> int:
     return by_class()[cls]
 
 
-def _per_class(r: CollectorRegistry) -> tuple[Histogram, Counter]:
+def _waiting_of(engine: Engine, cls: str) -> int:
+    return engine.stats.waiting_by_priority.get(ENGINE_PRIORITY[cls], 0)
+
+
+def _class_waiting(r: CollectorRegistry, engine: Engine) -> None:
+    # In flight is admitted; waiting is the part of it the engine has not started (queued for a batch
+    # slot or in its prefill): what priority scheduling should keep near 0 for interactive work.
+    gauge = Gauge(
+        "hunyuan_class_waiting",
+        "Engine requests not yet past their first output (queued or prefilling), by class.",
+        ["class"],
+        registry=r,
+    )
+    for cls in CLASSES:
+        gauge.labels(cls).set_function(functools.partial(_waiting_of, engine, cls))
+
+
+def _per_class(r: CollectorRegistry, engine: Engine) -> tuple[Histogram, Counter]:
     # Beside the totals (which dashboards and alerts read): does a person wait behind a bulk job?
     latency = Histogram(
         "hunyuan_class_latency_seconds",
@@ -114,4 +131,5 @@ def _per_class(r: CollectorRegistry) -> tuple[Histogram, Counter]:
         ["class", "reason"],
         registry=r,
     )
+    _class_waiting(r, engine)
     return latency, rejections

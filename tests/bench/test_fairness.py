@@ -1,0 +1,68 @@
+"""bench/fairness.py's pure parts: latencies, ratios, shares, the targets' verdicts, the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.fairness import (
+    Figures,
+    Job,
+    latencies,
+    merged,
+    parse_args,
+    ratio,
+    report,
+    shares,
+    stack_config,
+    verdicts,
+)
+from hunyuan_serve.config import build_config
+
+
+def _figures(busy_p95: float, beside_texts: int, b_texts: int) -> Figures:
+    return Figures(
+        idle=latencies([100.0, 110.0, 120.0, 200.0], 0),
+        alone=Job("ci-a", 1000, 20.0, 0, 0),
+        busy=latencies([120.0, 130.0, 140.0, busy_p95], 1),
+        beside=Job("ci-a", beside_texts, 20.0, 3, 0),
+        pair=(Job("ci-a", 600, 20.0, 2, 0), Job("ci-b", b_texts, 20.0, 5, 0)),
+        round_ratios=(0.75, 0.85),
+    )
+
+
+def test_latencies_ratio_and_shares() -> None:
+    assert latencies([30.0, 10.0, 20.0], 2) == latencies([10.0, 20.0, 30.0], 2)
+    assert latencies([30.0, 10.0, 20.0], 2).p50_ms == 20.0 and latencies([], 0).p95_ms == 0.0
+    assert ratio(3.0, 2.0) == 1.5 and ratio(1.0, 0.0) == 0.0
+    assert shares([Job("a", 30, 1, 0, 0), Job("b", 10, 1, 0, 0)]) == [0.75, 0.25]
+    assert shares([Job("a", 0, 1, 0, 0), Job("b", 0, 1, 0, 0)]) == [0.0, 0.0]
+    assert Job("a", 100, 20.0, 0, 0).per_s == 5.0 and Job("a", 1, 0.0, 0, 0).per_s == 0.0
+    rounds = merged([Job("a", 100, 20.0, 1, 0), Job("a", 300, 20.0, 2, 1)])
+    assert rounds == Job("a", 400, 40.0, 3, 1) and rounds.per_s == 10.0
+
+
+def test_verdicts_against_the_issues_targets() -> None:
+    met = verdicts(_figures(busy_p95=250.0, beside_texts=950, b_texts=500))
+    assert [row[3] for row in met] == [True, True, True, True, True]
+    assert met[0][1] == pytest.approx(130 / 110) and met[2][1] == pytest.approx(0.95)
+    missed = verdicts(_figures(busy_p95=400.0, beside_texts=800, b_texts=300))
+    assert [row[3] for row in missed] == [True, False, False, True, False]
+    assert missed[4][0] == "ci-b's share of two keys' texts/s" and missed[4][1] == pytest.approx(1 / 3)
+
+
+def test_report_lists_every_phase_and_target() -> None:
+    text = report(_figures(busy_p95=400.0, beside_texts=800, b_texts=300), parse_args([]))
+    assert "| idle | 110 | 200 | 4 | 0 | - | - |" in text
+    assert "| bulk + interactive | 130 | 400 | 4 | 1 | 40.0 | 3 |" in text
+    assert "| two keys: ci-a / ci-b | - | - | - | - | 30.0 / 15.0 | 2 / 5 |" in text
+    assert "| interactive p95, during the job / idle | 2.00x | <= 1.5x | NO |" in text
+    assert "| ci-a's share of two keys' texts/s | 67% | >= 40% | yes |" in text
+    assert "Each round's bulk with interactive / alone: 0.75x, 0.85x." in text
+
+
+def test_the_stack_it_starts_is_a_valid_config(tmp_path: Path) -> None:
+    cfg = build_config(stack_config(tmp_path, tmp_path / "model", 8080, parse_args([])), {})
+    assert cfg.replicas == 2 and cfg.engine.scheduling_policy == "priority" and cfg.replica.cache_entries == 0
+    assert "priority=bulk" in (tmp_path / "keys").read_text()

@@ -1,0 +1,107 @@
+"""Waiting per class (issue 21): an engine request waits until its first output, counted by the class
+it went in with, and /metrics publishes it beside in-flight and latency per class."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hunyuan_serve.config import EngineConfig
+from hunyuan_serve.replica import priority
+from hunyuan_serve.replica.engine import EngineStats, VllmEngine
+from hunyuan_serve.replica.metrics import Metrics
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "hunyuan-serve.json"
+
+
+class _Output:
+    def __init__(self, finished: bool) -> None:
+        self.finished = finished
+
+
+class _Scheduler:
+    """vLLM's generate() as the engine sees it: nothing until the test lets each output go."""
+
+    def __init__(self) -> None:
+        self.gates: dict[str, asyncio.Queue[bool]] = {}
+        self.aborted: list[str] = []
+
+    async def generate(
+        self, _prompt: Any, _params: Any, request_id: str, priority: int
+    ) -> AsyncIterator[_Output]:
+        gate = self.gates.setdefault(request_id, asyncio.Queue())
+        while True:
+            finished = await gate.get()
+            yield _Output(finished)
+            if finished:
+                return
+
+    async def abort(self, request_id: str) -> None:
+        self.aborted.append(request_id)
+
+
+def _engine(scheduler: _Scheduler) -> VllmEngine:
+    engine = VllmEngine(EngineConfig(), "/models/tiny", _engine=scheduler)
+    engine._token_ids = lambda prompt: [1]  # type: ignore[method-assign]
+    engine._params = lambda prompt, sampling, n=1: None  # type: ignore[method-assign]
+    return engine
+
+
+async def _drain(outputs: AsyncIterator[Any]) -> None:
+    async for _ in outputs:
+        pass
+
+
+async def test_a_request_waits_until_its_first_output_by_its_priority() -> None:
+    scheduler = _Scheduler()
+    engine = _engine(scheduler)
+    bulk = asyncio.ensure_future(_drain(engine._outputs(None, None, "b1", priority=1)))  # type: ignore[arg-type]
+    person = asyncio.ensure_future(_drain(engine._outputs(None, None, "i1", priority=0)))  # type: ignore[arg-type]
+    await asyncio.sleep(0)
+    assert engine.stats.waiting_by_priority == {1: 1, 0: 1}
+    await scheduler.gates["i1"].put(False)  # the person's first token: running, no longer waiting
+    await asyncio.sleep(0)
+    assert engine.stats.waiting_by_priority == {1: 1, 0: 0}
+    await scheduler.gates["i1"].put(True)
+    await person
+    bulk.cancel()  # the client left while it waited: it waits no more, and is aborted
+    with pytest.raises(asyncio.CancelledError):
+        await bulk
+    assert engine.stats.waiting_by_priority == {1: 0, 0: 0} and scheduler.aborted == ["b1"]
+
+
+class _Stub:
+    model_name = "m"
+
+    def __init__(self) -> None:
+        self.stats = EngineStats()
+
+    def unfinished(self) -> int:
+        return 0
+
+
+def test_metrics_publish_waiting_per_class() -> None:
+    engine = _Stub()
+    metrics = Metrics(engine, in_flight=lambda: 0)  # type: ignore[arg-type]
+    engine.stats.waits(priority.ENGINE_PRIORITY["bulk"], 3)
+    lines = metrics.render().decode().splitlines()
+    assert 'hunyuan_class_waiting{class="bulk"} 3.0' in lines
+    assert 'hunyuan_class_waiting{class="interactive"} 0.0' in lines
+
+
+def test_every_metric_the_dashboard_reads_is_one_a_replica_publishes() -> None:
+    metrics = Metrics(_Stub(), in_flight=lambda: 0)  # type: ignore[arg-type]
+    metrics.count_class(lambda: dict.fromkeys(priority.CLASSES, 0))
+    published = set(re.findall(r"^# TYPE (\w+) (\w+)", metrics.render().decode(), re.M))
+    names = {n + s for n, kind in published for s in ("", "_total", "_bucket", "_count", "_sum")}
+    queried = set(re.findall(r"\b(hunyuan_\w+)", DASHBOARD.read_text()))
+    # The usage counters are the Usage's (replica/usage.py), registered on the same registry.
+    missing = {name for name in queried - names if not name.startswith("hunyuan_usage")}
+    assert missing == set()
+    per_class = {"hunyuan_class_in_flight", "hunyuan_class_waiting", "hunyuan_class_latency_seconds_bucket"}
+    assert per_class | {"hunyuan_class_rejections_total"} <= queried
