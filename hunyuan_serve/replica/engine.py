@@ -8,7 +8,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, MutableMapping, Sequence
+from collections.abc import AsyncGenerator, Callable, MutableMapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -70,9 +70,16 @@ class EngineStats:
     # Requests submitted and not yet answered their first output, by the priority they went in with
     # (the scheduler's own waiting count has no class): hunyuan_class_waiting (replica/metrics.py).
     waiting_by_priority: dict[int, int] = field(default_factory=dict)
+    # Set by an engine that can ask vLLM which of its requests it has not scheduled yet: an answer
+    # read whole gets no output before its last, so its first output cannot say when it started.
+    unscheduled: Callable[[], dict[int, int]] | None = None
 
     def waits(self, priority: int, change: int) -> None:
         self.waiting_by_priority[priority] = self.waiting_by_priority.get(priority, 0) + change
+
+    def waiting_of(self, priority: int) -> int:
+        counts = self.waiting_by_priority if self.unscheduled is None else self.unscheduled()
+        return counts.get(priority, 0)
 
     def record(self, running: int, waiting: int) -> None:
         self.running = running
@@ -268,6 +275,7 @@ class VllmEngine:
     _tokenizer: Any = None
     _stop_ids: list[int] = field(default_factory=list)
     _encoder: PromptEncoder | None = None
+    _live: dict[str, int] = field(default_factory=dict)  # our request ids in the engine -> their priority
 
     async def start(self) -> None:
         if self._engine is not None:  # already started (the benchmark shares one engine with an app)
@@ -333,7 +341,28 @@ class VllmEngine:
         # (vllm/v1/engine/core.py calls enable_envs_cache) and so may this process: ours are all set
         # above, before the engine exists. A tenth of the frontend's CPU per string here.
         envs.enable_envs_cache()
+        self.stats.unscheduled = self._unscheduled_by_priority
         self.max_model_len = int(self._engine.model_config.max_model_len)
+
+    def _unscheduled_by_priority(self) -> dict[int, int]:
+        """Per priority, our requests vLLM holds and has not scheduled yet (read when /metrics is).
+
+        From vLLM's frontend request states (vllm/v1/engine/output_processor.py RequestState, its
+        RequestStateStats.scheduled_ts, set from the engine core's SCHEDULED event whatever the
+        output kind); n > 1 children share their parent's external id.
+        """
+        counts = dict.fromkeys(set(self._live.values()), 0)
+        states = getattr(getattr(self._engine, "output_processor", None), "request_states", None) or {}
+        waiting = {
+            getattr(state, "external_req_id", None)
+            for state in list(states.values())
+            if getattr(state, "stats", None) is not None and not state.stats.scheduled_ts
+        }
+        for request_id in waiting:
+            priority = self._live.get(str(request_id))
+            if priority is not None:
+                counts[priority] += 1
+        return counts
 
     def _token_ids(self, prompt: Prompt) -> list[int]:
         if self._encoder is None:
@@ -382,6 +411,7 @@ class VllmEngine:
         finished = False
         waiting = True
         self.stats.waits(priority, 1)
+        self._live[request_id] = priority
         try:
             async for output in self._engine.generate(
                 {"prompt_token_ids": ids},
@@ -395,6 +425,7 @@ class VllmEngine:
                 finished = bool(output.finished)
                 yield output
         finally:
+            self._live.pop(request_id, None)
             if waiting:
                 self.stats.waits(priority, -1)
             if not finished:

@@ -100,7 +100,7 @@ def _count_of(by_class: Callable[[], dict[str, int]], cls: str) -> int:
 
 
 def _waiting_of(engine: Engine, cls: str) -> int:
-    return engine.stats.waiting_by_priority.get(ENGINE_PRIORITY[cls], 0)
+    return engine.stats.waiting_of(ENGINE_PRIORITY[cls])
 
 
 def _class_waiting(r: CollectorRegistry, engine: Engine) -> None:

@@ -48,7 +48,7 @@ class _Scheduler:
 def _engine(scheduler: _Scheduler) -> VllmEngine:
     engine = VllmEngine(EngineConfig(), "/models/tiny", _engine=scheduler)
     engine._token_ids = lambda prompt: [1]  # type: ignore[method-assign]
-    engine._params = lambda prompt, sampling, n=1: None  # type: ignore[method-assign]
+    engine._params = lambda prompt, sampling, n=1, final_only=False: None  # type: ignore[method-assign]
     return engine
 
 
@@ -105,3 +105,29 @@ def test_every_metric_the_dashboard_reads_is_one_a_replica_publishes() -> None:
     assert missing == set()
     per_class = {"hunyuan_class_in_flight", "hunyuan_class_waiting", "hunyuan_class_latency_seconds_bucket"}
     assert per_class | {"hunyuan_class_rejections_total"} <= queried
+
+
+class _State:
+    """vLLM's frontend RequestState as far as the count reads it: its external id and its stats."""
+
+    def __init__(self, external_req_id: str, scheduled_ts: float) -> None:
+        self.external_req_id = external_req_id
+        self.stats = type("Stats", (), {"scheduled_ts": scheduled_ts})()
+
+
+def test_answers_read_whole_wait_until_vllm_schedules_them() -> None:
+    # Final-only answers have no first output to tell: vLLM's request states say which are scheduled.
+    states = {
+        "i1-x": _State("i1", 0.0),  # interactive, queued
+        "b1-x": _State("b1", 12.5),  # bulk, scheduled
+        "0_b2-x": _State("b2", 0.0),  # bulk with n = 2: both children queued, counted once
+        "1_b2-x": _State("b2", 0.0),
+        "other": _State("not-ours", 0.0),  # not a request of this engine's callers
+    }
+    engine = VllmEngine(EngineConfig(), "/models/tiny")
+    engine._engine = type("Async", (), {"output_processor": type("P", (), {"request_states": states})()})()
+    engine._live.update({"i1": 0, "b1": 1, "b2": 1, "i2": 0})
+    engine.stats.unscheduled = engine._unscheduled_by_priority
+    assert engine.stats.waiting_of(0) == 1 and engine.stats.waiting_of(1) == 1
+    del states["i1-x"]
+    assert engine.stats.waiting_of(0) == 0
