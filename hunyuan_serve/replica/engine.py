@@ -391,7 +391,7 @@ class VllmEngine:
             ignore_eos=self.ignore_eos,
             # An answer read whole needs no output per step (what vLLM's own server asks for a
             # non-streamed answer): no RequestOutput, queue hop and wake-up per token. A quarter of
-            # the frontend's CPU per string (bench/results/report-likeforlike-after.md). The engine
+            # the frontend's CPU per string (bench/results/report-frontend.md). The engine
             # core still reports every step's scheduler stats, which the stall rule counts.
             # A stream keeps the cumulative kind: each step's whole text so far.
             output_kind=RequestOutputKind.FINAL_ONLY if final_only else RequestOutputKind.CUMULATIVE,
