@@ -6,10 +6,11 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import tempfile
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         return _usage(str(err))
     options = {key.split(".", 1)[1]: v for key, v in vars(args).items() if key.startswith("sampling.")}
     try:
-        return asyncio.run(_translate(args, settings, loaded, glossary, options))
+        return asyncio.run(_until_interrupted(_translate(args, settings, loaded, glossary, options)))
     except KeyboardInterrupt:
         print(
             "\ninterrupted: finished batches are cached; run the same command again to resume",
@@ -196,6 +197,34 @@ def _same_file(a: str, b: str) -> bool:
         return Path(a).resolve() == Path(b).resolve()
     except OSError:
         return False
+
+
+async def _until_interrupted(work: Coroutine[Any, Any, int], retry_s: float = 0.1) -> int:
+    """work's exit code, or KeyboardInterrupt at the first Ctrl-C with work cancelled.
+
+    asyncio.run's own Ctrl-C only cancels the main task once, and a cancellation that lands while an
+    inner await completes can be lost (then the run went on to the end and exited 0, output written);
+    here the interrupt is our own event, and the cancel is repeated until the work has stopped.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    interrupted = asyncio.Event()
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    except (NotImplementedError, RuntimeError, ValueError):  # no signals here, or not the main thread
+        return await task
+    waiter = asyncio.ensure_future(interrupted.wait())
+    try:
+        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        if not interrupted.is_set():
+            return task.result()
+        while not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=retry_s)
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        waiter.cancel()
+    raise KeyboardInterrupt
 
 
 async def _translate(

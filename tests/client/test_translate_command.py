@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 import json
@@ -358,3 +359,25 @@ def test_glossary_goes_to_the_models_terminology_prompt_when_its_family_has_one(
     assert build_prompt(family, en, zh, **sent) in engine.prompts
     # The keep-list is still locked here either way: the text goes as written, and the check passed.
     assert build_prompt(family, en, zh, "Use Dreambooth") in engine.prompts
+
+
+def test_ctrl_c_stops_work_that_swallows_a_cancellation() -> None:
+    from hunyuan_serve.client.command import _until_interrupted
+
+    swallowed = []
+
+    async def stubborn() -> int:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            swallowed.append("first")  # as a cancellation lost in an inner await would be
+        await asyncio.sleep(30)
+        return 0
+
+    async def main() -> int:
+        asyncio.get_running_loop().call_later(0.2, os.kill, os.getpid(), signal.SIGINT)
+        return await _until_interrupted(stubborn(), retry_s=0.05)
+
+    with pytest.raises(KeyboardInterrupt):  # without the repeated cancel: 0, a minute later
+        asyncio.run(main())
+    assert swallowed == ["first"]
