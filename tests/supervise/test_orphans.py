@@ -3,6 +3,9 @@ dir is stopped, a replica process of the run dir that outlives the wait is refus
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -12,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.config import build_config
-from hunyuan_serve.fleet.procs import cmdline, pid_alive
+from hunyuan_serve.fleet.procs import children, cmdline, pid_alive
 from hunyuan_serve.supervise.command import clear_leftovers
 from tests.support.stacks import free_port
 
@@ -34,12 +37,14 @@ def leftover_nginx(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[byte
     )
     argv = [str(NGINX), "-p", str(prefix), "-c", str(conf), "-e", str(prefix / "logs" / "error.log")]
     proc = subprocess.Popen(argv, start_new_session=True, stderr=subprocess.DEVNULL)
-    while not (prefix / "nginx.pid").exists() and proc.poll() is None:
+    # Up once its worker runs: a master killed while it forks the worker could leave that one behind.
+    while not ((prefix / "nginx.pid").exists() and children(proc.pid)) and proc.poll() is None:
         time.sleep(0.02)
     try:
         yield tmp_path / "run", proc
     finally:
-        proc.kill()
+        with contextlib.suppress(ProcessLookupError):  # its workers too: a SIGKILL-ed master's stay
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
 
 
