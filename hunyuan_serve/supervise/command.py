@@ -89,6 +89,7 @@ def clear_leftovers(cfg: ServeConfig, run_dir: Path) -> tuple[list[dict[str, Any
     ours, so its `up` is gone): its Nginx is stopped; its replicas stop by themselves once they see
     `up` gone (replica.parent_check_s), so they are waited for as long as `up` would give each to
     stop. Returns the events to record, and why `up` cannot start (replicas still running) or None."""
+    from hunyuan_serve.config import resolve_pools
     from hunyuan_serve.fleet import procs
     from hunyuan_serve.fleet.nginx import NginxController
 
@@ -100,7 +101,8 @@ def clear_leftovers(cfg: ServeConfig, run_dir: Path) -> tuple[list[dict[str, Any
     pids = procs.replicas_of(procs.processes(), run_dir)
     if not pids:
         return found, None
-    bound_s = cfg.replica.parent_check_s + cfg.replica.graceful_shutdown_s + sup.kill_timeout_s
+    replica = [pool.cfg.replica for pool in resolve_pools(cfg)]  # each pool's replicas its own
+    bound_s = max(r.parent_check_s + r.graceful_shutdown_s for r in replica) + sup.kill_timeout_s
     left = procs.wait_gone(pids, bound_s, LEFTOVER_POLL_S)
     found.append({"event": "leftover_replicas_waited", "pids": pids, "left": left})
     if not left:
