@@ -13,6 +13,10 @@ from pydantic import (
 
 from hunyuan_serve.config.base import Section
 
+# Set by `up` in each replica's environment to its own pid: the parent that replica watches
+# (replica.parent_check_s). A replica without it (systemd, Kubernetes, a shell) watches nothing.
+PARENT_PID_ENV = "HUNYUAN_SERVE_PARENT_PID"
+
 
 def bulk_slots(slots: int, reserve: float) -> int:
     """Of `slots` places, those bulk work may hold: all but the `reserve` share, at least one."""
@@ -184,6 +188,14 @@ class ReplicaConfig(Section):
     )
     graceful_shutdown_s: float = Field(
         30.0, ge=0, description="On SIGTERM, time in-flight requests get to finish before the replica exits."
+    )
+    # A replica `up` started watches `up` (gunicorn's workers do the same with their master), so a
+    # SIGKILL-ed `up` leaves no replica behind; one run by systemd or Kubernetes watches nothing.
+    parent_check_s: float = Field(
+        1.0,
+        ge=0,
+        description="How often a replica started by `up` checks that `up` still runs; once it does not, "
+        "the replica drains and exits as on SIGTERM (0: never).",
     )
     # Hunyuan-MT-Chimera fusion (issue 19): /translate with "ensemble" samples candidates here and has
     # the Chimera pool fuse them (POST /fuse). The pool's own config (up's pools) fills chimera_url.

@@ -6,7 +6,7 @@ import asyncio
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import httpx
@@ -20,6 +20,23 @@ from hunyuan_serve.logrotate import LogFile
 
 class NginxError(RuntimeError):
     """Nginx refused a config or did not come up; the message says why."""
+
+
+def leftover_master(pid_text: str | None, cmdline_of: Callable[[int], str | None], conf: Path) -> int | None:
+    """The pid in an Nginx pid file if it still names an Nginx master reading conf: one a SIGKILL-ed
+    `up` left running. Anything else (no file, a stale or reused pid, another Nginx) is None.
+
+    Nginx retitles its master "nginx: master process " followed by the command line it was started
+    with, which names the config (-c).
+    """
+    try:
+        pid = int((pid_text or "").strip())
+    except ValueError:
+        return None
+    line = cmdline_of(pid) if pid > 1 else None
+    if not line or not line.startswith("nginx: master process "):
+        return None
+    return pid if f" -c {conf} " in f"{line} " else None
 
 
 class NginxController:
@@ -138,6 +155,18 @@ class NginxController:
         """Graceful quit (stop accepting, finish in-flight requests) within drain_s, then SIGKILL."""
         if self.proc is not None:
             await procs.stop(self.proc, signal.SIGQUIT, drain_s)
+
+    def stop_leftover(self, drain_s: float, kill_s: float, poll_s: float) -> int | None:
+        """Stop the Nginx a previous `up` of this prefix left running (QUIT: it finishes what it has in
+        flight, within drain_s; then TERM, kill_s; then SIGKILL to its group); its pid, or None."""
+        try:
+            text: str | None = (self.prefix / "nginx.pid").read_text(encoding="ascii", errors="replace")
+        except OSError:
+            text = None
+        pid = leftover_master(text, procs.cmdline, self.conf_path)
+        if pid is not None:
+            procs.end_orphan(pid, [(signal.SIGQUIT, drain_s), (signal.SIGTERM, kill_s)], poll_s)
+        return pid
 
     def logs(self) -> list[LogFile]:
         """Its access and error logs; after a rotation USR1 makes the master and workers reopen them."""

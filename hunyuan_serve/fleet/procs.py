@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -102,7 +103,7 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def _cmdline(pid: int) -> str | None:
+def cmdline(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as fh:
             return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
@@ -127,7 +128,43 @@ def children(pid: int) -> dict[int, str]:
                 continue
     found = {}
     for child in pids:
-        line = _cmdline(child)
+        line = cmdline(child)
         if line:  # a zombie has an empty command line
             found[child] = line
     return found
+
+
+def processes() -> dict[int, str]:
+    """Every live process this user can see, with its command line (zombies have none)."""
+    found = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        line = cmdline(int(entry))
+        if line:
+            found[int(entry)] = line
+    return found
+
+
+def replicas_of(commands: Mapping[int, str], run_dir: Path) -> list[int]:
+    """The pids among commands that run a replica of this run dir: `up` hands each its config there."""
+    marker = f"hunyuan_serve replica --config {run_dir}/"
+    return sorted(pid for pid, line in commands.items() if marker in line)
+
+
+def wait_gone(pids: Sequence[int], timeout_s: float, poll_s: float) -> list[int]:
+    """Wait up to timeout_s for pids (not our children: nothing to reap) to end; those still alive."""
+    deadline = time.monotonic() + timeout_s
+    while (left := [p for p in pids if pid_alive(p)]) and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    return left
+
+
+def end_orphan(pid: int, steps: Sequence[tuple[int, float]], poll_s: float) -> None:
+    """Stop a process another `up` started (a group leader): each (signal, grace) in turn until it is
+    gone, then SIGKILL to its group for what it left behind (an Nginx master's workers)."""
+    for sig, grace_s in steps:
+        if not pid_alive(pid):
+            break
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+        wait_gone([pid], grace_s, poll_s)
+    signal_group(pid, signal.SIGKILL)

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import logging
 import math
 import os
 import signal
+import socket
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from hunyuan_serve.config import ServeConfig, add_config_flags, config_from_args
@@ -37,12 +39,43 @@ def _terminate_children(grace_s: float = 5.0) -> None:
             child.kill()
 
 
-def _server_class() -> type[Any]:
+async def watch_parent(expected: int, period_s: float, stop: Callable[[], None]) -> None:
+    """Every period_s, look whether the `up` that started this replica is still its parent; once it is
+    not (`up` was SIGKILL-ed, the replica re-parented), log it and stop as SIGTERM would."""
+    from hunyuan_serve.replica.lifecycle import parent_gone
+
+    while not parent_gone(expected, os.getppid()):
+        await asyncio.sleep(period_s)
+    logging.getLogger(__name__).warning(
+        json.dumps({"event": "parent_gone", "parent_pid": expected, "ppid": os.getppid()})
+    )
+    stop()
+
+
+def _server_class(parent_check_s: float) -> type[Any]:
     import uvicorn
+
+    from hunyuan_serve.replica.lifecycle import watched_parent
+
+    parent = watched_parent(os.environ)  # None unless `up` started this replica
 
     class DrainingServer(uvicorn.Server):
         """Uvicorn re-raises SIGTERM after its graceful shutdown, so the exit status would say 'killed';
-        for a supervisor SIGTERM is the normal stop: drain, then exit 0."""
+        for a supervisor SIGTERM is the normal stop: drain, then exit 0. A replica `up` started also
+        stops so once `up` is gone (watch_parent)."""
+
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            watch = None
+            if parent is not None and parent_check_s > 0:
+                watch = asyncio.create_task(watch_parent(parent, parent_check_s, self.stop))
+            try:
+                await super().serve(sockets)
+            finally:
+                if watch is not None:
+                    watch.cancel()
+
+        def stop(self) -> None:
+            self.should_exit = True  # what uvicorn's own SIGTERM handler sets: the graceful drain
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -98,7 +131,7 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
             server.should_exit = True
 
     app = create_app(engine, cfg, family, on_fatal=on_fatal)
-    server = _server_class()(
+    server = _server_class(cfg.replica.parent_check_s)(
         uvicorn.Config(
             app,
             host=cfg.replica.host,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from hunyuan_serve.config.replica import PARENT_PID_ENV
 from hunyuan_serve.replica.engine import Engine
 
 
@@ -115,3 +116,25 @@ async def load(
         logging.getLogger(__name__).exception("replica failed to load")
         if on_fatal is not None:
             on_fatal(lifecycle.reason)
+
+
+def watched_parent(env: Mapping[str, str]) -> int | None:
+    """The pid of the `up` that started this replica (PARENT_PID_ENV), or None: nothing to watch.
+
+    A replica run by systemd or Kubernetes has no such variable, so its parent being init (or the
+    container having no parent at all) never stops it.
+    """
+    try:
+        pid = int(env.get(PARENT_PID_ENV, ""))
+    except ValueError:
+        return None
+    return pid if pid > 1 else None
+
+
+def parent_gone(expected: int | None, ppid: int) -> bool:
+    """Whether the watched parent is gone: an orphan is re-parented, so its ppid no longer names it.
+
+    As gunicorn's workers do with their master (gunicorn/workers/base.py keeps self.ppid; sync.py and
+    gthread.py's is_parent_alive: `if self.ppid != os.getppid()`: "Parent changed, shutting down").
+    """
+    return expected is not None and ppid != expected

@@ -21,6 +21,7 @@ from hunyuan_serve.config import (
     default_run_dir,
     load_config_file,
 )
+from hunyuan_serve.config.replica import PARENT_PID_ENV
 from hunyuan_serve.fleet.rundir import lock_run_dir, run_dir_of, web_root, worker_user
 
 if TYPE_CHECKING:
@@ -78,6 +79,39 @@ def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
     busy = [port_problem(cfg.nginx.listen, cfg.nginx.port)]
     busy += [port_problem(p.host, p.port) for p in plans]  # each pool's replica.host
     return [p for p in busy if p]
+
+
+LEFTOVER_POLL_S = 0.05  # how often `up` looks whether a previous `up`'s processes are gone (a pause)
+
+
+def clear_leftovers(cfg: ServeConfig, run_dir: Path) -> tuple[list[dict[str, Any]], str | None]:
+    """What a previous `up` of this run dir left running when it was SIGKILL-ed (the run dir's lock is
+    ours, so its `up` is gone): its Nginx is stopped; its replicas stop by themselves once they see
+    `up` gone (replica.parent_check_s), so they are waited for as long as `up` would give each to
+    stop. Returns the events to record, and why `up` cannot start (replicas still running) or None."""
+    from hunyuan_serve.config import resolve_pools
+    from hunyuan_serve.fleet import procs
+    from hunyuan_serve.fleet.nginx import NginxController
+
+    sup, found = cfg.supervisor, []
+    nginx = NginxController(cfg.nginx, run_dir / "nginx")
+    pid = nginx.stop_leftover(sup.drain_timeout_s, sup.kill_timeout_s, LEFTOVER_POLL_S)
+    if pid is not None:
+        found.append({"event": "leftover_nginx_stopped", "pid": pid})
+    pids = procs.replicas_of(procs.processes(), run_dir)
+    if not pids:
+        return found, None
+    replica = [pool.cfg.replica for pool in resolve_pools(cfg)]  # each pool's replicas its own
+    bound_s = max(r.parent_check_s + r.graceful_shutdown_s for r in replica) + sup.kill_timeout_s
+    left = procs.wait_gone(pids, bound_s, LEFTOVER_POLL_S)
+    found.append({"event": "leftover_replicas_waited", "pids": pids, "left": left})
+    if not left:
+        return found, None
+    return found, (
+        f"replica processes a previous `up` left in {run_dir} still run after {bound_s:g}s: pid "
+        + ", ".join(str(p) for p in left)
+        + " (stop them, e.g. `kill PID`)"
+    )
 
 
 def write_configs(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path) -> None:
@@ -143,7 +177,7 @@ def build_supervisor(
         run_dir=run_dir,
         web_root=web_root(),
         worker_user=worker_user(),
-        base_env=os.environ,
+        base_env={**os.environ, PARENT_PID_ENV: str(os.getpid())},  # each replica watches `up`
         info=info,
         reload_source=reload_source,
     )
@@ -256,6 +290,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     lock = lock_run_dir(run_dir)
+    leftovers, problem = clear_leftovers(cfg, run_dir)  # recorded once the events file is opened
+    if problem:
+        print("hunyuan-serve: cannot start: " + problem, file=sys.stderr)
+        return 1
     plans = plan_here(cfg, run_dir)
     problems = busy_ports(cfg, plans)
     if problems:
@@ -272,6 +310,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     write_configs(cfg, plans, run_dir)
     info = pool_info(cfg, described)
     emit = open_events(cfg, plans, run_dir, info)
+    for found in leftovers:  # each also on stderr
+        emit(**found)
     sup = cfg.supervisor
     # A GPU replica's (re)start waits until the killed engine's memory is released (bounded).
     wait = gpu.release_waiter(
