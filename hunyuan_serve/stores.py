@@ -86,6 +86,17 @@ _SCHEMA = (
 )
 
 
+def open_wal(path: Path, busy_timeout_s: float, schema: tuple[str, ...]) -> sqlite3.Connection:
+    """A store's SQLite file in autocommit and WAL mode, schema applied."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    for statement in schema:
+        db.execute(statement)
+    return db
+
+
 class SqliteStore:
     """Tables in one SQLite file in WAL mode, which every replica of the host opens: a write is one
     statement (one transaction), so nothing is ever half stored, and counts add up across processes.
@@ -102,15 +113,7 @@ class SqliteStore:
 
     def _open(self) -> sqlite3.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(
-                str(self.path), timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            for statement in _SCHEMA:
-                db.execute(statement)
-            self._db = db
+            self._db = open_wal(self.path, self.busy_timeout_s, _SCHEMA)
         return self._db
 
     async def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
@@ -354,15 +357,7 @@ class DocumentJobs:
 
     def _open(self) -> sqlite3.Connection:
         if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(
-                str(self.path), timeout=self.busy_timeout_s, isolation_level=None, check_same_thread=False
-            )
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            for statement in DOCUMENTS_SCHEMA:
-                db.execute(statement)
-            self._db = db
+            self._db = open_wal(self.path, self.busy_timeout_s, DOCUMENTS_SCHEMA)
         return self._db
 
     def _run(self, query: str, args: tuple[Any, ...] = ()) -> sqlite3.Cursor:

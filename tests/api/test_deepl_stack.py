@@ -5,7 +5,7 @@ terms fed into the prompt, usage summed across both replicas in the shared store
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +16,7 @@ import pytest
 from hunyuan_serve import auth
 from hunyuan_serve.families import HY_MT15
 from hunyuan_serve.replica.usage import key_label
-from tests.support.stacks import free_ports, http_ok, started, tiny_up
+from tests.support.stacks import free_ports, replicas_ready, started, tiny_up
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
@@ -58,22 +58,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     cmd[cmd.index("--replicas") + 1] = "2"
     cmd += ["--keys-file", str(keys)]
     url = f"http://127.0.0.1:{port}"
-    with started(cmd, log=work / "up.log", ready=_both_ready(url), timeout_s=READY_TIMEOUT_S):
+    with started(cmd, log=work / "up.log", ready=replicas_ready(url, 2), timeout_s=READY_TIMEOUT_S):
         yield Stack(url, work / "run", (base, base + 1))
-
-
-def _both_ready(url: str) -> Callable[[], bool]:
-    """Nginx routes to both replicas: its listing of the routing names two, both ready."""
-    health = http_ok(url + "/health")
-
-    def ready() -> bool:
-        if not health():
-            return False
-        listing = httpx.get(url + "/_hs/replicas", trust_env=False, timeout=5).json()
-        replicas = listing.get("replicas", [])
-        return len(replicas) == 2 and all(r["ready"] for r in replicas)
-
-    return ready
 
 
 def test_glossaries_are_owned_per_key_and_fed_into_the_prompt(stack: Stack) -> None:

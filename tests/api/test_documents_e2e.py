@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from hunyuan_serve.families import HY_MT15
-from tests.support.stacks import free_ports, http_ok, started, tiny_up
+from tests.support.stacks import free_ports, http_ok, replicas_ready, started, tiny_up
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx, pytest.mark.e2e]
 
@@ -59,19 +59,6 @@ def _when(run: Path, job_id: str, condition: Callable[[dict[str, Any]], bool]) -
     return check
 
 
-def _both_ready(url: str) -> Callable[[], bool]:
-    health = http_ok(url + "/health")
-
-    def ready() -> bool:
-        if not health():
-            return False
-        listing = httpx.get(url + "/_hs/replicas", trust_env=False, timeout=5).json()
-        replicas = listing.get("replicas", [])
-        return len(replicas) == 2 and all(r["ready"] for r in replicas)
-
-    return ready
-
-
 def test_a_job_survives_kill_9_of_its_replica_and_of_up(tmp_path_factory: pytest.TempPathFactory) -> None:
     from hunyuan_serve.tiny_model import build_tiny_model
 
@@ -89,7 +76,7 @@ def test_a_job_survives_kill_9_of_its_replica_and_of_up(tmp_path_factory: pytest
     cmd += ["--keys-file", str(work / "keys.txt"), "--config", str(work / "config.yaml")]
     url, run = f"http://127.0.0.1:{port}", work / "run"
     headers = {"Authorization": f"DeepL-Auth-Key {KEY}"}
-    with started(cmd, log=work / "up.log", ready=_both_ready(url), timeout_s=READY_TIMEOUT_S) as up:
+    with started(cmd, log=work / "up.log", ready=replicas_ready(url, 2), timeout_s=READY_TIMEOUT_S) as up:
         files = {"file": ("report.txt", ("\n".join(LINES) + "\n").encode())}
         answer = httpx.post(f"{url}/v2/document", headers=headers, data={"target_lang": "DE"}, files=files)
         assert answer.status_code == 200, answer.text

@@ -166,7 +166,12 @@ def test_front_nginx_conf_is_ups_template_over_the_pool_services(cpu: list[Doc])
     assert conf == render_nginx(cfg, routing, prefix=Path(prefix), web_root=web, worker_user=None)
     assert "listen 0.0.0.0:9000;" in conf and services["hunyuan-serve"]["spec"]["ports"][0]["port"] == 9000
     assert '"model":"/models/HY-MT1.5-1.8B"' in conf
-    assert set(configmap_of(cpu, nginx, "web")["data"]) == {"index.html", "app.js", "documents.js", "style.css"}
+    assert set(configmap_of(cpu, nginx, "web")["data"]) == {
+        "index.html",
+        "app.js",
+        "documents.js",
+        "style.css",
+    }
 
 
 def test_replica_command_is_ups_replica_argv_and_reads_its_config(gpu: list[Doc], tmp_path: Path) -> None:

@@ -101,6 +101,20 @@ def http_ok(url: str) -> Callable[[], bool]:
     return ready
 
 
+def replicas_ready(url: str, count: int) -> Callable[[], bool]:
+    """A readiness condition: /health answers and Nginx's routing lists count replicas, all ready."""
+    health = http_ok(url + "/health")
+
+    def ready() -> bool:
+        if not health():
+            return False
+        listing = httpx.get(url + "/_hs/replicas", trust_env=False, timeout=5).json()
+        replicas = listing.get("replicas", [])
+        return len(replicas) == count and all(r["ready"] for r in replicas)
+
+    return ready
+
+
 def tail(log: Path, chars: int = 3000) -> str:
     try:
         return log.read_text(encoding="utf-8", errors="replace")[-chars:]
