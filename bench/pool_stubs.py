@@ -17,7 +17,7 @@ from hunyuan_serve.config import ServeConfig, build_config
 from hunyuan_serve.fleet.health import State
 from hunyuan_serve.fleet.nginx import NginxController
 from hunyuan_serve.fleet.render import render_nginx
-from hunyuan_serve.fleet.routing import routing_from_states
+from hunyuan_serve.fleet.routing import Routing, routing_from_states
 from hunyuan_serve.fleet.rundir import worker_user
 
 
@@ -161,10 +161,18 @@ def pools_config(port: int, pools: list[dict[str, Any]], overrides: Mapping[str,
 @contextlib.asynccontextmanager
 async def pooled_edge(tmp_path: Path, cfg: ServeConfig, stubs: list[Stub]) -> AsyncIterator[NginxController]:
     """The real Nginx with the rendered config of these pools, each stub a ready replica of its pool."""
-    nginx = NginxController(cfg.nginx, tmp_path / "nginx")
     members = [(f"127.0.0.1:{s.port}", State.STARTING if s.down else State.READY) for s in stubs]
     names = [f"{s.pool}-{i}" for i, s in enumerate(stubs)]
-    routing = routing_from_states(members, names, [s.pool for s in stubs])
+    async with routed_edge(
+        tmp_path, cfg, routing_from_states(members, names, [s.pool for s in stubs])
+    ) as nginx:
+        yield nginx
+
+
+@contextlib.asynccontextmanager
+async def routed_edge(tmp_path: Path, cfg: ServeConfig, routing: Routing) -> AsyncIterator[NginxController]:
+    """The real Nginx with cfg rendered for this routing, under tmp_path; stopped after."""
+    nginx = NginxController(cfg.nginx, tmp_path / "nginx")
     web = tmp_path / "web"
     web.mkdir(parents=True, exist_ok=True)
     text = render_nginx(cfg, routing, prefix=nginx.prefix, web_root=web, worker_user=worker_user())

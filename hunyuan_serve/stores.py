@@ -245,19 +245,24 @@ def store_path(cfg: ServeConfig) -> Path:
     return run_dir / STORE_FILE
 
 
+def _redis_settings(url: str, cfg: ServeConfig) -> RedisSettings:
+    """The translation cache's Redis settings, no expiry: glossaries, counts and jobs are kept."""
+    rcfg = cfg.replica
+    return RedisSettings(
+        url,
+        rcfg.cache_redis_prefix,
+        0,
+        rcfg.cache_redis_connect_timeout_s,
+        rcfg.cache_redis_timeout_s,
+        rcfg.cache_redis_retry_s,
+    )
+
+
 def store_from_config(cfg: ServeConfig) -> Store:
     """Redis when replica.cache_redis_url says the hosts share (with the cache's settings), else SQLite."""
     rcfg = cfg.replica
     if rcfg.cache_redis_url:
-        settings = RedisSettings(
-            rcfg.cache_redis_url,
-            rcfg.cache_redis_prefix,
-            0,  # a glossary and a count never expire
-            rcfg.cache_redis_connect_timeout_s,
-            rcfg.cache_redis_timeout_s,
-            rcfg.cache_redis_retry_s,
-        )
-        return RedisStore(settings)
+        return RedisStore(_redis_settings(rcfg.cache_redis_url, cfg))
     return SqliteStore(store_path(cfg), rcfg.cache_busy_timeout_s)
 
 
@@ -683,13 +688,5 @@ def documents_from_config(cfg: ServeConfig) -> Documents:
     """Redis when replica.cache_redis_url says the hosts share, else the host's SQLite store file."""
     rcfg = cfg.replica
     if rcfg.cache_redis_url:
-        settings = RedisSettings(
-            rcfg.cache_redis_url,
-            rcfg.cache_redis_prefix,
-            0,
-            rcfg.cache_redis_connect_timeout_s,
-            rcfg.cache_redis_timeout_s,
-            rcfg.cache_redis_retry_s,
-        )
-        return RedisDocumentJobs(settings, rcfg.cache_busy_timeout_s)
+        return RedisDocumentJobs(_redis_settings(rcfg.cache_redis_url, cfg), rcfg.cache_busy_timeout_s)
     return DocumentJobs(documents_path(cfg), rcfg.cache_busy_timeout_s)

@@ -18,13 +18,12 @@ from typing import Any
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
+from bench.pool_stubs import routed_edge
 from hunyuan_serve.auth import KeyCheck
 from hunyuan_serve.config import ServeConfig, build_config
 from hunyuan_serve.fleet.health import State
 from hunyuan_serve.fleet.nginx import NginxController
-from hunyuan_serve.fleet.render import render_nginx
 from hunyuan_serve.fleet.routing import routing_from_states
-from hunyuan_serve.fleet.rundir import worker_user
 from tests.support.stacks import free_port
 
 KEYS = ("key-alpha-0123456789", "key-beta-9876543210")
@@ -127,16 +126,9 @@ def edge_config(port: int, overrides: dict[str, Any]) -> ServeConfig:
 @contextlib.asynccontextmanager
 async def edge(tmp_path: Path, cfg: ServeConfig, ports: list[int]) -> AsyncIterator[NginxController]:
     """The real Nginx with the rendered config, routing to the given ready upstream ports."""
-    nginx = NginxController(cfg.nginx, tmp_path / "nginx")
     routing = routing_from_states([(f"127.0.0.1:{p}", State.READY) for p in ports])
-    web = tmp_path / "web"
-    web.mkdir(parents=True, exist_ok=True)
-    text = render_nginx(cfg, routing, prefix=nginx.prefix, web_root=web, worker_user=worker_user())
-    await nginx.start(text, tmp_path / "nginx.log")
-    try:
+    async with routed_edge(tmp_path, cfg, routing) as nginx:
         yield nginx
-    finally:
-        await nginx.stop(5.0)
 
 
 def query(**args: str) -> str:
