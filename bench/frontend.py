@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-# No bench import: a --code round runs this file with another checkout first on the path.
+# No bench import at the top: a --code round runs this file with another checkout first on the path.
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "bench" / "data" / "sd-webui-zh_CN.json"
 MAX_TOKENS = 16
@@ -32,13 +32,13 @@ MAX_TOKENS = 16
 
 async def measure(model: str, count: int, core: int) -> dict[str, float | str]:
     """One round in this process: count strings at once through VllmEngine.generate, EOS ignored."""
-    from hunyuan_serve.config import EngineConfig
+    from bench.targets import ENGINE  # the checkout's own: every one since 8177a55 has it
     from hunyuan_serve.families.build import build_prompt
     from hunyuan_serve.languages import find_language
     from hunyuan_serve.replica.engine import Sampling, VllmEngine
 
     os.sched_setaffinity(0, {core})
-    engine = VllmEngine(EngineConfig(max_model_len=1024, cpu_kvcache_space_gib=1), model, ignore_eos=True)
+    engine = VllmEngine(ENGINE, model, ignore_eos=True)
     await engine.start()
     texts = list(json.loads(DATA.read_text(encoding="utf-8")))[:count]
     en, zh = find_language("en"), find_language("zh")
