@@ -67,19 +67,13 @@ class EngineStats:
     waiting: int = 0
     max_running: int = 0
     steps: int = 0
-    # Requests submitted and not yet answered their first output, by the priority they went in with
-    # (the scheduler's own waiting count has no class): hunyuan_class_waiting (replica/metrics.py).
-    waiting_by_priority: dict[int, int] = field(default_factory=dict)
-    # Set by an engine that can ask vLLM which of its requests it has not scheduled yet: an answer
-    # read whole gets no output before its last, so its first output cannot say when it started.
+    # Per priority, the engine's requests it has not scheduled yet (the scheduler's own waiting count
+    # has no class): hunyuan_class_waiting (replica/metrics.py). Set by an engine that can ask vLLM;
+    # none for an engine with no queue of its own (the stand-in).
     unscheduled: Callable[[], dict[int, int]] | None = None
 
-    def waits(self, priority: int, change: int) -> None:
-        self.waiting_by_priority[priority] = self.waiting_by_priority.get(priority, 0) + change
-
     def waiting_of(self, priority: int) -> int:
-        counts = self.waiting_by_priority if self.unscheduled is None else self.unscheduled()
-        return counts.get(priority, 0)
+        return 0 if self.unscheduled is None else self.unscheduled().get(priority, 0)
 
     def record(self, running: int, waiting: int) -> None:
         self.running = running
@@ -416,8 +410,6 @@ class VllmEngine:
         """vLLM's outputs (cumulative, or the last only); a cancelled or closed iteration aborts at once."""
         ids = self._token_ids(prompt)
         finished = False
-        waiting = True
-        self.stats.waits(priority, 1)
         self._live[request_id] = priority
         try:
             async for output in self._engine.generate(
@@ -426,15 +418,10 @@ class VllmEngine:
                 request_id=request_id,
                 priority=priority,
             ):
-                if waiting:  # scheduled and past its prefill: no longer waiting
-                    waiting = False
-                    self.stats.waits(priority, -1)
                 finished = bool(output.finished)
                 yield output
         finally:
             self._live.pop(request_id, None)
-            if waiting:
-                self.stats.waits(priority, -1)
             if not finished:
                 # The client left, the deadline passed or the stream was closed: free the batch slot now.
                 await asyncio.shield(self._engine.abort(request_id))

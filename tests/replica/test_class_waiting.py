@@ -1,4 +1,4 @@
-"""Waiting per class (issue 21): an engine request waits until its first output, counted by the class
+"""Waiting per class (issue 21): an engine request waits until vLLM schedules it, counted by the class
 it went in with, and /metrics publishes it beside in-flight and latency per class."""
 
 from __future__ import annotations
@@ -57,22 +57,24 @@ async def _drain(outputs: AsyncIterator[Any]) -> None:
         pass
 
 
-async def test_a_request_waits_until_its_first_output_by_its_priority() -> None:
+async def test_a_request_is_counted_by_its_priority_until_it_ends_or_is_aborted() -> None:
+    # _live is what the waiting count (_unscheduled_by_priority) reads vLLM's request states against.
     scheduler = _Scheduler()
     engine = _engine(scheduler)
     bulk = asyncio.ensure_future(_drain(engine._outputs(None, None, "b1", priority=1)))  # type: ignore[arg-type]
     person = asyncio.ensure_future(_drain(engine._outputs(None, None, "i1", priority=0)))  # type: ignore[arg-type]
     await asyncio.sleep(0)
-    assert engine.stats.waiting_by_priority == {1: 1, 0: 1}
-    await scheduler.gates["i1"].put(False)  # the person's first token: running, no longer waiting
+    assert engine._live == {"b1": 1, "i1": 0}
+    await scheduler.gates["i1"].put(False)  # the person's first token: still in the engine
     await asyncio.sleep(0)
-    assert engine.stats.waiting_by_priority == {1: 1, 0: 0}
+    assert engine._live == {"b1": 1, "i1": 0}
     await scheduler.gates["i1"].put(True)
     await person
-    bulk.cancel()  # the client left while it waited: it waits no more, and is aborted
+    assert engine._live == {"b1": 1} and scheduler.aborted == []
+    bulk.cancel()  # the client left while it waited: it is no longer counted, and is aborted
     with pytest.raises(asyncio.CancelledError):
         await bulk
-    assert engine.stats.waiting_by_priority == {1: 0, 0: 0} and scheduler.aborted == ["b1"]
+    assert engine._live == {} and scheduler.aborted == ["b1"]
 
 
 class _Stub:
@@ -88,7 +90,7 @@ class _Stub:
 def test_metrics_publish_waiting_per_class() -> None:
     engine = _Stub()
     metrics = Metrics(engine, in_flight=lambda: 0)  # type: ignore[arg-type]
-    engine.stats.waits(priority.ENGINE_PRIORITY["bulk"], 3)
+    engine.stats.unscheduled = lambda: {priority.ENGINE_PRIORITY["bulk"]: 3}
     lines = metrics.render().decode().splitlines()
     assert 'hunyuan_class_waiting{class="bulk"} 3.0' in lines
     assert 'hunyuan_class_waiting{class="interactive"} 0.0' in lines
