@@ -207,6 +207,10 @@ def apply_cpu_env(environ: MutableMapping[str, str], cfg: EngineConfig, cores: S
     # vLLM's own 'auto' binding left the replica's HTTP loop without CPU while the engine decoded
     # (/metrics and /health stalled for seconds); bind to the cores this process may use instead.
     environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", core_ranges(cores))
+    # Read by vLLM's CPU platform: with "0" it keeps the "uni" executor (engine_kwargs), so the model
+    # runs inside the engine core process; AsyncLLM still starts the engine core as a process of its own.
+    if not cfg.cpu_worker_process and cfg.tensor_parallel_size == 1:
+        environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     # vLLM lets this variable override kv_cache_memory_bytes, so it is set only without one.
     if cfg.kv_cache_memory_bytes is None:
         environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cfg.cpu_kvcache_space_gib))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +68,7 @@ def test_cpu_env_keeps_what_the_caller_set() -> None:
         "VLLM_TARGET_DEVICE": "cpu",
         "VLLM_CPU_KVCACHE_SPACE": "3",
         "VLLM_CPU_OMP_THREADS_BIND": "0-2,5",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
     }
 
 
@@ -83,6 +85,22 @@ def test_cpu_env_sizes_the_kv_cache_by_default_but_not_over_explicit_bytes() -> 
     with_bytes: dict[str, str] = {}
     apply_cpu_env(with_bytes, EngineConfig(kv_cache_memory_bytes=2**27), [0])
     assert "VLLM_CPU_KVCACHE_SPACE" not in with_bytes
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({}, "0"),  # the model inside the engine core process, as a one-GPU engine runs it
+        ({"cpu_worker_process": True}, None),  # vLLM's CPU default: a worker process of its own
+        ({"tensor_parallel_size": 2}, None),  # one worker per rank needs the multiprocess executor
+    ],
+)
+def test_cpu_model_runs_in_the_engine_core_unless_asked_or_split(
+    settings: dict[str, Any], expected: str | None
+) -> None:
+    environ: dict[str, str] = {}
+    apply_cpu_env(environ, EngineConfig(**settings), [0])
+    assert environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == expected
 
 
 @pytest.mark.parametrize(
