@@ -522,10 +522,15 @@ def _cores(text: str) -> tuple[int, ...]:
     return cores
 
 
+def _fairness_args(args: argparse.Namespace) -> list[str]:
+    """bench/fairness.py's own flags from this run's: its report lands in this run's --out too."""
+    return ["--start-timeout-s", str(args.start_timeout_s), "--out", str(args.out / "report-fairness.md")]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.only == names.FAIRNESS:  # its own stack and workload: nothing of the rest is needed
-        return fairness.main(["--start-timeout-s", str(args.start_timeout_s)])
+        return fairness.main(_fairness_args(args))
     plan = replace(only(Plan.quick() if args.quick else Plan(), args.only), k6_nice=args.k6_nice)
     plan = _sized(plan, args)
     if args.k6_cores:
@@ -580,7 +585,7 @@ def main(argv: list[str] | None = None) -> int:
         timings["ensemble"] = time.monotonic() - t0
     if not args.quick and names.STEP_FAIRNESS not in args.skip:  # alone: its own two-replica stack
         t0 = time.monotonic()
-        fairness.main(["--start-timeout-s", str(args.start_timeout_s)])
+        fairness.main(_fairness_args(args))
         b.notes.append("Interactive and bulk work: bench/results/report-fairness.md.")
         timings["fairness"] = time.monotonic() - t0
     if plan.likeforlike:  # last, each row alone on the cores

@@ -66,3 +66,15 @@ def test_the_stack_it_starts_is_a_valid_config(tmp_path: Path) -> None:
     cfg = build_config(stack_config(tmp_path, tmp_path / "model", 8080, parse_args([])), {})
     assert cfg.replicas == 2 and cfg.engine.scheduling_policy == "priority" and cfg.replica.cache_entries == 0
     assert "priority=bulk" in (tmp_path / "keys").read_text()
+
+
+def test_the_fairness_row_reports_into_the_runs_out_directory(tmp_path: Path) -> None:
+    from bench import run
+
+    args = run.parse_args(["--only", "fairness", "--out", str(tmp_path), "--start-timeout-s", "60"])
+    assert run._fairness_args(args) == [
+        "--start-timeout-s",
+        "60.0",
+        "--out",
+        str(tmp_path / "report-fairness.md"),
+    ]
