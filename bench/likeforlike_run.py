@@ -364,7 +364,8 @@ def _job_comparison(b: Bench, hw: Hardware, count: int, pins: Sequence[Pin], str
             "`generate` on token ids built as a replica builds them (build_prompt, chat template, no "
             "special tokens): tokenization, HTTP, JSON, cache and all else is the serving layer's cost.",
             "Stack: `hunyuan-serve translate FILE --to LANG --max-tokens N` on an i18next JSON file of the "
-            "strings, client settings at their defaults (batch 16, concurrency 8), a fresh client cache; "
+            "strings, client settings at their defaults (batches of 16, as many in flight as the stack's "
+            "X-Hunyuan-Bulk-Texts asks), a fresh client cache; "
             "timed from its first HTTP request to its last answer (httpx's send wrapped; interpreter "
             "start-up left out, as for the engines). Round k translates into the k-th of "
             f"{', '.join(names.STACK_TARGETS[:3])}, ... on both sides: no round meets the server cache.",

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import httpx
 
 from hunyuan_serve.client.settings import ClientSettings, parse_retry_after, retry_delay
+from hunyuan_serve.client.width import BULK_TEXTS_HEADER, Width, parse_bulk_texts, requests_in_flight
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (texts done, texts total)
@@ -194,7 +195,9 @@ class AsyncTranslateClient:
         self._policy = _RetryPolicy(self.settings, on_retry, rand)
         self._sleep = sleep
         # One request holds a slot per try, not while it backs off: a waiting retry blocks no one.
-        self._slots = asyncio.Semaphore(self.settings.concurrency)
+        self._slots = Width(requests_in_flight(self.settings, None))
+        # map_batches' workers take a batch only inside this one, so a batch is taken when it can be sent.
+        self._workers = Width(self._slots.limit)
         options = _http_options(self.settings)
         # headers: sent with every request (a replica's document job sends its owner's API key so).
         options["headers"] = {**options["headers"], **(headers or {})}
@@ -207,6 +210,7 @@ class AsyncTranslateClient:
             try:
                 async with self._slots:
                     response = await self._http.request(method, path, json=body)
+                self._resize(response)
                 if response.status_code < 400:
                     return response
             except httpx.TransportError as err:
@@ -217,6 +221,14 @@ class AsyncTranslateClient:
                 raise failure
             await self._sleep(wait_s)
             attempt += 1
+
+    def _resize(self, response: httpx.Response) -> None:
+        """Requests in flight from what the service says it batches now (replicas come and go)."""
+        bulk_texts = parse_bulk_texts(response.headers.get(BULK_TEXTS_HEADER))
+        if bulk_texts is not None:
+            width = requests_in_flight(self.settings, bulk_texts)
+            self._slots.resize(width)
+            self._workers.resize(width)
 
     async def translate(
         self,
@@ -255,7 +267,8 @@ class AsyncTranslateClient:
         work: Callable[[list[str]], Awaitable[T]],
         progress: Progress | None = None,
     ) -> list[T]:
-        """work(batch) for each batch of settings.batch_size texts, settings.concurrency at once, in order.
+        """work(batch) for each batch of settings.batch_size texts, as many at once as requests may be in
+        flight (requests_in_flight), results in order.
 
         Workers take the next batch only when they are free, so a work function that decides to stop
         sending (the service is gone) is asked about each remaining batch before anything is sent.
@@ -268,15 +281,21 @@ class AsyncTranslateClient:
 
         async def worker() -> None:
             nonlocal done
-            for index, batch in queue:
-                results[index] = await work(batch)
+            while True:
+                async with self._workers:
+                    item = next(queue, None)
+                    if item is None:
+                        return
+                    index, batch = item
+                    results[index] = await work(batch)
                 done += len(batch)
                 if progress is not None:
                     progress(done, len(texts))
 
-        workers = [
-            asyncio.ensure_future(worker()) for _ in range(min(self.settings.concurrency, len(batches)))
-        ]
+        # As many workers as may ever be let in (the width can grow once the service says what it takes).
+        settings = self.settings
+        most = settings.concurrency or max(settings.max_connections, settings.start_concurrency)
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(most, len(batches)))]
         try:
             await asyncio.gather(*workers)
         finally:

@@ -47,12 +47,14 @@ MODEL_APIS = ("native", "openai")
 @dataclass(frozen=True)
 class Upstream:
     """One Nginx upstream block: a pool's replicas and the cap on each (edge_max_conns of its config);
-    bulk_conns: the bulk requests Nginx lets into the pool at once (0: no cap, edge_bulk_conns)."""
+    bulk_conns: the bulk requests Nginx lets into the pool at once (0: no cap, edge_bulk_conns);
+    bulk_texts: the texts its ready engines batch for bulk work (edge_bulk_texts; 0: none ready)."""
 
     name: str
     servers: tuple[UpstreamServer, ...]
     max_conns: int
     bulk_conns: int = 0
+    bulk_texts: int = 0
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,8 @@ def edge_pools(
         seen[served] = pool.name
         servers = grouped.get(pool.name, ())
         bulk = edge_bulk_conns(pool.cfg, servers, max_conns[pool.name]) if bulk_cap else 0
-        upstream = Upstream(pool_upstream(pool.name), servers, max_conns[pool.name], bulk)
+        texts = edge_bulk_texts(pool.cfg, servers)
+        upstream = Upstream(pool_upstream(pool.name), servers, max_conns[pool.name], bulk, texts)
         out.append(EdgePool(pool.name, served, family_of(pool.cfg), upstream))
     return tuple(out)
 
@@ -260,6 +263,15 @@ def edge_bulk_conns(cfg: ServeConfig, servers: Sequence[UpstreamServer], max_con
     return cfg.replica.bulk_slots(ready * max_conns)
 
 
+def edge_bulk_texts(cfg: ServeConfig, servers: Sequence[UpstreamServer]) -> int:
+    """Texts a pool's ready engines batch at once for bulk work: the bulk share (ReplicaConfig.bulk_slots)
+    of their engine.max_num_seqs. Nginx sends it as X-Hunyuan-Bulk-Texts with each proxied answer, so a
+    client sizes its work in flight from it (issue 18: 128 texts in flight left two engines half fed).
+    0 with no ready replica (no header then)."""
+    ready = sum(not s.down for s in servers)
+    return cfg.replica.bulk_slots(ready * cfg.engine.max_num_seqs) if ready else 0
+
+
 @dataclass(frozen=True)
 class GatewayFront:
     """What a gateway's Nginx says beside its routing: the model its hosts serve, each host's state."""
@@ -307,7 +319,8 @@ def _single(cfg: ServeConfig, routing: Routing, generation: int, front: GatewayF
     """One pool (cfg: its effective config) or a gateway: one upstream, the config as it always was."""
     health, listing = _bodies(cfg, routing, generation, front)
     conns = edge_max_conns(cfg)
-    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, conns, edge_bulk_conns(cfg, routing.servers, conns))
+    bulk, texts = edge_bulk_conns(cfg, routing.servers, conns), edge_bulk_texts(cfg, routing.servers)
+    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, conns, bulk, texts)
     return Layout((upstream,), health, bool(routing.ready), listing, None)
 
 
@@ -422,6 +435,7 @@ def render_nginx(
     secret = peer_secret(cfg.auth)  # sent to every replica; a host's Nginx also asks its callers for it
     # The bulk cap of each upstream that has one, by name: its zone and its limit_conn (issue 21).
     bulk = {u.name: u.bulk_conns for u in layout.upstreams if u.bulk_conns}
+    bulk_texts = {u.name: u.bulk_texts for u in layout.upstreams if u.bulk_texts}
     return template.render(
         nginx=cfg.nginx,
         routing=routing,
@@ -443,6 +457,7 @@ def render_nginx(
         peer_secret=secret,
         peer_required=secret is not None and front is None,
         bulk_caps=bulk,
+        bulk_texts=bulk_texts,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -57,6 +58,7 @@ class ServiceState:
     in_flight: int = 0
     max_in_flight: int = 0
     hold: int = 0  # when set, requests wait until this many were in flight at once (or HOLD_TIMEOUT_S)
+    headers: dict[str, str] = field(default_factory=dict)  # sent with every POST's answer (as Nginx adds)
     # `stream: true` requests get SSE: the first half of the text, then (once this is set) the rest.
     stream_gate: threading.Event = field(default_factory=lambda: _open_gate())
     lock: threading.Condition = field(default_factory=threading.Condition)
@@ -67,6 +69,7 @@ class ServiceState:
             self.translate = mock_translate
             self.delay_s = 0.0
             self.hold = 0
+            self.headers = {}
             self.stream_gate = _open_gate()
             self.model = None
             self.requests.clear()
@@ -116,6 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(state.delay_s)
             if reply is None:
                 reply = self._translate(body, state)
+            reply = dataclasses.replace(reply, headers={**state.headers, **reply.headers})
             if reply.status == 200 and body.get("stream") and "result" in reply.body:
                 self._send_stream(reply.body["result"], state)
             else:

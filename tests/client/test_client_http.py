@@ -179,6 +179,31 @@ async def test_batches_in_flight_are_bounded_by_concurrency(service: ScriptedSer
     assert service.state.max_in_flight == 3
 
 
+@pytest.mark.parametrize(("extra", "most"), [({}, 6), ({"max_connections": 4}, 4), ({"concurrency": 2}, 2)])
+async def test_the_client_widens_to_what_the_service_says_it_batches(
+    service: ScriptedService, extra: dict[str, object], most: int
+) -> None:
+    # Nginx says 12 texts: batches of 2, six at once; the first request goes out alone (start 1).
+    # Each answer waits 0.3 s, so the six the width lets in are all in flight together.
+    service.state.headers = {"X-Hunyuan-Bulk-Texts": "12"}
+    service.state.delay_s = 0.3
+    made, _ = client(service, Sleeps(), batch_size=2, start_concurrency=1, **extra)
+    async with made:
+        results = await made.translate_batch([str(i) for i in range(30)], "zh")
+    assert [r.result for r in results] == [f"[zh] {i}" for i in range(30)]
+    assert service.state.max_in_flight == most
+    first, second = sorted(service.state.times)[:2]
+    assert most == 2 or second - first >= 0.25  # alone until the service had said
+
+
+async def test_without_the_header_the_client_keeps_its_start_width(service: ScriptedService) -> None:
+    service.state.delay_s = 0.1
+    made, _ = client(service, Sleeps(), batch_size=2, start_concurrency=3)
+    async with made:
+        await made.translate_batch([str(i) for i in range(20)], "zh")
+    assert service.state.max_in_flight == 3
+
+
 async def test_requests_in_flight_are_bounded_by_concurrency(service: ScriptedService) -> None:
     service.state.hold = 3
     service.state.delay_s = 0.05

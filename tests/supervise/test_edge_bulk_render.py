@@ -62,3 +62,21 @@ def test_the_edge_and_the_replica_share_one_formula() -> None:
 def test_no_cap_renders_nothing_of_it(tmp_path: Path, overrides: dict[str, object]) -> None:
     text = _render(tmp_path, overrides, READY2)
     assert "limit_conn" not in text and "overloaded" not in text and "X-Priority" not in text
+
+
+@pytest.mark.parametrize(
+    ("overrides", "states", "line"),
+    [
+        ({}, READY2, "hs_replicas 384;"),  # 2 ready x max_num_seqs 256, a quarter kept
+        ({"engine.max_num_seqs": 10, "replica.interactive_reserve": 0.5}, READY2, "hs_replicas 10;"),
+        ({"nginx.bulk_cap": False}, [State.READY], "hs_replicas 192;"),  # said with or without the cap
+        ({}, [State.STARTING, State.EVICTED], None),  # none ready: no header at all
+    ],
+)
+def test_the_bulk_texts_header_is_the_ready_engines_bulk_share(
+    tmp_path: Path, overrides: dict[str, object], states: list[State], line: str | None
+) -> None:
+    text = _render(tmp_path, overrides, states)
+    said = [row.strip() for row in text.splitlines() if row.strip().startswith("hs_replicas ")]
+    assert said == ([line] if line else [])
+    assert ("add_header X-Hunyuan-Bulk-Texts $hs_bulk_texts always;" in text) == (line is not None)
