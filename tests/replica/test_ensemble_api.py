@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,7 +21,6 @@ from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.engine import Generation, Sampling
 from hunyuan_serve.replica.ensemble import Fused, answer_fields, fusion_header, refusal_reason
-from tests.support.stacks import free_port
 
 EN, ZH = find_language("en"), find_language("zh")
 
@@ -75,7 +75,10 @@ def apps() -> Iterator[dict[str, Served]]:
             return url
 
         chimera_url = serve("chimera", ChimeraEngine(), "chimera")
-        closed = f"http://127.0.0.1:{free_port()}"
+        # Bound but not listening: connections are refused, and no server started after takes the port.
+        held = stack.enter_context(socket.socket())
+        held.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{held.getsockname()[1]}"
         serve("mt", SamplingEngine(), "hunyuan-mt", chimera_url=chimera_url, chimera_timeout_s=0.5)
         serve("down", SamplingEngine(), "hunyuan-mt", chimera_url=closed)
         serve("refuse", SamplingEngine(), "hunyuan-mt", chimera_url=closed, chimera_failure="refuse")
