@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -259,7 +260,7 @@ def translate_round(
     argv = [sys.executable, "-m", "bench.baselines.timed_translate", str(times), "translate", str(doc)]
     argv += ["--to", lang, "--from", "en", "--url", url, "--max-tokens", str(b.plan.lfl_max_tokens)]
     argv += ["--cache", str(b.work / f"client-cache-{number}.sqlite"), "--no-progress", "-o", str(out)]
-    argv += ["--report", str(b.work / f"job-report-{number}.json")]
+    argv += ["--report", str(b.work / f"job-report-{number}.json"), *b.plan.translate_flags]
     cpu0 = sum(tree_cpu_s(pid) for pid in idle)
     tokens0, prompt0 = scrape(meter, TOKENS), scrape(meter, PROMPT_TOKENS)
     proc = subprocess.run(argv, cwd=str(REPO), capture_output=True, text=True, timeout=900, check=False)
@@ -282,6 +283,10 @@ def translate_round(
         idle_cpu_s=idle_cpu,
         extra=f"{t['requests']} HTTP requests; CLI process {t['cli_s']:.2f} s; {_problems(summary)}",
     )
+
+
+def _flags_note(flags: Sequence[str]) -> list[str]:
+    return [f"`translate` ran with `{shlex.join(flags)}`."] if flags else []
 
 
 FAILED_NOTE = (
@@ -370,6 +375,7 @@ def _job_comparison(b: Bench, hw: Hardware, count: int, pins: Sequence[Pin], str
             "start-up left out, as for the engines). Round k translates into the k-th of "
             f"{', '.join(names.STACK_TARGETS[:3])}, ... on both sides: no round meets the server cache.",
             FAILED_NOTE,
+            *_flags_note(b.plan.translate_flags),
         ],
         target=0.9,
     )

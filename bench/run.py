@@ -497,6 +497,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="",
         help="More `up` flags for the stacks, one string (e.g. '--max-conns 256 --worker-priority 0').",
     )
+    parser.add_argument(
+        "--translate-flags",
+        default="",
+        help="More `translate` flags for the job row, one string (e.g. '--concurrency 8'): the client's "
+        "settings against the same stack and engines.",
+    )
     parser.add_argument("--soak", action="store_true", help="Only the soak run (SOAK=1): see bench/soak.py.")
     parser.add_argument("--soak-minutes", type=float, default=60.0, help="Length of the soak run.")
     parser.add_argument("--soak-kill-every-min", type=float, default=10.0, help="Minutes between kills.")
@@ -508,6 +514,8 @@ def _sized(plan: Plan, args: argparse.Namespace) -> Plan:
     """--strings and --rounds over the plan's own sizes."""
     if args.strings:
         plan = replace(plan, lfl_strings=args.strings)
+    if args.translate_flags:
+        plan = replace(plan, translate_flags=tuple(shlex.split(args.translate_flags)))
     return replace(plan, lfl_rounds=args.rounds) if args.rounds else plan
 
 

@@ -69,6 +69,7 @@ class Plan:
     lfl_strings: int = 2000  # distinct strings of the job row (--strings)
     lfl_rounds: int = 3  # rounds of each setup per row, alternating
     lfl_max_tokens: int = 16  # every string's generated tokens on every side (EOS ignored)
+    translate_flags: tuple[str, ...] = ()  # more `translate` flags of the job row (--translate-flags)
     lfl_requests: int = 640  # single-string requests per round (the k6 rows)
     lfl_vus: int = 64  # at once, one replica against one vLLM server
     lfl_vus_assembled: int = 128  # at once, the stack against the hand-assembled servers
