@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import time
 from pathlib import Path
 
@@ -330,7 +331,8 @@ def write_likeforlike_report(
     stem = ("quick-" if quick else "") + "likeforlike"
     stem += "" if b.plan.only == names.LIKEFORLIKE else f"-{b.plan.only}"
     one, five, fifteen = os.getloadavg()
-    command = "make bench" + (" QUICK=1" if quick else "") + (f' ARGS="{" ".join(argv)}"' if argv else "")
+    # shlex.join: an argument with spaces (--translate-flags '--concurrency 8') comes back quoted.
+    command = "make bench" + (" QUICK=1" if quick else "") + (f' ARGS="{shlex.join(argv)}"' if argv else "")
     md = [
         "# `make bench`: like for like",
         "",
