@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import demo_ahead
 from tests.support.shared_stack import SharedStack, launch, light_modules_first, uses_shared_stack
 
 
@@ -54,6 +55,19 @@ def _shared_stack_launched(
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _demo_model_converted_ahead(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Starts the demo model's conversion at the session's start when a selected test will load it."""
+    log = tmp_path_factory.mktemp("demo-ahead") / "convert.log"
+    proc = demo_ahead.convert_ahead(request.session.items, log)
+    try:
+        yield
+    finally:
+        demo_ahead.finish(proc)
 
 
 @pytest.fixture(scope="session")
