@@ -197,12 +197,6 @@ def _logged_ids(log: Path) -> list[str]:
 def test_logs_rotate_under_requests_and_nginx_loses_no_line(observed: Observed) -> None:
     """Requests (cache hits after the first, ~1 KB of log lines each) rotate Nginx's access log and the
     replica's log several times; every request is in Nginx's log and its copies exactly once."""
-    sent = [f"rotate-{i:04d}" for i in range(400)]
-    with httpx.Client(base_url=observed.nginx_url, trust_env=False, timeout=30) as client:
-        for rid in sent:
-            body = {"text": "Open file", "source_lang": "en", "target_lang": "zh"}
-            answer = client.post("/translate", json=body, headers={"X-Request-ID": rid})
-            assert answer.status_code == 200, answer.text
     access = observed.run_dir / "nginx" / "logs" / "access.log"
     replica = observed.run_dir / "logs" / "replica-0.log"
 
@@ -210,10 +204,26 @@ def test_logs_rotate_under_requests_and_nginx_loses_no_line(observed: Observed) 
         events = read_events(observed.run_dir / "events.jsonl")
         return [e["path"] for e in events if e["event"] == "log_rotated"]
 
+    def rotated_enough(rotated: list[str]) -> bool:
+        return rotated.count(str(access)) >= 3 and rotated.count(str(replica)) >= 3
+
     def settled(rotated: list[str]) -> bool:  # rotated enough, and no rotation still due to shift files
         due = [p for p in (access, replica) if not p.exists() or p.stat().st_size >= ROTATE_AT]
-        return not due and rotated.count(str(access)) >= 3 and rotated.count(str(replica)) >= 3
+        return not due and rotated_enough(rotated)
 
+    # Sent until both logs rotated three times while requests flowed (bounded): how many rotations a
+    # fixed count makes depends on how fast the requests go against the 0.25 s checks (a quiet machine
+    # sent 400 between two checks' worth of rotations).
+    sent: list[str] = []
+    deadline = time.monotonic() + 60
+    with httpx.Client(base_url=observed.nginx_url, trust_env=False, timeout=30) as client:
+        while not rotated_enough(rotations()):
+            assert len(sent) < 4000 and time.monotonic() < deadline, (len(sent), rotations())
+            for _ in range(50):
+                sent.append(f"rotate-{len(sent):05d}")
+                body = {"text": "Open file", "source_lang": "en", "target_lang": "zh"}
+                answer = client.post("/translate", json=body, headers={"X-Request-ID": sent[-1]})
+                assert answer.status_code == 200, answer.text
     deadline = time.monotonic() + 30  # checks come every 0.25 s; a loaded machine may delay them
     while not settled(rotated := rotations()):
         assert time.monotonic() < deadline, rotated
