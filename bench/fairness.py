@@ -33,6 +33,8 @@ if __package__ in (None, ""):  # `python bench/fairness.py` as well as `python -
 
 from bench.ensemble import IGNORE_EOS_ENV, KV_BYTES, percentile, strings
 from bench.procs import REPO, Server, free_port, running, server_env
+from hunyuan_serve.client.settings import ClientSettings
+from hunyuan_serve.client.width import BULK_TEXTS_HEADER, parse_bulk_texts, requests_in_flight
 
 RESULTS = REPO / "bench" / "results"
 KEYS = {
@@ -139,7 +141,7 @@ def report(f: Figures, args: argparse.Namespace) -> str:
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. `up --replicas 2` (CPU, tiny model, "
         "engine.scheduling_policy priority, cache off, EOS ignored, max_tokens "
         f"{args.max_tokens}); a bulk job is {args.concurrency} batches of {args.batch} texts in flight "
-        f"(the translate CLI's defaults), X-Priority: bulk; each window {args.seconds:g} s at most, "
+        f"({args.width_from}), X-Priority: bulk; each window {args.seconds:g} s at most, "
         f"interactive requests one at a time, at most {args.interactive} idle and as many over the "
         f"{args.rounds} rounds of the job alone and with interactive work (alternating which goes first); "
         f"engine.max_num_seqs {args.max_num_seqs or 'default (256)'}. Client on the same two cores.",
@@ -205,6 +207,16 @@ async def _interactive(base: str, texts: list[str], until: float) -> tuple[list[
     return samples, failed
 
 
+async def _translate_width(base: str, batch: int) -> int:
+    """The batches `translate` keeps in flight against this stack: sized from the X-Hunyuan-Bulk-Texts
+    of an answer, as the client sizes it (client/width.py)."""
+    async with _client(base, "ci-a", 1) as client:
+        body = {"text": "Save", "source_lang": "en", "target_lang": "zh"}
+        answer = await client.post("/translate", json=body)
+    settings = ClientSettings(batch_size=batch)
+    return requests_in_flight(settings, parse_bulk_texts(answer.headers.get(BULK_TEXTS_HEADER)))
+
+
 async def _job(base: str, key: str, texts: list[str], args: argparse.Namespace, until: float) -> Job:
     """`key`'s bulk job: `concurrency` workers each sending batches until `until`; a 503 waits a little."""
     counts = {"texts": 0, "refused": 0, "failed": 0}
@@ -267,6 +279,9 @@ async def _phases(base: str, args: argparse.Namespace) -> Figures:
     texts = strings(2 * n + args.batch + 4, 0)
     idle_texts, busy_texts, job, warm = texts[:n], texts[n : 2 * n], texts[2 * n : -4], texts[-4:]
     await _interactive(base, warm, time.monotonic() + args.seconds)  # warm-up, uncounted
+    if args.concurrency is None:  # what `translate` itself would hold; the report says which
+        args.concurrency = await _translate_width(base, args.batch)
+        args.width_from = "as `translate` sizes it from the stack's X-Hunyuan-Bulk-Texts"
     idle = latencies(*await _interactive(base, idle_texts, time.monotonic() + args.seconds))
     print(f"[bench] fairness idle: {idle}", flush=True)
     rounds = await _alternating(base, args, job, busy_texts)
@@ -323,7 +338,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="Longest window of each phase.")
     parser.add_argument("--interactive", type=int, default=40, help="Most one-string requests per phase.")
-    parser.add_argument("--concurrency", type=int, default=8, help="Bulk batches in flight per key.")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        help="Bulk batches in flight per key (default: as many as `translate` keeps against this stack).",
+    )
     parser.add_argument("--batch", type=int, default=16, help="Texts per bulk batch.")
     parser.add_argument("--rounds", type=int, default=2, help="Rounds of bulk alone / with interactive.")
     parser.add_argument(
@@ -333,7 +352,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--refused-pause-s", type=float, default=0.2, help="A refused batch's wait.")
     parser.add_argument("--start-timeout-s", type=float, default=900.0)
     parser.add_argument("--out", type=Path, default=RESULTS / "report-fairness.md")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.width_from = "--concurrency"  # the report's word for where the width came from
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
