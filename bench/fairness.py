@@ -5,7 +5,8 @@ priority, the default), a keys file of three keys: `page` (a person in the page:
 interactive by default), `ci-a` and `ci-b` (priority=bulk). The replicas' cache is off and EOS ignored,
 so every text costs max_tokens. Phases, each bounded in requests and seconds:
 1. idle: `page` sends one string at a time; p50/p95;
-2. bulk alone: `ci-a`'s job, as the translate CLI sends it (8 batches of 16 in flight), texts/s;
+2. bulk alone: `ci-a`'s job, as the translate CLI sends it (as many batches of 16 in flight as it
+   keeps against this stack; each batch distinct texts or another target), texts/s;
 3. bulk with interactive: the same job while `page` sends one at a time again; both figures;
 4. two keys: `ci-a` and `ci-b` each run that job at once; each key's share of the texts/s.
 Targets: interactive p50/p95 within 1.5x of idle, bulk at least 0.9x alone, each key at least 40%.
@@ -16,11 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ if __package__ in (None, ""):  # `python bench/fairness.py` as well as `python -
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.ensemble import IGNORE_EOS_ENV, KV_BYTES, percentile, strings
+from bench.names import STACK_TARGETS
 from bench.procs import REPO, Server, free_port, running, server_env
 from hunyuan_serve.client.settings import ClientSettings
 from hunyuan_serve.client.width import BULK_TEXTS_HEADER, parse_bulk_texts, requests_in_flight
@@ -217,12 +220,24 @@ async def _translate_width(base: str, batch: int) -> int:
     return requests_in_flight(settings, parse_bulk_texts(answer.headers.get(BULK_TEXTS_HEADER)))
 
 
-async def _job(base: str, key: str, texts: list[str], args: argparse.Namespace, until: float) -> Job:
-    """`key`'s bulk job: `concurrency` workers each sending batches until `until`; a 503 waits a little."""
+def batch_bodies(texts: Sequence[str], batch: int) -> Iterator[dict[str, Any]]:
+    """Bulk batches none of which repeats a prompt of another before texts x targets run out: each pass
+    over the texts goes into the next target language. A repeated batch would measure the replica's
+    coalescing of identical texts in flight (and vLLM's prefix cache), not the engine's work."""
+    for target in itertools.cycle(STACK_TARGETS):
+        for start in range(0, len(texts) - batch + 1, batch):
+            yield {"texts": list(texts[start : start + batch]), "source_lang": "en", "target_lang": target}
+
+
+async def _job(
+    base: str, key: str, bodies: Iterator[dict[str, Any]], args: argparse.Namespace, until: float
+) -> Job:
+    """`key`'s bulk job: `concurrency` workers each sending the next batch of `bodies` (shared by every
+    job of the run) until `until`; a 503 waits a little and sends the same batch again."""
     counts = {"texts": 0, "refused": 0, "failed": 0}
-    body = {"texts": texts[: args.batch], "source_lang": "en", "target_lang": "zh"}
 
     async def worker(client: httpx.AsyncClient) -> None:
+        body = next(bodies)
         while time.monotonic() < until:
             try:
                 answer = await client.post("/translate", json=body, headers={"X-Priority": "bulk"})
@@ -231,11 +246,13 @@ async def _job(base: str, key: str, texts: list[str], args: argparse.Namespace, 
                 status = 0
             if status == 200:
                 counts["texts"] += len(body["texts"])
+                body = next(bodies)
             elif status == 503:
                 counts["refused"] += 1
                 await asyncio.sleep(args.refused_pause_s)
             else:
                 counts["failed"] += 1
+                body = next(bodies)
 
     t0 = time.monotonic()
     async with _client(base, key, args.concurrency) as client:
@@ -243,7 +260,9 @@ async def _job(base: str, key: str, texts: list[str], args: argparse.Namespace, 
     return Job(key, counts["texts"], round(time.monotonic() - t0, 3), counts["refused"], counts["failed"])
 
 
-async def _alternating(base: str, args: argparse.Namespace, job: list[str], people: list[str]) -> Figures:
+async def _alternating(
+    base: str, args: argparse.Namespace, job: Iterator[dict[str, Any]], people: list[str]
+) -> Figures:
     """Rounds of the job alone and the job with `page` beside it, in alternating order (neither always
     meets a machine the other just warmed, or a neighbour's load alone); figures over all rounds."""
     alone: list[Job] = []
@@ -276,8 +295,9 @@ async def _alternating(base: str, args: argparse.Namespace, job: list[str], peop
 async def _phases(base: str, args: argparse.Namespace) -> Figures:
     # Distinct strings per phase: vLLM's prefix cache would make a string sent before cheaper.
     n = args.interactive
-    texts = strings(2 * n + args.batch + 4, 0)
-    idle_texts, busy_texts, job, warm = texts[:n], texts[n : 2 * n], texts[2 * n : -4], texts[-4:]
+    texts = strings(10_000, 0)  # all the workload's distinct strings (about 5,000)
+    idle_texts, busy_texts, warm = texts[:n], texts[n : 2 * n], texts[2 * n : 2 * n + 4]
+    job = batch_bodies(texts[2 * n + 4 :], args.batch)
     await _interactive(base, warm, time.monotonic() + args.seconds)  # warm-up, uncounted
     if args.concurrency is None:  # what `translate` itself would hold; the report says which
         args.concurrency = await _translate_width(base, args.batch)

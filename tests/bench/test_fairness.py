@@ -9,6 +9,7 @@ import pytest
 from bench.fairness import (
     Figures,
     Job,
+    batch_bodies,
     latencies,
     merged,
     parse_args,
@@ -78,3 +79,12 @@ def test_the_fairness_row_reports_into_the_runs_out_directory(tmp_path: Path) ->
         "--out",
         str(tmp_path / "report-fairness.md"),
     ]
+
+
+def test_bulk_batches_repeat_no_prompt_until_texts_and_targets_run_out() -> None:
+    bodies = batch_bodies([f"t{i}" for i in range(10)], 3)  # 3 batches a pass, t9 left out
+    taken = [next(bodies) for _ in range(9)]
+    prompts = [(b["target_lang"], text) for b in taken for text in b["texts"]]
+    assert len(prompts) == len(set(prompts)) == 27  # none twice: coalescing would answer a repeat
+    assert [b["target_lang"] for b in taken] == ["zh"] * 3 + ["ja"] * 3 + ["ko"] * 3
+    assert taken[3]["texts"] == ["t0", "t1", "t2"]

@@ -68,6 +68,7 @@ def test_no_cap_renders_nothing_of_it(tmp_path: Path, overrides: dict[str, objec
     ("overrides", "states", "line"),
     [
         ({}, READY2, "hs_replicas 384;"),  # 2 ready x max_num_seqs 256, a quarter kept
+        ({"engine.device": "cpu"}, READY2, "hs_replicas 192;"),  # on CPU at most cpu_max_conns (128) each
         ({"engine.max_num_seqs": 10, "replica.interactive_reserve": 0.5}, READY2, "hs_replicas 10;"),
         ({"nginx.bulk_cap": False}, [State.READY], "hs_replicas 192;"),  # said with or without the cap
         ({}, [State.STARTING, State.EVICTED], None),  # none ready: no header at all
