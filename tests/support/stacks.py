@@ -24,6 +24,11 @@ POLL_S = 0.1
 LOWEST_PORT = 20000
 
 
+# Its own generator, seeded from the OS: two full suites drew the very same ports in the same order
+# from the global one (something in the suite seeds it), so a collision came back on every run.
+_PORTS = random.SystemRandom()
+
+
 def free_ports(count: int) -> list[int]:
     """count consecutive loopback ports that nothing holds now (replicas listen on base_port + i).
 
@@ -33,7 +38,7 @@ def free_ports(count: int) -> list[int]:
     """
     ceiling = _ephemeral_low() - count
     for _ in range(500):
-        base = random.randrange(LOWEST_PORT, ceiling)
+        base = _PORTS.randrange(LOWEST_PORT, ceiling)
         if all(_bindable(base + i) for i in range(count)):
             return [base + i for i in range(count)]
     raise RuntimeError(f"no {count} consecutive free loopback ports below {ceiling + count}")
