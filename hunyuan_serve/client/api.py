@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 import httpx
 
 from hunyuan_serve.client.settings import ClientSettings, parse_retry_after, retry_delay
-from hunyuan_serve.client.width import BULK_TEXTS_HEADER, Width, parse_bulk_texts, requests_in_flight
+from hunyuan_serve.client.width import (
+    BULK_TEXTS_HEADER,
+    Width,
+    most_in_flight,
+    parse_bulk_texts,
+    requests_in_flight,
+)
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (texts done, texts total)
@@ -293,9 +299,8 @@ class AsyncTranslateClient:
                     progress(done, len(texts))
 
         # As many workers as may ever be let in (the width can grow once the service says what it takes).
-        settings = self.settings
-        most = settings.concurrency or max(settings.max_connections, settings.start_concurrency)
-        workers = [asyncio.ensure_future(worker()) for _ in range(min(most, len(batches)))]
+        most = min(most_in_flight(self.settings), len(batches))
+        workers = [asyncio.ensure_future(worker()) for _ in range(most)]
         try:
             await asyncio.gather(*workers)
         finally:

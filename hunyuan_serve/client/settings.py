@@ -27,8 +27,8 @@ class ClientSettings(Section):
     )
     max_keepalive_connections: int = Field(default=64, ge=0, description="Idle connections the pool keeps.")
     keepalive_expiry_s: float = Field(default=30.0, ge=0, description="How long an idle connection is kept.")
-    # Issue 18: a fixed 8 batches of 16 kept 128 texts in flight against two engines that batch 256
-    # each, and the job ran at about half the engines' speed; the service's Nginx says what it batches.
+    # Issue 18: a fixed 8 batches of 16 cannot fill GPU engines that batch 256 each; the service's Nginx
+    # says what its ready engines batch. (On 2 CPU cores the job row read the same at 128, 192 and 384.)
     concurrency: int | None = Field(
         default=None,
         ge=1,

@@ -32,6 +32,11 @@ def requests_in_flight(settings: ClientSettings, bulk_texts: int | None) -> int:
     return max(1, min(settings.max_connections, math.ceil(bulk_texts / settings.batch_size)))
 
 
+def most_in_flight(settings: ClientSettings) -> int:
+    """The widest requests_in_flight can ever make it: the workers a batch run starts up front."""
+    return settings.concurrency or max(settings.max_connections, settings.start_concurrency)
+
+
 class Width:
     """An asyncio limit on work held at once whose size may change while work is held: a smaller one
     lets nothing new in until enough has left, a larger one lets waiters in at once. Plain futures, not
