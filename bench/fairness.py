@@ -244,15 +244,15 @@ async def _job(
                 status = answer.status_code
             except httpx.HTTPError:
                 status = 0
-            if status == 200:
-                counts["texts"] += len(body["texts"])
-                body = next(bodies)
-            elif status == 503:
+            if status == 503:  # refused: the same batch again after a pause
                 counts["refused"] += 1
                 await asyncio.sleep(args.refused_pause_s)
+                continue
+            if status == 200:
+                counts["texts"] += len(body["texts"])
             else:
                 counts["failed"] += 1
-                body = next(bodies)
+            body = next(bodies)  # answered or failed for good: the next batch
 
     t0 = time.monotonic()
     async with _client(base, key, args.concurrency) as client:
