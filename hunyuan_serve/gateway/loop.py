@@ -209,6 +209,8 @@ class Gateway:
         for (name, addr), down in before.items():
             if (name, addr) not in now and not down:
                 self.emit("evicted", replica=name, addr=addr, reason="no longer listed by its host")
+        # At once, not at the next round: status (and whoever waits on it) reads what Nginx routes now.
+        self.write_state()
 
     # -- shutdown and state ----------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -134,6 +135,21 @@ async def test_host_down_evicts_all_its_replicas_and_back_readmits_them(tmp_path
     assert [e["host"] for e in h.named("host_up")] == ["a", "b", "a"]
     assert all(h.nginx.upstream().values()) and len(h.nginx.upstream()) == 3
     assert [e["replica"] for e in h.named("admitted")][-2:] == ["a/replica-0", "a/replica-1"]
+
+
+async def test_the_state_file_says_what_nginx_routes_as_soon_as_a_reload_is_done(tmp_path: Path) -> None:
+    h = Harness(tmp_path, unhealthy_threshold=1)
+    await h.boot()
+    h.prober.failing.add("10.77.0.2:8101")
+    h.clock.t += h.inventory.gateway.probe_interval_s
+    await h.gw.step()  # the probe fails: the replica is out of the view, Nginx not reloaded yet
+    assert _routed_ready(tmp_path) == 2
+    await h.gw.sync()
+    assert h.named("evicted") and _routed_ready(tmp_path) == 1
+
+
+def _routed_ready(run_dir: Path) -> int:
+    return int(json.loads((run_dir / "gateway.json").read_text())["nginx"]["ready"])
 
 
 async def test_one_replica_that_stops_answering_is_evicted_and_readmitted(tmp_path: Path) -> None:

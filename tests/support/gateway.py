@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from hunyuan_serve.fleet.events import read_events
-from hunyuan_serve.gateway.loop import EVENTS_FILE
+from hunyuan_serve.gateway.loop import EVENTS_FILE, STATE_FILE
 from tests.support.stacks import cli, wait_event
 
 
@@ -43,8 +43,19 @@ class GatewayRun:
         except (httpx.HTTPError, ValueError):
             return {}
 
+    def routed_ready(self) -> int:
+        """How many replicas the gateway's Nginx routes to, as the gateway wrote it once a reload was
+        done: while one is under way, old workers still answer beside the new ones."""
+        try:
+            state = json.loads((self.run_dir / STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return -1
+        return int(state["nginx"]["ready"])
+
     def all_ready(self, count: int = 2) -> bool:
-        return self.health().get("ready") == count
+        # /health alone is not enough: a new worker's answer can come before the reload is done, and
+        # the next request then reaches an old worker that still answers with the config before.
+        return self.routed_ready() == count and self.health().get("ready") == count
 
     def status(self, *flags: str) -> str:
         argv = cli("gateway", "status", *flags, "--run-dir", str(self.run_dir))
