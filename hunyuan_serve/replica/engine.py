@@ -18,6 +18,7 @@ from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.gpu import CUDA_ENV, query_gpus, resolve_device
 from hunyuan_serve.replica.encoding import PromptEncoder
+from hunyuan_serve.replica.engine_fork import forks_engine_core, use_fork
 
 
 @dataclass(frozen=True)
@@ -333,7 +334,15 @@ class VllmEngine:
 
         # A cache an earlier engine of this process left would hide the variables set above.
         envs.disable_envs_cache()
-        self._engine = AsyncLLMEngine.from_engine_args(args, stat_loggers=[recorder])
+        vllm_config = args.create_engine_config()
+        if forks_engine_core(self.cfg, on_cpu):
+            use_fork(os.environ)
+        self._engine = AsyncLLMEngine.from_vllm_config(
+            vllm_config,
+            stat_loggers=[recorder],
+            enable_log_requests=args.enable_log_requests,
+            disable_log_stats=args.disable_log_stats,
+        )
         # vLLM reads its environment variables through a module __getattr__ on every access, several
         # times per output on the frontend's path; its engine core caches them once started
         # (vllm/v1/engine/core.py calls enable_envs_cache) and so may this process: ours are all set

@@ -212,15 +212,16 @@ def _engine_stopped(replica: Replica) -> Iterator[None]:
 
 def test_client_disconnect_aborts_the_engine_request(replica: Replica) -> None:
     aborts = replica.metric("hunyuan_engine_aborts_total")
-    # 900 tokens: seconds of decoding here, and within the budget of max_model_len 1024.
+    # 900 tokens, within the budget of max_model_len 1024.
     body = json.dumps({"text": "long", "source_lang": "en", "target_lang": "fr", "max_tokens": 900}).encode()
     head = f"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}"
-    sock = socket.create_connection(("127.0.0.1", replica.port))
-    sock.sendall(head.encode() + b"\r\n\r\n" + body)
-    assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
-    assert _wait_for(lambda: replica.metric("hunyuan_engine_running") == 1, 30)
-    # Stopped now, the core cannot finish the request on its own before the client goes away.
+    # The core is stopped before the request goes in, so it cannot finish before the client goes away:
+    # with its core forked, the tiny engine decodes 900 tokens in under 2 s, and a test that waited
+    # to see the request running before stopping the core lost the race now and then.
     with _engine_stopped(replica):
+        sock = socket.create_connection(("127.0.0.1", replica.port))
+        sock.sendall(head.encode() + b"\r\n\r\n" + body)
+        assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
         sock.close()
         assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 0, 10)
     assert _wait_for(lambda: replica.metric("hunyuan_engine_running") == 0, 10)
