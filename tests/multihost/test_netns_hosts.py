@@ -309,7 +309,6 @@ def test_rolling_reload_of_both_hosts_in_turn_loses_no_request(deployment: Deplo
 
 def _routes_only_new(d: Deployment, name: str) -> bool:
     """The gateway routes the host's replica on its new port, and no longer the old one."""
-    state = json.loads(d.gw.status("--json") or "{}")
-    host: dict[str, Any] = next((h for h in state.get("hosts", []) if h["name"] == name), {})
+    host: dict[str, Any] = next((h for h in d.gw.state().get("hosts", []) if h["name"] == name), {})
     routed = [r["addr"] for r in host.get("replicas", []) if r["routed"]]
     return routed == [f"{d.lab.host(name).addr}:{REPLICA_PORT + 1}"] and d.gw.all_ready()

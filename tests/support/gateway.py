@@ -43,14 +43,17 @@ class GatewayRun:
         except (httpx.HTTPError, ValueError):
             return {}
 
+    def state(self) -> dict[str, Any]:
+        """What `gateway status --json` prints, read here: polling the CLI costs an interpreter a call."""
+        try:
+            return dict(json.loads((self.run_dir / STATE_FILE).read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            return {}
+
     def routed_ready(self) -> int:
         """How many replicas the gateway's Nginx routes to, as the gateway wrote it once a reload was
         done: while one is under way, old workers still answer beside the new ones."""
-        try:
-            state = json.loads((self.run_dir / STATE_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return -1
-        return int(state["nginx"]["ready"])
+        return int(self.state().get("nginx", {}).get("ready", -1))
 
     def all_ready(self, count: int = 2) -> bool:
         # /health alone is not enough: a new worker's answer can come before the reload is done, and
