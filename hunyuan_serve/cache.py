@@ -9,7 +9,7 @@ import logging
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from hunyuan_serve.config import ReplicaConfig
 
 Layer = Literal["memory", "sqlite", "redis"]
+Hit = tuple[str, Layer]
+# SQLite caps bound parameters per statement (999 on old builds): look keys up in slices.
+_LOOKUP_SLICE = 500
 K = TypeVar("K")
 V = TypeVar("V")
 T = TypeVar("T")
@@ -130,14 +133,35 @@ class SqliteCache:
         )
 
     def get(self, key: str) -> str | None:
-        row = self._db.execute("SELECT value FROM translations WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, str]:
+        """The values the file holds for these keys (one query per slice of them)."""
+        found: dict[str, str] = {}
+        for start in range(0, len(keys), _LOOKUP_SLICE):
+            part = list(keys[start : start + _LOOKUP_SLICE])
+            marks = ",".join("?" * len(part))
+            query = f"SELECT key, value FROM translations WHERE key IN ({marks})"
+            found.update((str(key), str(value)) for key, value in self._db.execute(query, part))
+        return found
 
     def put(self, key: str, value: str) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO translations (key, value, created) VALUES (?, ?, ?)",
-            (key, value, time.time()),
-        )
+        self.put_many({key: value})
+
+    def put_many(self, items: Mapping[str, str]) -> None:
+        """All in one transaction: one write lock and one WAL commit for a batch's answers."""
+        now = time.time()
+        self._db.execute("BEGIN IMMEDIATE")  # the write lock first: waits busy_timeout_s for another writer
+        try:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO translations (key, value, created) VALUES (?, ?, ?)",
+                [(key, value, now) for key, value in items.items()],
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise
 
     def journal_mode(self) -> str:
         return str(self._db.execute("PRAGMA journal_mode").fetchone()[0])
@@ -192,12 +216,30 @@ class RedisCache:
         self._client: Redis = _client(settings)
 
     async def get(self, key: str) -> str | None:
-        value = await self._call("get", lambda: self._client.get(self.settings.prefix + key))
-        return None if value is None else str(value)
+        return (await self.get_many([key]))[0]
+
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        """One MGET for all the keys; every one a miss when Redis does not answer."""
+        names = [self.settings.prefix + key for key in keys]
+        values = await self._call("get", lambda: self._client.mget(names))
+        if values is None:
+            return [None] * len(keys)
+        return [None if value is None else str(value) for value in values]
 
     async def set(self, key: str, value: str) -> None:
+        await self.set_many({key: value})
+
+    async def set_many(self, items: Mapping[str, str]) -> None:
+        """One pipelined round trip for all the items (not a transaction: each SET stands alone)."""
         ttl = self.settings.ttl_s or None
-        await self._call("set", lambda: self._client.set(self.settings.prefix + key, value, ex=ttl))
+
+        async def send() -> list[Any]:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key, value in items.items():
+                    pipe.set(self.settings.prefix + key, value, ex=ttl)
+                return list(await pipe.execute())
+
+        await self._call("set", send)
 
     async def _call(self, op: str, command: Callable[[], Awaitable[T]]) -> T | None:
         if self.up is False and self._clock() < self._down_until:
@@ -298,45 +340,64 @@ class TranslationCache:
             )
         return cls(cfg.cache_entries, cfg.cache_path, cfg.cache_busy_timeout_s, redis, events)
 
-    async def get(self, key: str) -> tuple[str, Layer] | None:
-        value = self.memory.get(key)
-        if value is not None:
-            return value, "memory"
-        shared = await self._shared_get(key)
-        if shared is not None:
-            self.memory.put(key, shared[0])
-        return shared
+    async def get(self, key: str) -> Hit | None:
+        return (await self.get_many([key]))[0]
 
-    async def _shared_get(self, key: str) -> tuple[str, Layer] | None:
+    async def get_many(self, keys: Sequence[str]) -> list[Hit | None]:
+        """Each key's value and the layer it came from: memory first, then one shared lookup for the
+        rest (one I/O hop for a batch, not one per text); a shared hit is copied into memory."""
+        hits: list[Hit | None] = [None] * len(keys)
+        missing: list[int] = []
+        for index, key in enumerate(keys):
+            value = self.memory.get(key)
+            if value is None:
+                missing.append(index)
+            else:
+                hits[index] = (value, "memory")
+        if missing:
+            shared = await self._shared_get_many([keys[index] for index in missing])
+            for index, hit in zip(missing, shared, strict=True):
+                if hit is not None:
+                    self.memory.put(keys[index], hit[0])
+                    hits[index] = hit
+        return hits
+
+    async def _shared_get_many(self, keys: list[str]) -> list[Hit | None]:
         if self.redis is not None:
-            value = await self.redis.get(key)
-            return None if value is None else (value, "redis")
+            return [None if value is None else (value, "redis") for value in await self.redis.get_many(keys)]
         if self.file is None:
-            return None
+            return [None] * len(keys)
         loop = asyncio.get_running_loop()
         try:
-            value = await loop.run_in_executor(self._io, self.file.get, key)
+            found = await loop.run_in_executor(self._io, self.file.get_many, keys)
         except sqlite3.Error as err:  # a broken or locked file is a miss, not a failed request
             logger.warning("cache read failed: %s", err)
             self.events.cache_error("sqlite", "get")
-            return None
-        return None if value is None else (value, "sqlite")
+            return [None] * len(keys)
+        return [None if key not in found else (found[key], "sqlite") for key in keys]
 
     def put(self, key: str, value: str) -> Future[None] | None:
-        """Store in memory now; the shared write is queued (a file write's future is returned)."""
-        self.memory.put(key, value)
+        return self.put_many({key: value})
+
+    def put_many(self, items: Mapping[str, str]) -> Future[None] | None:
+        """Store in memory now; the shared write is queued, all items in one (a file write's future is
+        returned)."""
+        for key, value in items.items():
+            self.memory.put(key, value)
+        if not items:
+            return None
         if self.redis is not None:
-            task = asyncio.get_running_loop().create_task(self.redis.set(key, value))
+            task = asyncio.get_running_loop().create_task(self.redis.set_many(dict(items)))
             self._writes.add(task)  # held until done: the loop keeps only weak references to tasks
             task.add_done_callback(self._writes.discard)
             return None
         if self.file is None:
             return None
-        return self._io.submit(self._write, self.file, key, value)
+        return self._io.submit(self._write, self.file, dict(items))
 
-    def _write(self, file: SqliteCache, key: str, value: str) -> None:
+    def _write(self, file: SqliteCache, items: dict[str, str]) -> None:
         try:
-            file.put(key, value)
+            file.put_many(items)
         except sqlite3.Error as err:
             logger.warning("cache write failed: %s", err)
             self.events.cache_error("sqlite", "set")

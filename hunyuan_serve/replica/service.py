@@ -164,8 +164,8 @@ class Translator:
         """Every prompt at once, each from the cache, an identical call in flight, or the engine."""
         answers: list[Completion | None] = [None] * len(prompts)
         joined: list[tuple[int, _Shared, bool]] = []
-        for index, (key, prompt) in enumerate(zip(keys, prompts, strict=True)):
-            hit = await self.cache.get(key)
+        hits = await self.cache.get_many(keys)  # one lookup for the batch
+        for index, (key, prompt, hit) in enumerate(zip(keys, prompts, hits, strict=True)):
             if hit is not None:
                 answers[index] = Completion(Generation(hit[0], 0, 0, "stop"), cached=True)
                 self.metrics.cache_hits.labels(layer=hit[1]).inc()
@@ -174,10 +174,12 @@ class Translator:
             engine_id = f"{request_id}-{index}-{next(self._ids)}"
             joined.append((index, *self._join(key, prompt, sampling, engine_id, n)))
         done = await self._wait_all([shared for _, shared, _ in joined])
+        fresh: dict[str, str] = {}
         for (index, _, coalesced), generation in zip(joined, done, strict=True):
             answers[index] = Completion(generation, cached=False)
             if not coalesced:
-                self.cache.put(keys[index], generation.text)
+                fresh[keys[index]] = generation.text
+        self.cache.put_many(fresh)  # one write for the batch, off the request's path
         return [answer for answer in answers if answer is not None]
 
     def _join(

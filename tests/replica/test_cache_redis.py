@@ -65,6 +65,20 @@ async def test_a_string_stored_through_one_cache_is_a_hit_through_another(server
         await host_b.aclose()
 
 
+async def test_a_batch_is_one_pipelined_write_and_one_mget(server: RedisServer) -> None:
+    settings = RedisSettings(server.url, ttl_s=60)
+    host_a, host_b = TranslationCache(10, redis=settings), TranslationCache(10, redis=settings)
+    try:
+        host_a.put_many({"a": "1", "b": "2", "c": "3"})
+        await host_a.flush()
+        hits = await host_b.get_many(["c", "missing", "a"])
+        assert hits == [("3", "redis"), None, ("1", "redis")]
+        assert 50 <= int(server.command("TTL", "hunyuan-serve:b")) <= 60
+    finally:
+        await host_a.aclose()
+        await host_b.aclose()
+
+
 async def test_prefixes_keep_namespaces_apart_and_ttl_zero_keeps_entries(server: RedisServer) -> None:
     blue = TranslationCache(10, redis=RedisSettings(server.url, prefix="blue:", ttl_s=0))
     green = TranslationCache(10, redis=RedisSettings(server.url, prefix="green:"))

@@ -73,3 +73,56 @@ async def test_a_write_waiting_for_another_writers_lock_does_not_stall_the_loop(
         cache.close()
     with sqlite3.connect(str(path)) as db:
         assert db.execute("SELECT count(*) FROM translations").fetchone()[0] == 0  # lost: a miss later
+
+
+async def test_a_batch_is_looked_up_in_one_hop_and_written_in_one_transaction(tmp_path: Path) -> None:
+    path = tmp_path / "translations.sqlite"
+    writer, reader = TranslationCache(10, path), TranslationCache(2000, path)
+    keys = [f"k{n}" for n in range(1200)]  # more than one lookup slice
+    try:
+        assert writer.file is not None and reader.file is not None
+        write = writer.put_many({key: f"v{key}" for key in keys[:1100]})
+        assert write is not None
+        await asyncio.wrap_future(write)
+        reader.memory.put("k5", "from memory")
+        hops: list[int] = []
+        file_lookup = reader.file.get_many
+
+        def counted(wanted: list[str]) -> dict[str, str]:
+            hops.append(len(wanted))
+            return file_lookup(wanted)
+
+        reader.file.get_many = counted  # type: ignore[method-assign]
+        hits = await reader.get_many(["k5", *keys[1000:1200], "k0"])
+        assert hops == [201]  # every key memory did not hold, in one trip to the I/O thread
+        assert hits[0] == ("from memory", "memory")
+        assert hits[1:101] == [(f"vk{n}", "sqlite") for n in range(1000, 1100)]
+        assert hits[101:201] == [None] * 100 and hits[201] == ("vk0", "sqlite")
+        assert await reader.get("k1000") == ("vk1000", "memory")  # a shared hit is kept in memory
+    finally:
+        writer.close()
+        reader.close()
+    with sqlite3.connect(str(path)) as db:
+        created = {row[0] for row in db.execute("SELECT created FROM translations")}
+    assert len(created) == 1  # one batch, one stamp: one INSERT statement's transaction
+
+
+async def test_a_batch_write_refused_by_a_locked_file_leaves_the_connection_usable(tmp_path: Path) -> None:
+    path = tmp_path / "translations.sqlite"
+    cache = TranslationCache(10, path, busy_timeout_s=0.1)
+    blocker = sqlite3.connect(str(path), isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        lost = cache.put_many({"a": "1", "b": "2"})
+        assert lost is not None
+        await asyncio.wrap_future(lost)  # gave up after busy_timeout_s
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    try:
+        kept = cache.put_many({"c": "3"})
+        assert kept is not None
+        await asyncio.wrap_future(kept)
+        assert cache.file is not None and cache.file.get_many(["a", "b", "c"]) == {"c": "3"}
+    finally:
+        cache.close()
