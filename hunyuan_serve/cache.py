@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from hunyuan_serve.sqlite_in import in_slices
+
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
@@ -23,8 +25,6 @@ if TYPE_CHECKING:
 
 Layer = Literal["memory", "sqlite", "redis"]
 Hit = tuple[str, Layer]
-# SQLite caps bound parameters per statement (999 on old builds): look keys up in slices.
-_LOOKUP_SLICE = 500
 K = TypeVar("K")
 V = TypeVar("V")
 T = TypeVar("T")
@@ -138,9 +138,7 @@ class SqliteCache:
     def get_many(self, keys: Sequence[str]) -> dict[str, str]:
         """The values the file holds for these keys (one query per slice of them)."""
         found: dict[str, str] = {}
-        for start in range(0, len(keys), _LOOKUP_SLICE):
-            part = list(keys[start : start + _LOOKUP_SLICE])
-            marks = ",".join("?" * len(part))
+        for part, marks in in_slices(keys):
             query = f"SELECT key, value FROM translations WHERE key IN ({marks})"
             found.update((str(key), str(value)) for key, value in self._db.execute(query, part))
         return found

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hunyuan_serve.sqlite_in import in_slices
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS translations (
     profile TEXT NOT NULL,
@@ -21,8 +23,6 @@ CREATE TABLE IF NOT EXISTS translations (
     PRIMARY KEY (profile, source_lang, target_lang, text)
 )
 """
-# SQLite caps bound parameters per statement (999 on old builds): look keys up in slices.
-_LOOKUP_SLICE = 500
 
 
 def cache_profile(model: str | None, fields: Mapping[str, Any] | None) -> str:
@@ -68,9 +68,7 @@ class TranslationStore:
         """The cached results among texts."""
         keys = list(dict.fromkeys(texts))
         found: dict[str, str] = {}
-        for i in range(0, len(keys), _LOOKUP_SLICE):
-            chunk = keys[i : i + _LOOKUP_SLICE]
-            marks = ",".join("?" * len(chunk))
+        for chunk, marks in in_slices(keys):
             rows = self._db.execute(
                 "SELECT text, result FROM translations"
                 f" WHERE profile=? AND source_lang=? AND target_lang=? AND text IN ({marks})",
