@@ -65,7 +65,8 @@ class EngineConfig(Section):
         True,
         description="CPU, one device, no worker process: fork vLLM's engine core from the replica "
         "instead of the spawn vLLM's CPU platform sets; the core then does not import torch and vLLM "
-        "again, and a replica starts about 5 s sooner. The listening sockets it inherits are closed in it.",
+        "again, and a replica starts about 5 s sooner. In the core, the HTTP front's sockets (listening ones "
+        "and TCP connections) are closed.",
     )
     seed: int = Field(0, description="Engine sampling seed.")
     prompt_family: Literal[

@@ -30,11 +30,11 @@ def forks_engine_core(cfg: EngineConfig, on_cpu: bool) -> bool:
 def use_fork(environ: MutableMapping[str, str]) -> None:
     """After vLLM's config is built (it writes spawn there), before the engine core starts."""
     environ[MULTIPROC_METHOD_ENV] = "fork"
-    close_listeners_in_forked_children()
+    forget_the_front_in_forked_children()
 
 
 @functools.cache  # once a process: at-fork handlers cannot be taken back
-def close_listeners_in_forked_children() -> None:
+def forget_the_front_in_forked_children() -> None:
     os.register_at_fork(after_in_child=forget_the_front)
 
 
