@@ -20,7 +20,7 @@ from bench import likeforlike as lfl
 from bench import names, targets
 from bench.k6run import run_k6
 from bench.likeforlike import Comparison, Pin, Round
-from bench.procs import REPO, Server, free_port, http_json, running, tree_cpu_s
+from bench.procs import REPO, Server, cpu_by_role, free_port, http_json, running, tree_cpu_s
 from bench.session import Bench
 from bench.targets import Hardware
 from hunyuan_serve.replica.command import TEST_IGNORE_EOS_ENV
@@ -233,6 +233,8 @@ def offline_round(cue: Path, servers: Sequence[Server], number: int, idle: Seque
     """One round of every offline engine at once, cued together; the span from the first start to
     the last end."""
     cpu0 = sum(tree_cpu_s(pid) for pid in idle)
+    cores0 = sum(cpu_by_role(server.proc.pid)["engine cores"] for server in servers)
+    engines0 = sum(tree_cpu_s(server.proc.pid) for server in servers)
     (cue / f"go-{number}").touch()
     results = [cue / f"result-{i}-{number}.json" for i in range(len(servers))]
     wait_files(results, servers, 600)
@@ -240,6 +242,8 @@ def offline_round(cue: Path, servers: Sequence[Server], number: int, idle: Seque
     seconds = max(g["end"] for g in got) - min(g["start"] for g in got)
     count, tokens = sum(g["count"] for g in got), sum(g["tokens"] for g in got)
     spans = " / ".join(f"{g['end'] - g['start']:.2f}" for g in got)
+    engines_cpu = sum(tree_cpu_s(server.proc.pid) for server in servers) - engines0
+    cores_cpu = sum(cpu_by_role(server.proc.pid)["engine cores"] for server in servers) - cores0
     return Round(
         number,
         names.OFFLINE,
@@ -248,12 +252,41 @@ def offline_round(cue: Path, servers: Sequence[Server], number: int, idle: Seque
         tokens,
         sum(g["prompt_tokens"] for g in got),
         idle_cpu_s=sum(tree_cpu_s(pid) for pid in idle) - cpu0,
-        extra=f"each engine's own s: {spans}",
+        extra=f"each engine's own s: {spans}; {_offline_cpu_note(engines_cpu, cores_cpu, count)}",
     )
 
 
+def _offline_cpu_note(total_s: float, cores_s: float, strings: int) -> str:
+    def each(cpu_s: float) -> str:
+        return f"{cpu_s:.2f} ({cpu_s / max(strings, 1) * 1e6:.0f} us)"
+
+    note = f"CPU-s (CPU-us a string) of the engines' processes {each(total_s)}"
+    if cores_s < 0.005:  # VLLM_ENABLE_V1_MULTIPROCESSING off: the core steps in the engine's own process
+        return f"{note}, front and engine core in one process each"
+    return f"{note}, of which their engine cores {each(cores_s)}"
+
+
+def cpu_note(roles: Mapping[str, float], client_cpu_s: float, strings: int) -> str:
+    """Where the round's CPU went: each part of the stack and the client, in CPU-s and CPU-us a string."""
+    parts = {
+        **{role: cpu_s for role, cpu_s in roles.items() if cpu_s > 0.005},
+        "translate client": client_cpu_s,
+    }
+    each = " / ".join(
+        f"{role} {cpu_s:.2f} ({cpu_s / max(strings, 1) * 1e6:.0f} us)" for role, cpu_s in parts.items()
+    )
+    return f"CPU-s (CPU-us a string): {each}"
+
+
 def translate_round(
-    b: Bench, url: str, meter: Sequence[str], doc: Path, lang: str, number: int, idle: Sequence[int]
+    b: Bench,
+    url: str,
+    meter: Sequence[str],
+    doc: Path,
+    lang: str,
+    number: int,
+    idle: Sequence[int],
+    stack_pid: int,
 ) -> Round:
     """`hunyuan-serve translate` on the i18next file, its default client settings, the rows' max_tokens."""
     times, out = b.work / f"job-times-{number}.json", b.work / f"job-{lang}.json"
@@ -261,10 +294,11 @@ def translate_round(
     argv += ["--to", lang, "--from", "en", "--url", url, "--max-tokens", str(b.plan.lfl_max_tokens)]
     argv += ["--cache", str(b.work / f"client-cache-{number}.sqlite"), "--no-progress", "-o", str(out)]
     argv += ["--report", str(b.work / f"job-report-{number}.json"), *b.plan.translate_flags]
-    cpu0 = sum(tree_cpu_s(pid) for pid in idle)
+    cpu0, roles0 = sum(tree_cpu_s(pid) for pid in idle), cpu_by_role(stack_pid)
     tokens0, prompt0 = scrape(meter, TOKENS), scrape(meter, PROMPT_TOKENS)
     proc = subprocess.run(argv, cwd=str(REPO), capture_output=True, text=True, timeout=900, check=False)
     idle_cpu = sum(tree_cpu_s(pid) for pid in idle) - cpu0
+    roles = {role: cpu_s - roles0[role] for role, cpu_s in cpu_by_role(stack_pid).items()}
     if proc.returncode not in (0, 1) or not times.is_file():
         raise RuntimeError(f"translate exited {proc.returncode}: {proc.stderr[-800:]}")
     t = json.loads(times.read_text())
@@ -281,7 +315,8 @@ def translate_round(
         scrape(meter, PROMPT_TOKENS) - prompt0,
         failed=int(summary.get("failed", 0)),
         idle_cpu_s=idle_cpu,
-        extra=f"{t['requests']} HTTP requests; CLI process {t['cli_s']:.2f} s; {_problems(summary)}",
+        extra=f"{t['requests']} HTTP requests; CLI process {t['cli_s']:.2f} s; "
+        f"{cpu_note(roles, float(t.get('cpu_s', 0.0)), answered)}; {_problems(summary)}",
     )
 
 
@@ -338,7 +373,7 @@ def bench_job(b: Bench, hw: Hardware, timeout_s: float) -> Comparison:
             idle = [e.proc.pid for e in engines]
             with paused(idle):
                 wait_stack(stack, url, run_dir, 60)
-                c.rounds.append(translate_round(b, url, meter, doc, lang, number, idle))
+                c.rounds.append(translate_round(b, url, meter, doc, lang, number, idle, stack.proc.pid))
         _check_replicas(c, run_dir, replicas)
     return c
 

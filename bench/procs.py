@@ -140,6 +140,44 @@ def _tree_sum(pid: int, measure: Callable[[Any], float]) -> float:
     return total
 
 
+ROLES = ("engine cores", "API processes", "Nginx", "supervisor", "other")
+
+
+def process_role(name: str, cmdline: Sequence[str], is_root: bool) -> str:
+    """Which part of a stack a process of its tree is: the root is the supervisor (`up`), a forked or
+    spawned vLLM engine core names itself VLLM::EngineCore (setproctitle), a replica's front is
+    `python -m hunyuan_serve replica`, Nginx's master and workers are named nginx."""
+    if is_root:
+        return "supervisor"
+    if name.startswith("VLLM::") or any(arg.startswith("VLLM::") for arg in cmdline[:1]):
+        return "engine cores"
+    if name == "nginx" or (cmdline and cmdline[0].startswith("nginx")):
+        return "Nginx"
+    if "hunyuan_serve" in cmdline and "replica" in cmdline:
+        return "API processes"
+    return "other"
+
+
+def cpu_by_role(pid: int) -> dict[str, float]:
+    """CPU seconds so far of a stack's live processes (the tree under `pid`), summed by process_role."""
+    import psutil
+
+    totals = dict.fromkeys(ROLES, 0.0)
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return totals
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+            role = process_role(proc.name(), proc.cmdline(), proc.pid == pid)
+        except psutil.Error:  # exited between the listing and the reading
+            continue
+        totals[role] += float(times.user + times.system)
+    return totals
+
+
 def tree_rss_mb(pid: int) -> float:
     """Resident memory (MB) of a process and its live descendants; 0 when it is gone."""
     return _tree_sum(pid, lambda proc: proc.memory_info().rss) / 2**20
