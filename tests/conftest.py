@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support import demo_ahead
+from tests.support.ahead import OfflineRuns, planned
 from tests.support.shared_stack import SharedStack, launch, light_modules_first, uses_shared_stack
 
 
@@ -68,6 +69,20 @@ def _demo_model_converted_ahead(
         yield
     finally:
         demo_ahead.finish(proc)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def offline_runs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OfflineRuns]:
+    """Offline-engine runs the selected modules mark (tests/support/ahead.py), started ahead."""
+    runs = OfflineRuns(tmp_path_factory.mktemp("offline-ahead"))
+    try:
+        for name, jobs_for in planned(request.session.items).items():
+            runs.start(name, jobs_for(request))
+        yield runs
+    finally:
+        runs.stop()
 
 
 @pytest.fixture(scope="session")

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +13,31 @@ from hunyuan_serve.demo_model import BOS_ID, GEMMA_NOTICE, ensure_demo_model, is
 from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.families.detect import family_from_config, read_model_config
 from hunyuan_serve.languages import find_language
-
-pytestmark = pytest.mark.demo
+from tests.support.ahead import OfflineRuns
 
 # WebUI strings with their human zh_CN translation (bench/data), which greedy decoding gets exactly.
 EXACT = {"Delete": "删除", "Cancel": "取消"}
+TEXTS = [*EXACT, "Save images", "Sampling method"]
+DEMO_KV_CACHE_BYTES = 256 * 1024 * 1024
+
+
+def greedy_jobs(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+    """The demo model's few-shot prompts for TEXTS, 16 greedy tokens each, to its stop strings."""
+    en, zh = find_language("en"), find_language("zh")
+    prompts = [build_prompt("few_shot", en, zh, text) for text in TEXTS]
+    return [
+        {
+            "model": "demo",
+            "prompts": [p.text for p in prompts],
+            "max_tokens": 16,
+            "stop": list(prompts[0].stop),
+            "kv_cache_bytes": DEMO_KV_CACHE_BYTES,
+        }
+    ]
+
+
+# The engine run starts at the session's start (tests/support/ahead.py), after the conversion ahead.
+pytestmark = [pytest.mark.demo, pytest.mark.offline_ahead("demo-greedy", greedy_jobs)]
 
 
 @pytest.fixture(scope="module")
@@ -29,27 +47,10 @@ def demo_dir() -> Path:
 
 
 @pytest.fixture(scope="module")
-def llm(demo_dir: Path) -> Iterator[Any]:
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in {
-            "VLLM_TARGET_DEVICE": "cpu",
-            "VLLM_HOST_IP": "127.0.0.1",
-            "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        }.items():
-            mp.setenv(key, os.environ.get(key, value))
-        from vllm import LLM
-
-        engine = LLM(
-            model=str(demo_dir),
-            dtype="float32",
-            enforce_eager=True,
-            max_model_len=512,
-            kv_cache_memory_bytes=256 * 1024 * 1024,
-            distributed_executor_backend="uni",
-            seed=0,
-        )
-        yield engine
-        del engine
+def greedy_answers(request: pytest.FixtureRequest, offline_runs: OfflineRuns) -> dict[str, str]:
+    """vLLM's greedy answer to each of TEXTS, from the offline engine on the demo checkpoint."""
+    (result,) = offline_runs.results("demo-greedy", greedy_jobs(request))
+    return dict(zip(TEXTS, result["texts"], strict=True))
 
 
 def test_checkpoint_is_complete_with_notice(demo_dir: Path) -> None:
@@ -75,15 +76,8 @@ def test_second_call_reuses_the_cache(demo_dir: Path) -> None:
     assert (demo_dir / "model.safetensors").stat().st_mtime_ns == before
 
 
-def test_vllm_greedy_few_shot_translates_webui_strings(llm: Any) -> None:
-    from vllm import SamplingParams
-
-    en, zh = find_language("en"), find_language("zh")
-    texts = [*EXACT, "Save images", "Sampling method"]
-    prompts = [build_prompt("few_shot", en, zh, text) for text in texts]
-    params = SamplingParams(temperature=0.0, max_tokens=16, stop=list(prompts[0].stop))
-    outputs = llm.generate([p.text for p in prompts], params)
-    got = {text: out.outputs[0].text.strip() for text, out in zip(texts, outputs, strict=True)}
+def test_vllm_greedy_few_shot_translates_webui_strings(greedy_answers: dict[str, str]) -> None:
+    got = {text: answer.strip() for text, answer in greedy_answers.items()}
     for text, expected in EXACT.items():
         assert got[text] == expected, got
     assert "采样" in got["Sampling method"], got

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +10,7 @@ import pytest
 from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.families.detect import family_from_config, read_model_config
 from hunyuan_serve.languages import find_language
-
-pytestmark = pytest.mark.engine
+from tests.support.ahead import OfflineRuns
 
 # (tiny kind, request fields, the chat text the published layout gives: tiny_model.py cites each source)
 CASES: dict[str, tuple[dict[str, Any], str]] = {
@@ -41,25 +37,24 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def engine_results(tiny_family_dirs: dict[str, Path]) -> dict[str, dict[str, Any]]:
-    """Every checkpoint through vLLM in one child process (see tests/support/offline_engine.py for why)."""
+def family_jobs(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
+    """One offline-engine job per tiny checkpoint: its family's prompt of the case's fields."""
+    dirs: dict[str, Path] = request.getfixturevalue("tiny_family_dirs")
     jobs = []
     for kind, (fields, _) in CASES.items():
-        family = family_from_config("auto", read_model_config(str(tiny_family_dirs[kind])))
+        family = family_from_config("auto", read_model_config(str(dirs[kind])))
         prompt = build_prompt(family, find_language("en"), find_language("zh"), "The GPU is fast.", **fields)
-        jobs.append({"model": str(tiny_family_dirs[kind]), "messages": list(prompt.messages)})
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.offline_engine"],
-        input=json.dumps(jobs),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=Path(__file__).resolve().parents[2],
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(done.stdout.strip().splitlines()[-1])
+        jobs.append({"model": str(dirs[kind]), "messages": list(prompt.messages)})
+    return jobs
+
+
+# Started at the session's start (tests/support/ahead.py): every checkpoint through vLLM, one process.
+pytestmark = [pytest.mark.engine, pytest.mark.offline_ahead("families", family_jobs)]
+
+
+@pytest.fixture(scope="module")
+def engine_results(request: pytest.FixtureRequest, offline_runs: OfflineRuns) -> dict[str, dict[str, Any]]:
+    results = offline_runs.results("families", family_jobs(request))
     return dict(zip(CASES, results, strict=True))
 
 
