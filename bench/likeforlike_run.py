@@ -266,16 +266,19 @@ def _offline_cpu_note(total_s: float, cores_s: float, strings: int) -> str:
     return f"{note}, of which their engine cores {each(cores_s)}"
 
 
-def cpu_note(roles: Mapping[str, float], client_cpu_s: float, strings: int) -> str:
-    """Where the round's CPU went: each part of the stack and the client, in CPU-s and CPU-us a string."""
-    parts = {
-        **{role: cpu_s for role, cpu_s in roles.items() if cpu_s > 0.005},
-        "translate client": client_cpu_s,
-    }
+def role_cpu_note(roles: Mapping[str, float], count: int, unit: str) -> str:
+    """Where a round's CPU went, each part in CPU-s and CPU-us per `unit` (parts that used none left out)."""
     each = " / ".join(
-        f"{role} {cpu_s:.2f} ({cpu_s / max(strings, 1) * 1e6:.0f} us)" for role, cpu_s in parts.items()
+        f"{role} {cpu_s:.2f} ({cpu_s / max(count, 1) * 1e6:.0f} us)"
+        for role, cpu_s in roles.items()
+        if cpu_s > 0.005
     )
-    return f"CPU-s (CPU-us a string): {each}"
+    return f"CPU-s (CPU-us {unit}): {each}"
+
+
+def cpu_note(roles: Mapping[str, float], client_cpu_s: float, strings: int) -> str:
+    """The job round's: each part of the stack and the translate client."""
+    return role_cpu_note({**roles, "translate client": client_cpu_s}, strings, "a string")
 
 
 def translate_round(
@@ -429,10 +432,11 @@ def k6_round(
     env["OFFSET"] = str(number * b.plan.lfl_requests)
     env["SAMPLING"] = json.dumps(openai_sampling(b) if api == "openai" else sampling(b), sort_keys=True)
     tokens0, prompt0 = scrape(meter, TOKENS), scrape(meter, PROMPT_TOKENS)
-    cpu0 = sum(tree_cpu_s(pid) for pid in idle)
+    cpu0, roles0 = sum(tree_cpu_s(pid) for pid in idle), sides_cpu_by_role(side.pids)
     name = f"{setup.split(',')[0].replace(' ', '-')}-{number}"
     result = run_k6("pass.js", f"lfl-{name}", b.work / "k6", env, k6=b.k6_bin, samples=False, cores=client)
     idle_cpu = sum(tree_cpu_s(pid) for pid in idle) - cpu0
+    roles = {role: cpu_s - roles0[role] for role, cpu_s in sides_cpu_by_role(side.pids).items()}
     tokens = scrape(meter, TOKENS) - tokens0 if meter else result.value("gen_tokens", "count")
     prompt = scrape(meter, PROMPT_TOKENS) - prompt0 if meter else result.value("prompt_tokens", "count")
     count = result.requests - result.failed
@@ -445,8 +449,18 @@ def k6_round(
         prompt,
         result.failed,
         idle_cpu,
-        f"p50 {result.latency_ms('med'):.0f} ms, p95 {result.latency_ms('p(95)'):.0f} ms",
+        f"p50 {result.latency_ms('med'):.0f} ms, p95 {result.latency_ms('p(95)'):.0f} ms; "
+        f"{role_cpu_note(roles, count, 'a request')}",
     )
+
+
+def sides_cpu_by_role(pids: Sequence[int]) -> dict[str, float]:
+    """cpu_by_role summed over a side's process trees (the assembled side has several)."""
+    totals: dict[str, float] = {}
+    for pid in pids:
+        for role, cpu_s in cpu_by_role(pid).items():
+            totals[role] = totals.get(role, 0.0) + cpu_s
+    return totals
 
 
 def alternate(b: Bench, c: Comparison, sides: Mapping[str, Side], client: Sequence[int], vus: int) -> None:

@@ -144,18 +144,25 @@ ROLES = ("engine cores", "API processes", "Nginx", "supervisor", "other")
 
 
 def process_role(name: str, cmdline: Sequence[str], is_root: bool) -> str:
-    """Which part of a stack a process of its tree is: the root is the supervisor (`up`), a forked or
-    spawned vLLM engine core names itself VLLM::EngineCore (setproctitle), a replica's front is
-    `python -m hunyuan_serve replica`, Nginx's master and workers are named nginx."""
-    if is_root:
-        return "supervisor"
+    """Which part of a setup a process of its tree is. A forked or spawned vLLM engine core names itself
+    VLLM::EngineCore (setproctitle); a replica's front is `python -m hunyuan_serve replica`, `vllm
+    serve`'s is its API server; Nginx's master and workers are named nginx; the root of any other
+    tree (`up`) is its supervisor."""
     if name.startswith("VLLM::") or any(arg.startswith("VLLM::") for arg in cmdline[:1]):
         return "engine cores"
     if name == "nginx" or (cmdline and cmdline[0].startswith("nginx")):
         return "Nginx"
     if "hunyuan_serve" in cmdline and "replica" in cmdline:
         return "API processes"
-    return "other"
+    if any(arg.startswith("vllm.entrypoints") for arg in cmdline) or _is_vllm_serve(cmdline):
+        return "API processes"
+    return "supervisor" if is_root else "other"
+
+
+def _is_vllm_serve(cmdline: Sequence[str]) -> bool:
+    """`vllm serve ...`, run as a script or through an interpreter."""
+    head = [Path(arg).name for arg in cmdline[:3]]
+    return "serve" in head and "vllm" in head[: head.index("serve")]
 
 
 def cpu_by_role(pid: int) -> dict[str, float]:
