@@ -425,8 +425,12 @@ class VllmEngine:
         finished = False
         self._live[request_id] = priority
         try:
+            # A rendered engine input ("type": "token"), what vLLM's own server passes after its renderer.
+            # A bare {"prompt_token_ids"} is deprecated in vLLM 0.32 (InputProcessor.process_inputs warns
+            # "Passing raw prompts ... will be removed") and makes a thread hop per string through the
+            # renderer (process_inputs_async). The job's CPU per string did not move beyond the noise.
             async for output in self._engine.generate(
-                {"prompt_token_ids": ids},
+                {"type": "token", "prompt_token_ids": ids},
                 self._params(prompt, sampling, n, final_only),
                 request_id=request_id,
                 priority=priority,
