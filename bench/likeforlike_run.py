@@ -20,7 +20,17 @@ from bench import likeforlike as lfl
 from bench import names, targets
 from bench.k6run import run_k6
 from bench.likeforlike import Comparison, Pin, Round
-from bench.procs import REPO, Server, cpu_by_role, free_port, http_json, running, tree_cpu_s
+from bench.procs import (
+    REPO,
+    Server,
+    cpu_by_role,
+    cpu_since,
+    free_port,
+    http_json,
+    running,
+    tree_cpu_s,
+    tree_procs,
+)
 from bench.session import Bench
 from bench.targets import Hardware
 from hunyuan_serve.replica.command import TEST_IGNORE_EOS_ENV
@@ -53,21 +63,11 @@ def openai_sampling(b: Bench) -> dict[str, Any]:
     return {**sampling(b), "ignore_eos": True, "add_special_tokens": False}
 
 
-def _tree(pid: int) -> list[Any]:
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        return [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return []
-
-
 @contextlib.contextmanager
 def paused(pids: Sequence[int]) -> Iterator[None]:
     """SIGSTOP the process trees of `pids` (parents first, so none sees its children stop), SIGCONT
     them after (children first): a waiting server takes no CPU from the one measured."""
-    procs = [proc for pid in pids for proc in _tree(pid)]
+    procs = [proc for pid in pids for proc in tree_procs(pid)]
     for proc in procs:
         with contextlib.suppress(Exception):
             proc.send_signal(signal.SIGSTOP)
@@ -233,8 +233,8 @@ def offline_round(cue: Path, servers: Sequence[Server], number: int, idle: Seque
     """One round of every offline engine at once, cued together; the span from the first start to
     the last end."""
     cpu0 = sum(tree_cpu_s(pid) for pid in idle)
-    cores0 = sum(cpu_by_role(server.proc.pid)["engine cores"] for server in servers)
-    engines0 = sum(tree_cpu_s(server.proc.pid) for server in servers)
+    engine_pids = [server.proc.pid for server in servers]
+    engines0 = cpu_by_role(engine_pids)
     (cue / f"go-{number}").touch()
     results = [cue / f"result-{i}-{number}.json" for i in range(len(servers))]
     wait_files(results, servers, 600)
@@ -242,8 +242,7 @@ def offline_round(cue: Path, servers: Sequence[Server], number: int, idle: Seque
     seconds = max(g["end"] for g in got) - min(g["start"] for g in got)
     count, tokens = sum(g["count"] for g in got), sum(g["tokens"] for g in got)
     spans = " / ".join(f"{g['end'] - g['start']:.2f}" for g in got)
-    engines_cpu = sum(tree_cpu_s(server.proc.pid) for server in servers) - engines0
-    cores_cpu = sum(cpu_by_role(server.proc.pid)["engine cores"] for server in servers) - cores0
+    engines = cpu_since(engine_pids, engines0)
     return Round(
         number,
         names.OFFLINE,
@@ -252,26 +251,30 @@ def offline_round(cue: Path, servers: Sequence[Server], number: int, idle: Seque
         tokens,
         sum(g["prompt_tokens"] for g in got),
         idle_cpu_s=sum(tree_cpu_s(pid) for pid in idle) - cpu0,
-        extra=f"each engine's own s: {spans}; {_offline_cpu_note(engines_cpu, cores_cpu, count)}",
+        extra=f"each engine's own s: {spans}; {_offline_cpu_note(engines, count)}",
     )
 
 
-def _offline_cpu_note(total_s: float, cores_s: float, strings: int) -> str:
-    def each(cpu_s: float) -> str:
-        return f"{cpu_s:.2f} ({cpu_s / max(strings, 1) * 1e6:.0f} us)"
+# A part that used less CPU than this in a round is left out of its note.
+CPU_NOTED_S = 0.005
 
-    note = f"CPU-s (CPU-us a string) of the engines' processes {each(total_s)}"
-    if cores_s < 0.005:  # VLLM_ENABLE_V1_MULTIPROCESSING off: the core steps in the engine's own process
+
+def _cpu_each(cpu_s: float, count: int) -> str:
+    return f"{cpu_s:.2f} ({cpu_s / max(count, 1) * 1e6:.0f} us)"
+
+
+def _offline_cpu_note(roles: Mapping[str, float], strings: int) -> str:
+    cores_s = roles["engine cores"]
+    note = f"CPU-s (CPU-us a string) of the engines' processes {_cpu_each(sum(roles.values()), strings)}"
+    if cores_s < CPU_NOTED_S:  # VLLM_ENABLE_V1_MULTIPROCESSING off: the core steps in the engine's process
         return f"{note}, front and engine core in one process each"
-    return f"{note}, of which their engine cores {each(cores_s)}"
+    return f"{note}, of which their engine cores {_cpu_each(cores_s, strings)}"
 
 
 def role_cpu_note(roles: Mapping[str, float], count: int, unit: str) -> str:
     """Where a round's CPU went, each part in CPU-s and CPU-us per `unit` (parts that used none left out)."""
     each = " / ".join(
-        f"{role} {cpu_s:.2f} ({cpu_s / max(count, 1) * 1e6:.0f} us)"
-        for role, cpu_s in roles.items()
-        if cpu_s > 0.005
+        f"{role} {_cpu_each(cpu_s, count)}" for role, cpu_s in roles.items() if cpu_s > CPU_NOTED_S
     )
     return f"CPU-s (CPU-us {unit}): {each}"
 
@@ -297,11 +300,11 @@ def translate_round(
     argv += ["--to", lang, "--from", "en", "--url", url, "--max-tokens", str(b.plan.lfl_max_tokens)]
     argv += ["--cache", str(b.work / f"client-cache-{number}.sqlite"), "--no-progress", "-o", str(out)]
     argv += ["--report", str(b.work / f"job-report-{number}.json"), *b.plan.translate_flags]
-    cpu0, roles0 = sum(tree_cpu_s(pid) for pid in idle), cpu_by_role(stack_pid)
+    cpu0, roles0 = sum(tree_cpu_s(pid) for pid in idle), cpu_by_role([stack_pid])
     tokens0, prompt0 = scrape(meter, TOKENS), scrape(meter, PROMPT_TOKENS)
     proc = subprocess.run(argv, cwd=str(REPO), capture_output=True, text=True, timeout=900, check=False)
     idle_cpu = sum(tree_cpu_s(pid) for pid in idle) - cpu0
-    roles = {role: cpu_s - roles0[role] for role, cpu_s in cpu_by_role(stack_pid).items()}
+    roles = cpu_since([stack_pid], roles0)
     if proc.returncode not in (0, 1) or not times.is_file():
         raise RuntimeError(f"translate exited {proc.returncode}: {proc.stderr[-800:]}")
     t = json.loads(times.read_text())
@@ -432,11 +435,11 @@ def k6_round(
     env["OFFSET"] = str(number * b.plan.lfl_requests)
     env["SAMPLING"] = json.dumps(openai_sampling(b) if api == "openai" else sampling(b), sort_keys=True)
     tokens0, prompt0 = scrape(meter, TOKENS), scrape(meter, PROMPT_TOKENS)
-    cpu0, roles0 = sum(tree_cpu_s(pid) for pid in idle), sides_cpu_by_role(side.pids)
+    cpu0, roles0 = sum(tree_cpu_s(pid) for pid in idle), cpu_by_role(side.pids)
     name = f"{setup.split(',')[0].replace(' ', '-')}-{number}"
     result = run_k6("pass.js", f"lfl-{name}", b.work / "k6", env, k6=b.k6_bin, samples=False, cores=client)
     idle_cpu = sum(tree_cpu_s(pid) for pid in idle) - cpu0
-    roles = {role: cpu_s - roles0[role] for role, cpu_s in sides_cpu_by_role(side.pids).items()}
+    roles = cpu_since(side.pids, roles0)
     tokens = scrape(meter, TOKENS) - tokens0 if meter else result.value("gen_tokens", "count")
     prompt = scrape(meter, PROMPT_TOKENS) - prompt0 if meter else result.value("prompt_tokens", "count")
     count = result.requests - result.failed
@@ -452,15 +455,6 @@ def k6_round(
         f"p50 {result.latency_ms('med'):.0f} ms, p95 {result.latency_ms('p(95)'):.0f} ms; "
         f"{role_cpu_note(roles, count, 'a request')}",
     )
-
-
-def sides_cpu_by_role(pids: Sequence[int]) -> dict[str, float]:
-    """cpu_by_role summed over a side's process trees (the assembled side has several)."""
-    totals: dict[str, float] = {}
-    for pid in pids:
-        for role, cpu_s in cpu_by_role(pid).items():
-            totals[role] = totals.get(role, 0.0) + cpu_s
-    return totals
 
 
 def alternate(b: Bench, c: Comparison, sides: Mapping[str, Side], client: Sequence[int], vus: int) -> None:

@@ -122,17 +122,23 @@ def cpu_hog(core: int, count: int = 1) -> Iterator[list[int]]:
             proc.wait()
 
 
-def _tree_sum(pid: int, measure: Callable[[Any], float]) -> float:
-    """`measure` summed over a process and its live descendants; 0 when it is gone."""
+def tree_procs(pid: int) -> list[Any]:
+    """A process and its live descendants (psutil.Process each); none when it is gone."""
     import psutil
 
     try:
         root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
+        return [root, *root.children(recursive=True)]
     except psutil.Error:
-        return 0.0
+        return []
+
+
+def _tree_sum(pid: int, measure: Callable[[Any], float]) -> float:
+    """`measure` summed over a process and its live descendants; 0 when it is gone."""
+    import psutil
+
     total = 0.0
-    for proc in procs:
+    for proc in tree_procs(pid):
         try:
             total += measure(proc)
         except psutil.Error:  # exited between the listing and the reading
@@ -165,24 +171,26 @@ def _is_vllm_serve(cmdline: Sequence[str]) -> bool:
     return "serve" in head and "vllm" in head[: head.index("serve")]
 
 
-def cpu_by_role(pid: int) -> dict[str, float]:
-    """CPU seconds so far of a stack's live processes (the tree under `pid`), summed by process_role."""
+def cpu_by_role(pids: Sequence[int]) -> dict[str, float]:
+    """CPU seconds so far of the live processes of the trees under `pids` (one setup's: the assembled
+    side has several), summed by process_role."""
     import psutil
 
     totals = dict.fromkeys(ROLES, 0.0)
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return totals
-    for proc in procs:
-        try:
-            times = proc.cpu_times()
-            role = process_role(proc.name(), proc.cmdline(), proc.pid == pid)
-        except psutil.Error:  # exited between the listing and the reading
-            continue
-        totals[role] += float(times.user + times.system)
+    for pid in pids:
+        for proc in tree_procs(pid):
+            try:
+                times = proc.cpu_times()
+                role = process_role(proc.name(), proc.cmdline(), proc.pid == pid)
+            except psutil.Error:  # exited between the listing and the reading
+                continue
+            totals[role] += float(times.user + times.system)
     return totals
+
+
+def cpu_since(pids: Sequence[int], before: Mapping[str, float]) -> dict[str, float]:
+    """cpu_by_role now, less `before` (an earlier cpu_by_role of the same pids)."""
+    return {role: cpu_s - before[role] for role, cpu_s in cpu_by_role(pids).items()}
 
 
 def tree_rss_mb(pid: int) -> float:

@@ -36,13 +36,13 @@ def test_process_role(name: str, cmdline: list[str], is_root: bool, role: str) -
 
 def test_cpu_by_role_counts_this_process_as_the_root() -> None:
     sum(i * i for i in range(200_000))  # some CPU of our own, so the root's share is not zero
-    totals = cpu_by_role(os.getpid())
+    totals = cpu_by_role([os.getpid()])
     assert set(totals) == set(ROLES)
     assert totals["supervisor"] > 0
 
 
 def test_cpu_by_role_of_a_gone_process_is_all_zero() -> None:
-    assert set(cpu_by_role(2**22 + 1).values()) == {0.0}
+    assert set(cpu_by_role([2**22 + 1]).values()) == {0.0}
 
 
 def test_cpu_note_gives_each_part_per_string_and_leaves_out_the_idle() -> None:
