@@ -144,6 +144,9 @@ def _chunks(texts: Sequence[str], size: int) -> list[list[str]]:
 
 
 def _http_options(settings: ClientSettings) -> dict[str, Any]:
+    headers = {"User-Agent": settings.user_agent, "X-Priority": settings.priority}
+    if settings.api_key is not None:
+        headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
     return {
         "base_url": settings.base_url,
         "timeout": httpx.Timeout(
@@ -157,7 +160,7 @@ def _http_options(settings: ClientSettings) -> dict[str, Any]:
             max_keepalive_connections=settings.max_keepalive_connections,
             keepalive_expiry=settings.keepalive_expiry_s,
         ),
-        "headers": {"User-Agent": settings.user_agent, "X-Priority": settings.priority},
+        "headers": headers,
     }
 
 

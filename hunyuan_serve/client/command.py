@@ -10,11 +10,11 @@ import signal
 import sys
 import tempfile
 import textwrap
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hunyuan_serve.client.settings import DEFAULT_URL, ClientSettings
+from hunyuan_serve.client.settings import API_KEY_ENV, DEFAULT_URL, ClientSettings
 
 # Settings with a flag of their own elsewhere on this command.
 _OWN_FLAGS = {"base_url"}
@@ -117,14 +117,19 @@ def _int_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
 
 
-def settings_from_args(args: argparse.Namespace) -> ClientSettings:
-    """ClientSettings from --url and the client option flags given (pydantic checks and coerces)."""
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ClientSettings:
+    """ClientSettings from --url and the client option flags given (pydantic checks and coerces).
+
+    The API key may come from the environment instead: a flag's value is in `ps` for every user to read.
+    """
     from pydantic import ValidationError
 
     from hunyuan_serve.config import ConfigError
 
     values = {key.split(".", 1)[1]: value for key, value in vars(args).items() if key.startswith("client.")}
     values["base_url"] = args.url
+    if "api_key" not in values and environ.get(API_KEY_ENV):
+        values["api_key"] = environ[API_KEY_ENV]
     try:
         return ClientSettings.model_validate(values)
     except ValidationError as err:
@@ -137,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     from hunyuan_serve.config import ConfigError
 
     try:
-        settings = settings_from_args(args)
+        settings = settings_from_args(args, os.environ)
     except ConfigError as err:
         return _usage(str(err))
     loaded = _load_document(args)

@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 
 from hunyuan_serve.config import NginxConfig, Section
 
+API_KEY_ENV = "HUNYUAN_SERVE_API_KEY"
 DEFAULT_URL = f"http://127.0.0.1:{NginxConfig.model_fields['port'].default}"
 
 
@@ -50,6 +51,11 @@ class ClientSettings(Section):
         default=(429, 502, 503, 504), description="HTTP statuses retried."
     )
     user_agent: str = Field(default="hunyuan-serve-client", description="User-Agent header.")
+    # A service with auth.keys_file refuses requests without a key; SecretStr keeps it out of reprs and logs.
+    api_key: SecretStr | None = Field(
+        default=None,
+        description=f"API key sent as 'Authorization: Bearer KEY' (the CLI reads {API_KEY_ENV} when unset).",
+    )
     # A file job should not take the slots of people in the page (issue 21): the server keeps a share
     # for interactive work and schedules it first.
     priority: Literal["bulk", "interactive"] = Field(
