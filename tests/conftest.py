@@ -10,13 +10,36 @@ import pytest
 
 from tests.support import demo_ahead
 from tests.support.ahead import OfflineRuns, planned
-from tests.support.shared_stack import SharedStack, launch, light_modules_first, uses_shared_stack
+from tests.support.shared_stack import (
+    FIXTURE,
+    KEYED_FIXTURE,
+    SharedStack,
+    last_users,
+    launch,
+    launch_keyed,
+    light_modules_first,
+    uses,
+)
+
+# The shared stacks launched this session, and the test after which each may stop.
+_LAUNCHED = pytest.StashKey[dict[str, SharedStack]]()
+_LAST_USERS = pytest.StashKey[dict[str, str]]()
 
 
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
     items[:] = light_modules_first(items)
+    config.stash[_LAST_USERS] = last_users(items, (FIXTURE, KEYED_FIXTURE))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """A shared stack stops after its last user, so the engines it holds leave the later tests' cores."""
+    launched = item.session.stash.get(_LAUNCHED, {})
+    for fixture, last in item.config.stash.get(_LAST_USERS, {}).items():
+        if last == item.nodeid and fixture in launched:
+            launched.pop(fixture).stop()
 
 
 @pytest.fixture(scope="session")
@@ -43,19 +66,26 @@ def tiny_family_dirs(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: P
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _shared_stack_launched(
+def _shared_stacks_launched(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[SharedStack | None]:
-    """Launches the shared stack at the session's start when a selected test will use it."""
-    if not uses_shared_stack(request.session.items):
-        yield None
-        return
-    model: Path = request.getfixturevalue("tiny_model_dir")
-    stack = launch(model, tmp_path_factory.mktemp("shared-stack"))
+) -> Iterator[dict[str, SharedStack]]:
+    """Launches each shared stack at the session's start when a selected test will use it."""
+    from hunyuan_serve.families import HY_MT15
+    from hunyuan_serve.tiny_model import build_tiny_model
+
+    launched = request.session.stash.setdefault(_LAUNCHED, {})
+    items = request.session.items
     try:
-        yield stack
+        if uses(items, FIXTURE):
+            model: Path = request.getfixturevalue("tiny_model_dir")
+            launched[FIXTURE] = launch(model, tmp_path_factory.mktemp("shared-stack"))
+        if uses(items, KEYED_FIXTURE):
+            keyed_model = build_tiny_model(tmp_path_factory.mktemp(f"tiny-{HY_MT15}-"), kind=HY_MT15)
+            launched[KEYED_FIXTURE] = launch_keyed(keyed_model, tmp_path_factory.mktemp("keyed-stack"))
+        yield dict(launched)
     finally:
-        stack.stop()
+        while launched:
+            launched.popitem()[1].stop()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -86,11 +116,19 @@ def offline_runs(
 
 
 @pytest.fixture(scope="session")
-def shared_stack(_shared_stack_launched: SharedStack | None) -> SharedStack:
-    """The one read-only tiny-model stack (tests/support/shared_stack.py): ready when it is returned."""
-    assert _shared_stack_launched is not None, "launched whenever a collected test asks for it"
-    _shared_stack_launched.wait_ready()
-    return _shared_stack_launched
+def shared_stack(_shared_stacks_launched: dict[str, SharedStack]) -> SharedStack:
+    """The open read-only tiny-model stack (tests/support/shared_stack.py): ready when it is returned."""
+    stack = _shared_stacks_launched[FIXTURE]  # launched whenever a collected test asks for it
+    stack.wait_ready()
+    return stack
+
+
+@pytest.fixture(scope="session")
+def keyed_stack(_shared_stacks_launched: dict[str, SharedStack]) -> SharedStack:
+    """The two-replica stack with a keys file (tests/support/shared_stack.py): ready when it is returned."""
+    stack = _shared_stacks_launched[KEYED_FIXTURE]
+    stack.wait_ready()
+    return stack
 
 
 CHROMIUM = "/usr/bin/chromium"

@@ -1,11 +1,11 @@
 """The deepl client, unchanged, against the real stack (`up`: Nginx + two vLLM replicas on a tiny hy-mt1.5
-checkpoint, which has a terminology prompt) with a keys file of two keys: glossaries owned per key, the
+checkpoint, which has a terminology prompt: the keyed shared stack of tests/support/shared_stack.py) with
+two keys of its keys file: glossaries owned per key, the
 terms fed into the prompt, usage summed across both replicas in the shared store, a quota that holds."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,16 +14,14 @@ import httpx
 import pytest
 
 from hunyuan_serve import auth
-from hunyuan_serve.families import HY_MT15
 from hunyuan_serve.replica.usage import key_label
-from tests.support.stacks import free_ports, replicas_ready, started, tiny_up
+from tests.support.shared_stack import KEYED_REPLICAS, KEYS, SharedStack
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
-READY_TIMEOUT_S = 600.0  # two engines starting on two shared cores, first compile included
-OWNER = "sk-deepl-owner-5f4e3d2c1b"
-LIMITED = "sk-deepl-limited-9a8b7c6d"
-LIMIT = 40
+OWNER = KEYS["deepl-owner"].secret
+LIMITED = KEYS["deepl-limited"].secret
+LIMIT = KEYS["deepl-limited"].quota()
 TEXT = "Sentence"  # 8 characters: four of them are 32, under LIMIT; a fifth of 9 would pass it
 
 
@@ -46,20 +44,9 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    from hunyuan_serve.tiny_model import build_tiny_model
-
-    work = tmp_path_factory.mktemp("deepl-stack")
-    model = build_tiny_model(tmp_path_factory.mktemp(f"tiny-{HY_MT15}-"), kind=HY_MT15)
-    keys = work / "keys.txt"
-    keys.write_text(f"# two keys\n{OWNER}\n{LIMITED} limit={LIMIT}\n")
-    port, base, _ = free_ports(3)
-    cmd = tiny_up(model, work / "run", port, base, max_tokens=8)
-    cmd[cmd.index("--replicas") + 1] = "2"
-    cmd += ["--keys-file", str(keys)]
-    url = f"http://127.0.0.1:{port}"
-    with started(cmd, log=work / "up.log", ready=replicas_ready(url, 2), timeout_s=READY_TIMEOUT_S):
-        yield Stack(url, work / "run", (base, base + 1))
+def stack(keyed_stack: SharedStack) -> Stack:
+    assert KEYED_REPLICAS == 2, "the quota test needs two replicas"
+    return Stack(keyed_stack.url, keyed_stack.run_dir, (keyed_stack.base_port, keyed_stack.base_port + 1))
 
 
 def test_glossaries_are_owned_per_key_and_fed_into_the_prompt(stack: Stack) -> None:

@@ -1,13 +1,13 @@
-"""Documents as jobs against the real stack (`up`: Nginx + a vLLM replica on a tiny hy-mt1.5 checkpoint)
-with a keys file of two keys: the deepl client's translate_document_from_filepath end to end (the other
-key cannot read the job), LibreTranslate's /translate_file in its documented HTTP shape, the page's
-drop-a-file flow in headless chromium, and the refusals (nothing stored for any of them)."""
+"""Documents as jobs against the real stack (`up`: Nginx + vLLM replicas on a tiny hy-mt1.5 checkpoint,
+the keyed shared stack of tests/support/shared_stack.py) with two keys of its keys file: the deepl
+client's translate_document_from_filepath end to end (the other key cannot read the job),
+LibreTranslate's /translate_file in its documented HTTP shape, the page's drop-a-file flow in headless
+chromium, and the refusals (nothing stored for any of them)."""
 
 from __future__ import annotations
 
 import io
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,17 +16,14 @@ import deepl
 import httpx
 import pytest
 
-from hunyuan_serve.families import HY_MT15
-from tests.support.stacks import free_ports, http_ok, started, tiny_up
+from tests.support.shared_stack import DOCUMENT_MAX_BYTES, KEYS, SharedStack
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
-READY_TIMEOUT_S = 600.0
-OWNER = "sk-docs-owner-4b3a2918f7"
-OTHER = "sk-docs-other-7c6d5e4f3a"
-OTHER_LIMIT = 20  # characters: the other key's quota, which a document's characters are checked against
+OWNER = KEYS["documents-owner"].secret
+OTHER = KEYS["documents-other"].secret  # its quota (20 characters) is what a document is checked against
 LINES = ["Hello world.", "", "The printer is out of paper.", "Good morning."]
-MAX_DOCUMENT_BYTES = 64 * 1024
+MAX_DOCUMENT_BYTES = DOCUMENT_MAX_BYTES
 
 
 @dataclass
@@ -51,21 +48,8 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    from hunyuan_serve.tiny_model import build_tiny_model
-
-    work = tmp_path_factory.mktemp("documents-stack")
-    model = build_tiny_model(tmp_path_factory.mktemp(f"tiny-{HY_MT15}-"), kind=HY_MT15)
-    keys = work / "keys.txt"
-    keys.write_text(f"{OWNER}\n{OTHER} limit={OTHER_LIMIT}\n")
-    config = work / "config.yaml"
-    config.write_text(f"replica:\n  document_max_bytes: {MAX_DOCUMENT_BYTES}\n  document_poll_s: 0.2\n")
-    port, base = free_ports(2)
-    cmd = [*tiny_up(model, work / "run", port, base, max_tokens=8), "--keys-file", str(keys)]
-    cmd += ["--config", str(config)]
-    url = f"http://127.0.0.1:{port}"
-    with started(cmd, log=work / "up.log", ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S):
-        yield Stack(url, work / "run")
+def stack(keyed_stack: SharedStack) -> Stack:
+    return Stack(keyed_stack.url, keyed_stack.run_dir)
 
 
 def test_the_deepl_client_translates_a_file_and_only_its_key_reads_the_job(

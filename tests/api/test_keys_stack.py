@@ -1,21 +1,22 @@
-"""API keys end to end: `up` (Nginx + a vLLM replica on the tiny model) with auth.keys_file set."""
+"""API keys end to end: `up` (Nginx + vLLM replicas on a tiny model) with auth.keys_file set: the keyed
+shared stack (tests/support/shared_stack.py), which has this module's keys among others'."""
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.stacks import free_ports, http_ok, started, tiny_up
+from tests.support.shared_stack import KEYS, SharedStack
+from tests.support.stacks import free_ports, tiny_up
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
-READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
-KEY = "sk-stack-test-0f9e8d7c6b5a"
+KEY = KEYS["keys"].secret
 
 
 @dataclass
@@ -29,15 +30,8 @@ def _up_args(model: Path, work: Path, port: int, base: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    work = tmp_path_factory.mktemp("keys")
-    keys = work / "keys.txt"
-    keys.write_text(f"# test keys\n{KEY}\nsk-second-key\n")
-    port, base = free_ports(2)
-    cmd = [*_up_args(tiny_model_dir, work, port, base), "--keys-file", str(keys)]
-    url = f"http://127.0.0.1:{port}"
-    with started(cmd, log=work / "up.log", ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S):
-        yield Stack(url, work / "run")
+def stack(keyed_stack: SharedStack) -> Stack:
+    return Stack(keyed_stack.url, keyed_stack.run_dir)
 
 
 def test_translate_needs_a_key_and_logs_none(stack: Stack) -> None:
@@ -82,3 +76,20 @@ def test_official_clients_send_their_keys_and_read_the_refusals(stack: Stack) ->
     assert LibreTranslateAPI(stack.url + "/libretranslate/", api_key=KEY).languages()
     with pytest.raises(Exception, match="403"):
         LibreTranslateAPI(stack.url + "/libretranslate/", api_key="sk-nope").languages()
+
+
+def test_the_translate_cli_sends_its_key_and_names_the_refusal_without_one(
+    stack: Stack, tmp_path: Path
+) -> None:
+    from hunyuan_serve.client.settings import API_KEY_ENV
+    from tests.support.stacks import cli
+
+    src = tmp_path / "in.txt"
+    src.write_text("Hello.\n", encoding="utf-8")
+    cmd = cli("translate", "--url", stack.url, "--to", "de", "--no-cache", "--no-progress", str(src))
+    env = {k: v for k, v in os.environ.items() if k != API_KEY_ENV}
+    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    assert refused.returncode != 0 and "missing_api_key" in refused.stderr, refused.stderr
+    given = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**env, API_KEY_ENV: KEY})
+    assert given.returncode == 0 and given.stdout.strip(), given.stderr
+    assert KEY not in given.stderr + given.stdout

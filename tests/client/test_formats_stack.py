@@ -1,4 +1,6 @@
-"""Real files through the real stack (`up`: Nginx + a vLLM replica on the tiny model), checked by their tools.
+"""Real files through the real stack (`up`: Nginx + vLLM replicas on a tiny hy-mt1.5 checkpoint, the keyed
+shared stack of tests/support/shared_stack.py, the key given to the CLI by its environment), checked by
+their tools.
 
 The tiny model emits random tokens: these tests check that each output passes its format's own validator
 (msgfmt --check, the srt parser, markdown-it) with its structure unchanged, not translation quality.
@@ -7,8 +9,8 @@ The tiny model emits random tokens: these tests check that each output passes it
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import polib
@@ -17,25 +19,19 @@ import srt
 from markdown_it import MarkdownIt
 
 from hunyuan_serve.client.formats import Options, parse
-from tests.support.stacks import cli, free_ports, http_ok, started, tail, tiny_up
+from hunyuan_serve.client.settings import API_KEY_ENV
+from tests.support.shared_stack import KEYS, SharedStack
+from tests.support.stacks import cli, tail
 
 pytestmark = [pytest.mark.engine, pytest.mark.nginx]
 
-READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.fixture(scope="module")
-def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    """`hunyuan-serve up` with one replica on the tiny model; stopped after, with nothing left behind."""
-    work = tmp_path_factory.mktemp("stack")
-    port, base = free_ports(2)
-    # HY-MT1.5's prompts (the formatted-translation one among them) on the tiny checkpoint.
-    cmd = [*tiny_up(tiny_model_dir, work / "run", port, base, max_tokens=12), "--prompt-family", "hy-mt1.5"]
-    url = f"http://127.0.0.1:{port}"
-    log = work / "up.log"
-    with started(cmd, log=log, ready=http_ok(url + "/health"), timeout_s=READY_TIMEOUT_S):
-        yield url, log
+def stack(keyed_stack: SharedStack) -> tuple[str, Path]:
+    """The keyed stack: a hy-mt1.5 model, whose prompts (the formatted one too) these tests use."""
+    return keyed_stack.url, keyed_stack.log
 
 
 def translate(stack: tuple[str, Path], tmp_path: Path, src: Path, *args: str) -> tuple[Path, dict]:
@@ -43,7 +39,8 @@ def translate(stack: tuple[str, Path], tmp_path: Path, src: Path, *args: str) ->
     dst, report = tmp_path / f"out{src.suffix}", tmp_path / "report.json"
     cmd = cli("translate", "--url", url, "--from", "en", *args, str(src), "-o", str(dst))
     cmd += ["--no-cache", "--report", str(report), "--batch-size", "8", "--concurrency", "4", "--no-progress"]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    env = {**os.environ, API_KEY_ENV: KEYS["formats"].secret}
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode in (0, 1), f"rc {done.returncode}: {done.stderr}\n{tail(log)}"
     summary = json.loads(report.read_text(encoding="utf-8"))
     assert (
@@ -149,7 +146,8 @@ def test_markdown_markup_through_the_formatted_prompt(stack: tuple[str, Path], t
     from hunyuan_serve.families.format_tags import wrap
 
     body = {"texts": ["Press **Save** now."], "target_lang": "de", "preserve_format": True}
-    answer = httpx.post(stack[0] + "/translate", json=body, timeout=120).json()
+    headers = {"Authorization": f"Bearer {KEYS['formats'].secret}"}
+    answer = httpx.post(stack[0] + "/translate", json=body, headers=headers, timeout=120).json()
     assert len(answer["results"]) == 1 and isinstance(answer["format_lost"], list)  # the family takes it
     src = DATA / "pysubs2" / "README.md"
     dst, summary = translate(stack, tmp_path, src, "--to", "de")
@@ -191,10 +189,11 @@ def test_catalogs_json_and_apple_files_reparse(stack: tuple[str, Path], tmp_path
     assert {f"userMessagesUnread_{c}" for c in wanted} <= set(keys) and len(keys) <= 4
 
 
-def test_long_markdown_bench_row(stack: tuple[str, Path]) -> None:
+def test_long_markdown_bench_row(stack: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """bench/documents.py's row on the tiny model: figures printed, only the outcome asserted."""
     from bench.documents import run
 
+    monkeypatch.setenv(API_KEY_ENV, KEYS["formats"].secret)  # the bench takes the key as `translate` does
     row = run(stack[0], sentences=60, target="zh", concurrency=4, batch_size=8).as_dict()
     assert row["exit"] in (0, 1) and row["segments"] >= 60
     print(f"\nlong Markdown through up: {json.dumps(row)}")

@@ -1,63 +1,138 @@
-"""One tiny-model `up` for every read-only API module, started early and stopped once at the end."""
+"""Tiny-model `up` stacks that many modules share: each started early, stopped after its last user.
+
+Two of them: `shared_stack`, open, for the read-only API modules; `keyed_stack`, two replicas with a
+keys file of every key its modules use (each module its own keys, so quotas and glossaries stay apart).
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.stacks import free_ports, http_ok, stop, tiny_up, wait_until
+from tests.support.stacks import free_ports, replicas_ready, stop, tiny_up, wait_until
 
 FIXTURE = "shared_stack"
-READY_TIMEOUT_S = 420.0  # engine start on two shared cores, first compile included
+KEYED_FIXTURE = "keyed_stack"
+READY_TIMEOUT_S = 600.0  # engines starting on two shared cores beside the light tests, first compile included
 MAX_TOKENS = 12
+KEYED_REPLICAS = 2
+DOCUMENT_MAX_BYTES = 64 * 1024  # the keyed stack's replica.document_max_bytes
 # Modules whose tests may run in any order against any stack: they start nothing heavy themselves.
 HEAVY_MARKERS = ("engine", "e2e", "demo")
 
 
+@dataclass(frozen=True)
+class Key:
+    secret: str
+    limit: int | None = None  # characters, as in a keys file's `limit=N`
+
+    def quota(self) -> int:
+        assert self.limit is not None, f"{self.secret} has no limit"
+        return self.limit
+
+    def line(self) -> str:
+        return self.secret if self.limit is None else f"{self.secret} limit={self.limit}"
+
+
+# The keyed stack's keys file: its modules take theirs from here by name.
+KEYS = {
+    "keys": Key("sk-stack-test-0f9e8d7c6b5a"),
+    "keys-second": Key("sk-second-key"),
+    "documents-owner": Key("sk-docs-owner-4b3a2918f7"),
+    "documents-other": Key("sk-docs-other-7c6d5e4f3a", limit=20),
+    "deepl-owner": Key("sk-deepl-owner-5f4e3d2c1b"),
+    "deepl-limited": Key("sk-deepl-limited-9a8b7c6d", limit=40),
+    "formats": Key("sk-formats-2a1b0c9d8e"),
+}
+
+
 @dataclass
 class SharedStack:
-    """`up --replicas 1` on the tiny Hunyuan-MT checkpoint, EOS ignored (outputs of MAX_TOKENS tokens)."""
+    """`up` on a tiny checkpoint, started by launch(); its replicas listen on base_port + i."""
 
     url: str
     log: Path
     run_dir: Path
+    base_port: int
+    replicas: int
     proc: subprocess.Popen[bytes]
 
     def wait_ready(self) -> None:
-        wait_until(self.proc, self.log, http_ok(self.url + "/health"), READY_TIMEOUT_S, "ready")
+        ready = replicas_ready(self.url, self.replicas)
+        wait_until(self.proc, self.log, ready, READY_TIMEOUT_S, f"{self.replicas} replica(s) ready")
 
     def stop(self) -> None:
         stop(self.proc)
 
 
-def launch(model: Path, work: Path) -> SharedStack:
-    """Start the stack without waiting: the engine warms up while the tests that need none run."""
-    port, base = free_ports(2)
-    cmd = tiny_up(model, work / "run", port, base, max_tokens=MAX_TOKENS)
-    env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
+def _launch(
+    cmd: list[str], work: Path, port: int, base: int, replicas: int, env: dict[str, str]
+) -> SharedStack:
     log = work / "up.log"
     with log.open("ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    return SharedStack(f"http://127.0.0.1:{port}", log, work / "run", proc)
+    return SharedStack(f"http://127.0.0.1:{port}", log, work / "run", base, replicas, proc)
 
 
-def uses_shared_stack(items: list[pytest.Item]) -> bool:
-    return any(FIXTURE in getattr(item, "fixturenames", ()) for item in items)
+def launch(model: Path, work: Path) -> SharedStack:
+    """The open stack, EOS ignored (outputs of MAX_TOKENS tokens); not waited for: the engine warms up
+    while the tests that need none run."""
+    port, base = free_ports(2)
+    cmd = tiny_up(model, work / "run", port, base, max_tokens=MAX_TOKENS)
+    return _launch(cmd, work, port, base, 1, {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"})
 
 
-def light_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """Modules with no engine/e2e/demo test first, the rest after, each module's tests kept together.
+def launch_keyed(model: Path, work: Path) -> SharedStack:
+    """The keyed stack on a tiny hy-mt1.5 checkpoint (its terminology and formatted prompts), documents
+    polled fast and capped at DOCUMENT_MAX_BYTES; not waited for."""
+    keys = work / "keys.txt"  # the name the keys module looks for in the replicas' configs
+    keys.write_text("# the keyed stack's keys\n" + "".join(key.line() + "\n" for key in KEYS.values()))
+    config = work / "config.yaml"
+    config.write_text(f"replica:\n  document_max_bytes: {DOCUMENT_MAX_BYTES}\n  document_poll_s: 0.2\n")
+    port, base, _ = free_ports(KEYED_REPLICAS + 1)
+    cmd = tiny_up(model, work / "run", port, base, max_tokens=MAX_TOKENS)
+    cmd[cmd.index("--replicas") + 1] = str(KEYED_REPLICAS)
+    cmd += ["--keys-file", str(keys), "--config", str(config)]
+    return _launch(cmd, work, port, base, KEYED_REPLICAS, dict(os.environ))
+
+
+def uses(items: Sequence[pytest.Item], fixture: str) -> bool:
+    return any(fixture in getattr(item, "fixturenames", ()) for item in items)
+
+
+def last_users(items: Sequence[pytest.Item], fixtures: Sequence[str]) -> dict[str, str]:
+    """fixture -> nodeid of the last item (in run order) that uses it: its stack can stop after that one."""
+    return {
+        fixture: item.nodeid
+        for item in items
+        for fixture in fixtures
+        if fixture in getattr(item, "fixturenames", ())
+    }
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+def light_modules_first(
+    items: list[pytest.Item], shared: Sequence[str] = (FIXTURE, KEYED_FIXTURE)
+) -> list[pytest.Item]:
+    """Modules with no engine/e2e/demo test first, then the heavy modules that use a shared stack, then
+    the rest; each module's tests kept together, in their order.
 
     Stable within each part, so module fixtures are still built once; the light part gives the
-    shared stack's engine time to start beside it.
+    shared stacks' engines time to start beside it, and their users come next so that they stop
+    before the tests that start engines of their own.
     """
     heavy_modules = {
-        item.nodeid.split("::")[0] for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
+        _module(item) for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
     }
-    light = [item for item in items if item.nodeid.split("::")[0] not in heavy_modules]
-    heavy = [item for item in items if item.nodeid.split("::")[0] in heavy_modules]
-    return light + heavy
+    sharing = {_module(item) for item in items if any(f in getattr(item, "fixturenames", ()) for f in shared)}
+    light = [item for item in items if _module(item) not in heavy_modules]
+    heavy = [item for item in items if _module(item) in heavy_modules]
+    return light + sorted(heavy, key=lambda item: _module(item) not in sharing)

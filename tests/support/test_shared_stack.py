@@ -1,4 +1,4 @@
-"""light_modules_first and uses_shared_stack on stand-in items (pure ordering logic)."""
+"""light_modules_first, uses and last_users on stand-in items (pure ordering logic)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pytest
 
-from tests.support.shared_stack import light_modules_first, uses_shared_stack
+from tests.support.shared_stack import KEYS, last_users, light_modules_first, uses
 
 
 @dataclass
@@ -55,5 +55,42 @@ def test_nothing_heavy_keeps_the_order() -> None:
 
 def test_the_stack_is_launched_only_when_a_selected_test_asks_for_it() -> None:
     asking = Item("tests/api/test_a.py::x", fixturenames=["shared_stack", "tmp_path"])
-    assert uses_shared_stack(cast(list[pytest.Item], [Item("t.py::a"), asking]))
-    assert not uses_shared_stack(cast(list[pytest.Item], [Item("t.py::a", fixturenames=["tmp_path"])]))
+    assert uses(cast(list[pytest.Item], [Item("t.py::a"), asking]), "shared_stack")
+    assert not uses(cast(list[pytest.Item], [Item("t.py::a", fixturenames=["tmp_path"])]), "shared_stack")
+    assert not uses(cast(list[pytest.Item], [asking]), "keyed_stack")
+
+
+def test_heavy_modules_on_a_shared_stack_come_first_among_the_heavy_ones() -> None:
+    items = [
+        Item("tests/a.py::own", ("e2e",)),
+        Item("tests/b.py::one", ("engine",), ["keyed_stack"]),
+        Item("tests/b.py::two", ("engine",)),
+        Item("tests/c.py::light"),
+        Item("tests/d.py::open", ("engine",), ["shared_stack"]),
+    ]
+    ordered = light_modules_first(cast(list[pytest.Item], items))
+    assert ids(ordered) == [
+        "tests/c.py::light",
+        "tests/b.py::one",
+        "tests/b.py::two",
+        "tests/d.py::open",
+        "tests/a.py::own",
+    ]
+
+
+def test_each_stack_stops_after_its_last_user_in_run_order() -> None:
+    items = [
+        Item("t.py::a", fixturenames=["shared_stack"]),
+        Item("t.py::b", fixturenames=["keyed_stack", "shared_stack"]),
+        Item("t.py::c", fixturenames=["keyed_stack"]),
+        Item("t.py::d"),
+    ]
+    found = last_users(cast(list[pytest.Item], items), ("shared_stack", "keyed_stack", "other"))
+    assert found == {"shared_stack": "t.py::b", "keyed_stack": "t.py::c"}
+
+
+def test_the_keyed_stack_keys_are_distinct_and_its_lines_carry_the_limits() -> None:
+    secrets = [key.secret for key in KEYS.values()]
+    assert len(set(secrets)) == len(secrets)
+    assert KEYS["deepl-limited"].line() == f"{KEYS['deepl-limited'].secret} limit=40"
+    assert KEYS["keys"].line() == KEYS["keys"].secret
