@@ -27,7 +27,7 @@ if __package__ in (None, ""):  # `python bench/documents.py` as well as `python 
 from hunyuan_serve.client.api import AsyncTranslateClient
 from hunyuan_serve.client.command import main as translate_main
 from hunyuan_serve.client.formats import Options, parse
-from hunyuan_serve.client.settings import API_KEY_ENV, ClientSettings
+from hunyuan_serve.client.settings import ClientSettings, api_key_from
 
 DATA = Path(__file__).resolve().parent / "data" / "sd-webui-zh_CN.json"
 PAGE_CHARS = 1800  # a standard manuscript page (30 lines of 60 characters): what "pages" counts
@@ -95,7 +95,7 @@ def build_document(sentences: int, skip: int = 0) -> str:
 async def one_at_a_time(url: str, segments: list[str], target: str) -> float:
     """Wall seconds to send each segment alone, waiting for each answer before the next."""
     # The key as `translate` takes it (run() calls its main in this process): from the environment.
-    key = os.environ.get(API_KEY_ENV) or None
+    key = api_key_from(os.environ)
     settings = ClientSettings.model_validate(
         {"base_url": url, "concurrency": 1, "batch_size": 1, "api_key": key}
     )

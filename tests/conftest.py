@@ -18,7 +18,6 @@ from tests.support.shared_stack import (
     launch,
     launch_keyed,
     light_modules_first,
-    uses,
 )
 
 # The shared stacks launched this session, and the test after which each may stop.
@@ -74,12 +73,12 @@ def _shared_stacks_launched(
     from hunyuan_serve.tiny_model import build_tiny_model
 
     launched = request.session.stash.setdefault(_LAUNCHED, {})
-    items = request.session.items
+    wanted = request.config.stash.get(_LAST_USERS, {})  # only the fixtures some selected test asks for
     try:
-        if uses(items, FIXTURE):
+        if FIXTURE in wanted:
             model: Path = request.getfixturevalue("tiny_model_dir")
             launched[FIXTURE] = launch(model, tmp_path_factory.mktemp("shared-stack"))
-        if uses(items, KEYED_FIXTURE):
+        if KEYED_FIXTURE in wanted:
             keyed_model = build_tiny_model(tmp_path_factory.mktemp(f"tiny-{HY_MT15}-"), kind=HY_MT15)
             launched[KEYED_FIXTURE] = launch_keyed(keyed_model, tmp_path_factory.mktemp("keyed-stack"))
         yield dict(launched)

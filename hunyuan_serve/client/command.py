@@ -14,7 +14,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hunyuan_serve.client.settings import API_KEY_ENV, DEFAULT_URL, ClientSettings
+from hunyuan_serve.client.settings import DEFAULT_URL, ClientSettings, api_key_from
 
 # Settings with a flag of their own elsewhere on this command.
 _OWN_FLAGS = {"base_url"}
@@ -128,8 +128,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
 
     values = {key.split(".", 1)[1]: value for key, value in vars(args).items() if key.startswith("client.")}
     values["base_url"] = args.url
-    if "api_key" not in values and environ.get(API_KEY_ENV):
-        values["api_key"] = environ[API_KEY_ENV]
+    if "api_key" not in values and (key := api_key_from(environ)) is not None:
+        values["api_key"] = key
     try:
         return ClientSettings.model_validate(values)
     except ValidationError as err:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 from pydantic import Field, SecretStr
@@ -12,6 +12,13 @@ from pydantic import Field, SecretStr
 from hunyuan_serve.config import NginxConfig, Section
 
 API_KEY_ENV = "HUNYUAN_SERVE_API_KEY"
+
+
+def api_key_from(environ: Mapping[str, str]) -> str | None:
+    """The key in API_KEY_ENV, or None when it is unset or empty."""
+    return environ.get(API_KEY_ENV) or None
+
+
 DEFAULT_URL = f"http://127.0.0.1:{NginxConfig.model_fields['port'].default}"
 
 

@@ -20,7 +20,7 @@ import yaml
 
 from hunyuan_serve.fleet.events import read_events
 from hunyuan_serve.fleet.state import read_state
-from tests.support.stacks import alive, cli, free_ports, http_ok, started, stop, tail, wait_until
+from tests.support.stacks import alive, cli, free_ports, http_ok, spawn, started, stop, tail, wait_until
 
 READY_TIMEOUT_S = 300.0  # `up`, Nginx and a stand-in replica on a loaded two-core machine
 # The replica sees `up` gone within parent_check_s, then drains (nothing in flight) and exits; the
@@ -88,8 +88,7 @@ def _kill_left(processes: list[psutil.Process]) -> None:
 def test_a_killed_up_leaves_nothing_the_next_up_trips_on(tiny_model_dir: Path, tmp_path: Path) -> None:
     config, run_dir, port = _config(tmp_path, tiny_model_dir)
     argv, log = cli("up", "--config", str(config)), tmp_path / "up.log"
-    with log.open("ab") as out:
-        first = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    first = spawn(argv, log)
     replica: list[psutil.Process] = []
     nginx: list[psutil.Process] = []
     try:

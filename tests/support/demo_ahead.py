@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.demo_model import DEMO_MODEL_NAME, default_models_dir, is_complete
+from tests.support.stacks import spawn
 
 # On a fresh machine the conversion takes about a minute of one core, and the demo tests come last
 # (light_modules_first): converting while the light tests run takes it off the suite's wall time.
@@ -27,9 +28,7 @@ def convert_ahead(items: list[pytest.Item], log: Path) -> subprocess.Popen[bytes
     if not wants_demo_model(items) or is_complete(default_models_dir(os.environ) / DEMO_MODEL_NAME):
         return None
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # one core: the tests beside it keep the other
-    with log.open("ab") as out:
-        argv = [sys.executable, "-c", CONVERT]
-        return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    return spawn([sys.executable, "-c", CONVERT], log, env)
 
 
 def finish(proc: subprocess.Popen[bytes] | None, timeout_s: float = 600.0) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.stacks import free_ports, replicas_ready, stop, tiny_up, wait_until
+from tests.support.stacks import free_ports, replicas_ready, spawn, stop, tiny_up, wait_until
 
 FIXTURE = "shared_stack"
 KEYED_FIXTURE = "keyed_stack"
@@ -74,9 +74,7 @@ def _launch(
     cmd: list[str], work: Path, port: int, base: int, replicas: int, env: dict[str, str]
 ) -> SharedStack:
     log = work / "up.log"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    return SharedStack(f"http://127.0.0.1:{port}", log, work / "run", base, replicas, proc)
+    return SharedStack(f"http://127.0.0.1:{port}", log, work / "run", base, replicas, spawn(cmd, log, env))
 
 
 def launch(model: Path, work: Path) -> SharedStack:
@@ -101,18 +99,16 @@ def launch_keyed(model: Path, work: Path) -> SharedStack:
     return _launch(cmd, work, port, base, KEYED_REPLICAS, dict(os.environ))
 
 
-def uses(items: Sequence[pytest.Item], fixture: str) -> bool:
-    return any(fixture in getattr(item, "fixturenames", ()) for item in items)
+def _asks(item: pytest.Item, fixture: str) -> bool:
+    return fixture in getattr(item, "fixturenames", ())
 
 
 def last_users(items: Sequence[pytest.Item], fixtures: Sequence[str]) -> dict[str, str]:
-    """fixture -> nodeid of the last item (in run order) that uses it: its stack can stop after that one."""
-    return {
-        fixture: item.nodeid
-        for item in items
-        for fixture in fixtures
-        if fixture in getattr(item, "fixturenames", ())
-    }
+    """fixture -> nodeid of the last item (in run order) that uses it: its stack can stop after that one.
+
+    A fixture no item asks for is absent: its stack is not launched at all.
+    """
+    return {fixture: item.nodeid for item in items for fixture in fixtures if _asks(item, fixture)}
 
 
 def _module(item: pytest.Item) -> str:
@@ -132,7 +128,7 @@ def light_modules_first(
     heavy_modules = {
         _module(item) for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
     }
-    sharing = {_module(item) for item in items if any(f in getattr(item, "fixturenames", ()) for f in shared)}
+    sharing = {_module(item) for item in items if any(_asks(item, fixture) for fixture in shared)}
     light = [item for item in items if _module(item) not in heavy_modules]
     heavy = [item for item in items if _module(item) in heavy_modules]
     return light + sorted(heavy, key=lambda item: _module(item) not in sharing)

@@ -163,6 +163,14 @@ def wait_event(
     pytest.fail(f"no matching event within {timeout_s}s; last events: {events()[-8:]}")
 
 
+def spawn(argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """argv started in a session of its own (so `stop` can find its group), output appended to log."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            list(argv), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+
+
 @contextlib.contextmanager
 def started(
     argv: Sequence[str],
@@ -176,10 +184,7 @@ def started(
 
     On exit it is stopped with `stop`, which fails if it ignores SIGTERM or leaves a process behind.
     """
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            list(argv), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
+    proc = spawn(argv, log, env)
     try:
         if ready is not None:
             wait_until(proc, log, ready, timeout_s, "ready")

@@ -1,4 +1,4 @@
-"""light_modules_first, uses and last_users on stand-in items (pure ordering logic)."""
+"""light_modules_first and last_users on stand-in items (pure ordering logic)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pytest
 
-from tests.support.shared_stack import KEYS, last_users, light_modules_first, uses
+from tests.support.shared_stack import KEYS, last_users, light_modules_first
 
 
 @dataclass
@@ -55,9 +55,11 @@ def test_nothing_heavy_keeps_the_order() -> None:
 
 def test_the_stack_is_launched_only_when_a_selected_test_asks_for_it() -> None:
     asking = Item("tests/api/test_a.py::x", fixturenames=["shared_stack", "tmp_path"])
-    assert uses(cast(list[pytest.Item], [Item("t.py::a"), asking]), "shared_stack")
-    assert not uses(cast(list[pytest.Item], [Item("t.py::a", fixturenames=["tmp_path"])]), "shared_stack")
-    assert not uses(cast(list[pytest.Item], [asking]), "keyed_stack")
+    fixtures = ("shared_stack", "keyed_stack")
+    assert "shared_stack" in last_users(cast(list[pytest.Item], [Item("t.py::a"), asking]), fixtures)
+    not_asking = [Item("t.py::a", fixturenames=["tmp_path"])]
+    assert "shared_stack" not in last_users(cast(list[pytest.Item], not_asking), fixtures)
+    assert "keyed_stack" not in last_users(cast(list[pytest.Item], [asking]), fixtures)
 
 
 def test_heavy_modules_on_a_shared_stack_come_first_among_the_heavy_ones() -> None:
