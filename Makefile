@@ -26,8 +26,11 @@ typecheck: install
 unit: install
 	$(BIN)/pytest -q -m "not engine and not demo and not e2e"
 
+# The suite as LANES pytest sessions side by side (tests/support/lanes.py): much of a lane's time is
+# spent waiting on engines and deadlines, so two fill two cores. LANES=1 runs one plain session.
+LANES ?= 2
 test: lint typecheck
-	$(BIN)/pytest -q -rs
+	$(BIN)/python -m tests.support.lane_runner --lanes $(LANES) -q -rs
 
 # QUICK=1: the under-3-minutes version. The report lands in bench/results/ (see bench/README.md).
 QUICK ?=

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from tests.support import demo_ahead
+from tests.support import demo_ahead, lanes
 from tests.support.ahead import OfflineRuns, planned
 from tests.support.shared_stack import (
     FIXTURE,
     KEYED_FIXTURE,
+    SHARED_FIXTURES,
     SharedStack,
     last_users,
     launch,
@@ -25,11 +26,21 @@ _LAUNCHED = pytest.StashKey[dict[str, SharedStack]]()
 _LAST_USERS = pytest.StashKey[dict[str, str]]()
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    lanes.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    lanes.configure(config)
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: the lanes split what is really selected
 def pytest_collection_modifyitems(
     session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
 ) -> None:
+    lanes.keep_own_lane(config, items)
     items[:] = light_modules_first(items)
-    config.stash[_LAST_USERS] = last_users(items, (FIXTURE, KEYED_FIXTURE))
+    config.stash[_LAST_USERS] = last_users(items, SHARED_FIXTURES)
 
 
 @pytest.hookimpl(trylast=True)

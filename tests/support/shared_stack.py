@@ -18,6 +18,7 @@ from tests.support.stacks import free_ports, replicas_ready, spawn, stop, tiny_u
 
 FIXTURE = "shared_stack"
 KEYED_FIXTURE = "keyed_stack"
+SHARED_FIXTURES = (FIXTURE, KEYED_FIXTURE)
 READY_TIMEOUT_S = 600.0  # engines starting on two shared cores beside the light tests, first compile included
 MAX_TOKENS = 12
 KEYED_REPLICAS = 2
@@ -111,12 +112,12 @@ def last_users(items: Sequence[pytest.Item], fixtures: Sequence[str]) -> dict[st
     return {fixture: item.nodeid for item in items for fixture in fixtures if _asks(item, fixture)}
 
 
-def _module(item: pytest.Item) -> str:
+def module_of(item: pytest.Item) -> str:
     return item.nodeid.split("::")[0]
 
 
 def light_modules_first(
-    items: list[pytest.Item], shared: Sequence[str] = (FIXTURE, KEYED_FIXTURE)
+    items: list[pytest.Item], shared: Sequence[str] = SHARED_FIXTURES
 ) -> list[pytest.Item]:
     """Modules with no engine/e2e/demo test first, then the heavy modules that use a shared stack, then
     the rest; each module's tests kept together, in their order.
@@ -126,9 +127,9 @@ def light_modules_first(
     before the tests that start engines of their own.
     """
     heavy_modules = {
-        _module(item) for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
+        module_of(item) for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
     }
-    sharing = {_module(item) for item in items if any(_asks(item, fixture) for fixture in shared)}
-    light = [item for item in items if _module(item) not in heavy_modules]
-    heavy = [item for item in items if _module(item) in heavy_modules]
-    return light + sorted(heavy, key=lambda item: _module(item) not in sharing)
+    sharing = {module_of(item) for item in items if any(_asks(item, fixture) for fixture in shared)}
+    light = [item for item in items if module_of(item) not in heavy_modules]
+    heavy = [item for item in items if module_of(item) in heavy_modules]
+    return light + sorted(heavy, key=lambda item: module_of(item) not in sharing)
