@@ -22,15 +22,17 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# pytest as LANES sessions side by side (tests/support/lanes.py): much of a lane's time is spent
+# waiting on engines, deadlines and subprocesses, so two fill two cores. LANES=1 runs one session.
+LANES ?= 2
+PYTEST := $(BIN)/python -m tests.support.lane_runner --lanes $(LANES)
+
 # Everything but the tests that start the vLLM engine, the demo model or a real `up` (a minute or two).
 unit: install
-	$(BIN)/pytest -q -m "not engine and not demo and not e2e"
+	$(PYTEST) -q -m "not engine and not demo and not e2e"
 
-# The suite as LANES pytest sessions side by side (tests/support/lanes.py): much of a lane's time is
-# spent waiting on engines and deadlines, so two fill two cores. LANES=1 runs one plain session.
-LANES ?= 2
 test: lint typecheck
-	$(BIN)/python -m tests.support.lane_runner --lanes $(LANES) -q -rs
+	$(PYTEST) -q -rs
 
 # QUICK=1: the under-3-minutes version. The report lands in bench/results/ (see bench/README.md).
 QUICK ?=
