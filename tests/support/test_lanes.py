@@ -99,7 +99,10 @@ def test_no_weights_file_means_every_module_counts_as_a_default(tmp_path: Path) 
 
 def test_the_checked_in_weights_name_modules_that_exist() -> None:
     gone = [module for module in load_weights() if not (REPO / module).is_file()]
-    assert not gone, f"tests/lane_weights.json names modules that no longer exist: {gone}"
+    assert not gone, (
+        f"tests/lane_weights.json names modules that no longer exist: {gone}; re-record it with"
+        " `pytest --record-lane-weights tests/lane_weights.json`, or delete their lines"
+    )
 
 
 @pytest.mark.parametrize(
