@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.shared_stack import HEAVY_MARKERS, SHARED_FIXTURES, module_of
+from tests.support.shared_stack import SHARED_FIXTURES, asks, is_heavy, module_of
 
 WEIGHTS_FILE = Path(__file__).resolve().parents[1] / "lane_weights.json"
 # A module absent from the weights file: about a median heavy module, and a median light one.
@@ -57,8 +57,8 @@ def modules(items: Sequence[pytest.Item]) -> list[Module]:
     shared: dict[str, frozenset[str]] = {}
     for item in items:
         path = module_of(item)
-        heavy[path] = heavy.get(path, False) or any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
-        asked = frozenset(SHARED_FIXTURES) & set(getattr(item, "fixturenames", ()))
+        heavy[path] = heavy.get(path, False) or is_heavy(item)
+        asked = frozenset(fixture for fixture in SHARED_FIXTURES if asks(item, fixture))
         shared[path] = shared.get(path, frozenset()) | asked
     return [Module(path, heavy[path], shared[path]) for path in heavy]
 
@@ -122,11 +122,14 @@ class WeightRecorder:
         self.spent: list[tuple[str, float]] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.spent.append((report.nodeid.split("::")[0], report.duration))
+        self.spent.append((module_of(report), report.duration))
 
     def pytest_sessionfinish(self) -> None:
         weights = merged_weights(load_weights(self.path), self.spent)
         self.path.write_text(json.dumps(weights, indent=1) + "\n", encoding="utf-8")
+
+
+_LANE = pytest.StashKey[Lane]()  # this session's --lane, read once by configure()
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -140,9 +143,9 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def configure(config: pytest.Config) -> None:
-    """Refuses a bad --lane before collection; registers the recorder when asked for."""
+    """Reads --lane (a bad one refused before collection); registers the recorder when asked for."""
     try:
-        parse_lane(config.getoption("--lane"))
+        config.stash[_LANE] = parse_lane(config.getoption("--lane"))
     except ValueError as error:
         raise pytest.UsageError(str(error)) from None
     if record := config.getoption("--record-lane-weights"):
@@ -151,7 +154,7 @@ def configure(config: pytest.Config) -> None:
 
 def keep_own_lane(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Deselects the items of the modules other lanes run."""
-    lane = parse_lane(config.getoption("--lane"))
+    lane = config.stash[_LANE]
     if lane.count == 1:
         return
     split = assign(modules(items), load_weights(), lane.count)

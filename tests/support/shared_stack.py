@@ -100,8 +100,13 @@ def launch_keyed(model: Path, work: Path) -> SharedStack:
     return _launch(cmd, work, port, base, KEYED_REPLICAS, dict(os.environ))
 
 
-def _asks(item: pytest.Item, fixture: str) -> bool:
+def asks(item: pytest.Item, fixture: str) -> bool:
     return fixture in getattr(item, "fixturenames", ())
+
+
+def is_heavy(item: pytest.Item) -> bool:
+    """Whether the item starts engines, a real `up` or the demo model."""
+    return any(item.get_closest_marker(marker) for marker in HEAVY_MARKERS)
 
 
 def last_users(items: Sequence[pytest.Item], fixtures: Sequence[str]) -> dict[str, str]:
@@ -109,11 +114,12 @@ def last_users(items: Sequence[pytest.Item], fixtures: Sequence[str]) -> dict[st
 
     A fixture no item asks for is absent: its stack is not launched at all.
     """
-    return {fixture: item.nodeid for item in items for fixture in fixtures if _asks(item, fixture)}
+    return {fixture: item.nodeid for item in items for fixture in fixtures if asks(item, fixture)}
 
 
-def module_of(item: pytest.Item) -> str:
-    return item.nodeid.split("::")[0]
+def module_of(node: pytest.Item | pytest.TestReport) -> str:
+    """The path of the module a test (or a test's report) belongs to, as its node id starts."""
+    return node.nodeid.split("::")[0]
 
 
 def light_modules_first(
@@ -126,10 +132,8 @@ def light_modules_first(
     shared stacks' engines time to start beside it, and their users come next so that they stop
     before the tests that start engines of their own.
     """
-    heavy_modules = {
-        module_of(item) for item in items if any(item.get_closest_marker(m) for m in HEAVY_MARKERS)
-    }
-    sharing = {module_of(item) for item in items if any(_asks(item, fixture) for fixture in shared)}
+    heavy_modules = {module_of(item) for item in items if is_heavy(item)}
+    sharing = {module_of(item) for item in items if any(asks(item, fixture) for fixture in shared)}
     light = [item for item in items if module_of(item) not in heavy_modules]
     heavy = [item for item in items if module_of(item) in heavy_modules]
     return light + sorted(heavy, key=lambda item: module_of(item) not in sharing)
