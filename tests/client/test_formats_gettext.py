@@ -131,6 +131,29 @@ def test_format_entry_with_broken_placeholder_left_untranslated_and_fuzzy(
     assert po.metadata["Language"] == "de" and "Plural-Forms" in po.metadata
 
 
+def test_a_rerun_on_its_own_output_sets_fuzzy_once(service: ScriptedService, tmp_path: Path) -> None:
+    """The entry left fuzzy by the first run is sent again by the second and fails again: one flag."""
+    src = tmp_path / "first.po"
+    src.write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        '#: a.py:1\n#, python-format\nmsgid "%(count)s files"\nmsgstr ""\n',
+        encoding="utf-8",
+    )
+    service.state.translate = lambda text, target: text.replace("%(count)s", "(count)")
+    outputs = [src]
+    for run in ("second.po", "third.po"):
+        dst = tmp_path / run
+        flags = ["--no-cache", "--no-progress"]
+        assert main(["--url", service.url, "--to", "de", str(outputs[-1]), "-o", str(dst), *flags]) == 1
+        outputs.append(dst)
+    for dst in outputs[1:]:
+        msgfmt_check(dst)
+        assert "#, python-format, fuzzy\n" in dst.read_text(encoding="utf-8")
+        entry = polib.pofile(str(dst)).find("%(count)s files")
+        assert entry is not None and entry.flags == ["python-format", "fuzzy"]
+    assert len(service.state.sent_texts()) == 2  # the second run did send the fuzzy entry again
+
+
 def test_malformed_catalog_names_file_and_line_and_writes_nothing(
     service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -82,7 +82,9 @@ def parse_po(content: str, options: Options) -> Document:
         for item in entries:
             count = 2 if item.entry.msgid_plural else 1
             if any(i in failed for i in range(item.first, item.first + count)):
-                if any(_FORMAT_FLAGS.match(flag) for flag in item.entry.flags):
+                # Flags are a set: an entry that is fuzzy already (a rerun on our own output) stays so.
+                flags = item.entry.flags
+                if "fuzzy" not in flags and any(_FORMAT_FLAGS.match(flag) for flag in flags):
                     edits.append(_fuzzy_edit(lines, starts, item, newline))
                 continue
             texts = translations[item.first : item.first + count]
