@@ -27,6 +27,10 @@ KEY_ID_STATE = "hs_key_id"
 # The key itself, in the request's scope only (never logged): sent on with a call made for the caller.
 KEY_STATE = "hs_key"
 PEER_REFUSED = "only the gateway of this deployment may call this host (X-Hunyuan-Peer missing or wrong)"
+# The request headers the APIs read that a page may set itself: the key (Bearer or DeepL-Auth-Key
+# scheme), the body's type, the request id, the request's class (replica.priority.HEADER). Nginx's CORS
+# preflight allows exactly these (Content-Length and Host are the browser's own, never preflighted).
+REQUEST_HEADERS = ("Authorization", "Content-Type", "X-Request-ID", "X-Priority")
 
 
 # -- dialects: the one table of path prefixes and error shapes (the app's and Nginx's) ------------

@@ -14,7 +14,15 @@ from typing import Any
 
 import jinja2
 
-from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, INTERNAL_ONLY, NATIVE, POOL_ERRORS, peer_secret
+from hunyuan_serve.auth import (
+    DIALECTS,
+    EDGE_ERRORS,
+    INTERNAL_ONLY,
+    NATIVE,
+    POOL_ERRORS,
+    REQUEST_HEADERS,
+    peer_secret,
+)
 from hunyuan_serve.config import ConfigError, Pool, ServeConfig, default_pool, resolve_pools
 from hunyuan_serve.fleet.routing import Routing, UpstreamServer
 
@@ -464,6 +472,7 @@ def render_nginx(
         peer_required=secret is not None and front is None,
         bulk_caps=bulk,
         bulk_texts=bulk_texts,
+        cors_allow_headers=REQUEST_HEADERS,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hunyuan_serve.auth import REQUEST_HEADERS
 from tests.support.edge import KEYS, edge, edge_config, query, upstreams
 from tests.support.stacks import free_port
 
@@ -157,13 +158,17 @@ async def test_cors_preflight_and_headers_for_allowed_origins_only(tmp_path: Pat
     port = free_port()
     allowed, other = "http://allowed.test:8000", "http://other.test"
     cfg = edge_config(port, {"nginx.cors_origins": allowed, "nginx.cors_max_age_s": 77})
-    preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization"}
+    # What a page sends for interactive work (the README's X-Priority), beside its key.
+    asked = "authorization, content-type, x-priority, x-request-id"
+    preflight = {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": asked}
     with upstreams(1, keys=True) as (script, ports):
         async with edge(tmp_path, cfg, ports), client(port) as http:
             ok = await http.options("/v1/chat/completions", headers={"Origin": allowed, **preflight})
             assert ok.status_code == 204 and ok.headers["access-control-allow-origin"] == allowed
             assert "POST" in ok.headers["access-control-allow-methods"]
-            assert "Authorization" in ok.headers["access-control-allow-headers"]
+            allowed_headers = [h.strip() for h in ok.headers["access-control-allow-headers"].split(",")]
+            assert allowed_headers == list(REQUEST_HEADERS)  # the one list, X-Priority among them
+            assert {h.lower() for h in allowed_headers} >= set(asked.split(", "))
             assert ok.headers["access-control-max-age"] == "77" and ok.headers["vary"] == "Origin"
             denied = await http.options("/v1/chat/completions", headers={"Origin": other, **preflight})
             assert denied.status_code == 204 and "access-control-allow-origin" not in denied.headers

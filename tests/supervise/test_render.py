@@ -249,6 +249,27 @@ def test_key_limit_and_cors_render_only_when_configured() -> None:
     assert "if ($request_method = OPTIONS) {" in text and "add_header Vary Origin always;" in text
     anyone = _render({"nginx.cors_origins": "*"}, [State.READY])
     assert 'default "*";' in anyone and "Vary Origin" not in anyone
+    assert f'OPTIONS "{", ".join(auth.REQUEST_HEADERS)}";' in text
+
+
+# Headers the replica reads that a page never preflights: the browser's own, and those Nginx sets.
+NOT_PREFLIGHTED = {"content-length", "host", "x-forwarded-for"}
+
+
+def test_cors_allows_exactly_the_request_headers_the_apis_read() -> None:
+    """Every header name the replica's code reads (request.headers.get("..."), `"..." in headers`, the
+    priority header) is in auth.REQUEST_HEADERS, which the preflight allows, and nothing else is."""
+    from hunyuan_serve.replica import priority
+
+    root = golden.REPO / "hunyuan_serve"
+    read = {priority.HEADER.lower()}
+    pattern = re.compile(
+        r"""headers\.get\(\s*["']([A-Za-z0-9-]+)["']|["']([A-Za-z0-9-]+)["'] in \w*\.?headers"""
+    )
+    for path in [root / "auth.py", *sorted((root / "replica").rglob("*.py"))]:
+        for got, inside in pattern.findall(path.read_text(encoding="utf-8")):
+            read.add((got or inside).lower())
+    assert read - NOT_PREFLIGHTED == {h.lower() for h in auth.REQUEST_HEADERS}
 
 
 # -- several pools: one upstream each, routing by model in njs ---------------------------------------
