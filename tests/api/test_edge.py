@@ -208,6 +208,8 @@ async def test_stream_is_not_buffered_and_not_retried_after_its_first_byte(tmp_p
     with upstreams(2, keys=False) as (script, ports):
         async with edge(tmp_path, cfg, ports), client(port) as http:
             async with http.stream("POST", "/v1/chat/stream", json={}) as events:
+                # Nginx consumes the replica's X-Accel-Buffering; proxy_pass_header sends it on.
+                assert events.headers.get_list("x-accel-buffering") == ["no"]
                 chunks = events.aiter_text()
                 # The first event comes through while the upstream still holds the second back.
                 # (Bounded: a buffering Nginx would hold it until the upstream's 30 s gate gives way.)
