@@ -8,12 +8,12 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import textwrap
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hunyuan_serve.client.files import write_atomic
 from hunyuan_serve.client.settings import DEFAULT_URL, ClientSettings, api_key_from
 
 # Settings with a flag of their own elsewhere on this command.
@@ -415,17 +415,11 @@ def _write_output(output: str, text: str, encoding: str = "utf-8") -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    # Write beside the target and rename: an interrupted write never leaves half a file.
-    target = Path(output)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:  # bytes: line endings and the BOM as the input had them
-            # Latin-1 is only a .properties fallback: characters beyond it become \\uXXXX, Java's escape.
-            handle.write(text.encode(encoding, "backslashreplace" if encoding == "latin-1" else "strict"))
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # Bytes: line endings and the BOM as the input had them. Latin-1 is only a .properties fallback:
+    # characters beyond it become \\uXXXX, Java's escape.
+    write_atomic(
+        Path(output), text.encode(encoding, "backslashreplace" if encoding == "latin-1" else "strict")
+    )
 
 
 def _print_summary(summary: Any, report: Path | None, shown: int = 20) -> None:
@@ -437,9 +431,8 @@ def _print_summary(summary: Any, report: Path | None, shown: int = 20) -> None:
         print(f"stopped sending: {summary.aborted}", file=sys.stderr)
     print(summary.line(), file=sys.stderr)
     if report is not None:
-        report.write_text(
-            json.dumps(summary.as_dict(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
-        )
+        text = json.dumps(summary.as_dict(), ensure_ascii=False, indent=2) + "\n"
+        write_atomic(report, text.encode("utf-8"))
 
 
 def _usage(message: str) -> int:
