@@ -8,8 +8,8 @@ VENV=${VENV:-.venv}
 PYTHON=${PYTHON:-python3}
 # Debian packages the service and its tests use (nginx 1.22 from Debian; its njs module, which routes by
 # model in front of several pools; a small CJK font for the page test; redis-server for the cache shared
-# across hosts).
-APT_PACKAGES=(nginx libnginx-mod-http-js fonts-wqy-microhei gettext prometheus redis-server)
+# across hosts; strace, with which the observability test sees a replica's answer leave in one write).
+APT_PACKAGES=(nginx libnginx-mod-http-js fonts-wqy-microhei gettext prometheus redis-server strace)
 # Only the web page test drives a browser; where the distribution has no chromium package (Ubuntu ships
 # a snap) that test is skipped.
 OPTIONAL_APT_PACKAGES=(chromium)
