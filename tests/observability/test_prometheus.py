@@ -141,9 +141,9 @@ def test_up_writes_targets_from_its_routing(observed: Observed) -> None:
 
 
 def test_replica_metrics_read_back_through_prometheus(observed: Observed) -> None:
-    # Scraped before the requests too, so that rate() sees them arrive.
+    # Scraped twice before the requests, so that rate() over the window sees them arrive.
     observed.wait_query('up{job="hunyuan-replicas"} == 1')
-    time.sleep(2.5)
+    observed.wait_query('count_over_time(up{job="hunyuan-replicas"}[1m]) >= 2')
     body = {"text": "Hello", "source_lang": "en", "target_lang": "zh"}
     with httpx.Client(base_url=observed.nginx_url, trust_env=False, timeout=60) as client:
         codes = [client.post("/translate", json={**body, "text": f"Hello {i}"}).status_code for i in range(5)]
