@@ -17,7 +17,13 @@ from hunyuan_serve.replica.service import Translator
 
 
 class SlowAbortEngine(FakeEngine):
-    """An engine whose cancelled call takes a while to abort (vLLM's abort is awaited in its cleanup)."""
+    """An engine whose cancelled call stays in its abort until the test lets it end (vLLM's abort is awaited
+    in its cleanup), so the test knows the abort is under way, and still is, when the second request comes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aborting = asyncio.Event()
+        self.abort_may_end = asyncio.Event()
 
     async def generate(
         self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
@@ -25,7 +31,8 @@ class SlowAbortEngine(FakeEngine):
         try:
             return await super().generate(prompt, sampling, request_id, priority)
         except asyncio.CancelledError:
-            await asyncio.sleep(0.2)  # the abort's round trip, while the call is still in the table
+            self.aborting.set()
+            await self.abort_may_end.wait()  # the abort's round trip, while the call is still in the table
             raise
 
 
@@ -47,8 +54,12 @@ async def test_a_request_arriving_during_the_abort_starts_its_own_call() -> None
         await asyncio.sleep(0.01)
     assert engine.running, first
     first.cancel()  # its client left: the call it alone waited for is aborted
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(engine.aborting.wait(), 5)
     engine.let_go()
+    # The first call is still in its abort (held open until abort_may_end): the second request is answered
+    # within it, which only a call of its own can do; one that joined the leaving call would wait on it.
     second = await asyncio.wait_for(translator.translate(_request("Open the door"), "b"), 5)
+    assert not engine.abort_may_end.is_set() and first.cancelled()
+    engine.abort_may_end.set()
     assert second.results == ["<" + str(len(engine.given[-1].messages[0]["content"])) + ">"]
     assert engine.calls == 2 and len(engine.aborted) == 1
