@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from hunyuan_serve.client.settings import ClientSettings, parse_retry_after, retry_delay
+from hunyuan_serve.client.settings import FINAL_CODES, ClientSettings, parse_retry_after, retry_delay
 from hunyuan_serve.client.width import (
     BULK_TEXTS_HEADER,
     Width,
@@ -179,7 +179,9 @@ class _RetryPolicy:
 
     def delay(self, attempt: int, failure: TranslateError) -> float | None:
         """Seconds to wait before retrying, or None when the failure is final."""
-        retryable = failure.status is None or failure.status in self.settings.retry_statuses
+        retryable = failure.status is None or (
+            failure.status in self.settings.retry_statuses and failure.code not in FINAL_CODES
+        )
         if not retryable or attempt >= self.settings.max_retries:
             return None
         seconds = retry_delay(self.settings, attempt, failure.retry_after, self.rand)

@@ -7,11 +7,16 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 
 from hunyuan_serve.config import NginxConfig, Section
 
 API_KEY_ENV = "HUNYUAN_SERVE_API_KEY"
+# The 4xx a retry can cure: the request took too long, or came too soon (a rate limit).
+RETRIED_4XX = (408, 429)
+# Refusals that waiting does not cure, whatever status they come with: a key's quota has no period to
+# wait out (the service's 429 quota_exceeded), unlike a rate limit's 429 (rate_limited, Retry-After).
+FINAL_CODES = frozenset({"quota_exceeded"})
 
 
 def api_key_from(environ: Mapping[str, str]) -> str | None:
@@ -55,7 +60,9 @@ class ClientSettings(Section):
     backoff_jitter: float = Field(default=0.5, ge=0, le=1, description="Random fraction added to a delay.")
     retry_after_max_s: float = Field(default=120.0, ge=0, description="Largest Retry-After honoured.")
     retry_statuses: tuple[int, ...] = Field(
-        default=(429, 502, 503, 504), description="HTTP statuses retried."
+        default=(429, 502, 503, 504),
+        description=f"HTTP statuses retried (of the 4xx only {', '.join(map(str, RETRIED_4XX))}; "
+        f"never {', '.join(sorted(FINAL_CODES))}).",
     )
     user_agent: str = Field(default="hunyuan-serve-client", description="User-Agent header.")
     # A service with auth.keys_file refuses requests without a key; SecretStr keeps it out of reprs and logs.
@@ -68,6 +75,17 @@ class ClientSettings(Section):
     priority: Literal["bulk", "interactive"] = Field(
         default="bulk", description="X-Priority header sent with every request (bulk or interactive)."
     )
+
+    @field_validator("retry_statuses")
+    @classmethod
+    def _only_curable(cls, statuses: tuple[int, ...]) -> tuple[int, ...]:
+        """A 4xx other than a timeout or a rate limit is the request's own fault: waiting does not cure it."""
+        refusals = [status for status in statuses if 400 <= status < 500 and status not in RETRIED_4XX]
+        if refusals:
+            listed = ", ".join(map(str, refusals))
+            curable = ", ".join(map(str, RETRIED_4XX))
+            raise ValueError(f"{listed}: a refusal that waiting does not cure (of the 4xx only {curable})")
+        return statuses
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

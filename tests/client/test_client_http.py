@@ -126,6 +126,49 @@ async def test_other_failures_are_final_and_named(
     assert len(service.state.requests) == 1 and sleeps.delays == []
 
 
+def _refusal(status: int, code: str, headers: dict[str, str] | None = None) -> Reply:
+    return Reply(status, {"error": {"code": code, "message": f"refused: {code}"}}, headers or {})
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # A quota is not relieved by waiting: final although 429 is retried, even with a Retry-After.
+        _refusal(429, "quota_exceeded"),
+        _refusal(429, "quota_exceeded", {"Retry-After": "1"}),
+        _refusal(401, "missing_api_key"),
+        _refusal(403, "invalid_api_key"),
+        _refusal(404, "not_found"),
+        _refusal(422, "unknown_field"),
+    ],
+    ids=["quota", "quota-retry-after", "401", "403", "404", "422"],
+)
+async def test_refusals_that_waiting_does_not_cure_are_final(service: ScriptedService, reply: Reply) -> None:
+    service.state.script.append(reply)
+    sleeps = Sleeps()
+    made, retries = client(service, sleeps)  # the default max_retries (6)
+    async with made:
+        with pytest.raises(TranslateError) as info:
+            await made.translate("Hi", "zh")
+    assert (info.value.status, info.value.code) == (reply.status, reply.body["error"]["code"])
+    assert len(service.state.requests) == 1 and sleeps.delays == [] and retries == []
+
+
+def test_a_4xx_waiting_does_not_cure_cannot_be_made_retried() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="401, 404: a refusal that waiting does not cure"):
+        ClientSettings(retry_statuses=(401, 404, 429, 503))
+    assert ClientSettings(retry_statuses=(408, 429, 500)).retry_statuses == (408, 429, 500)
+
+
+def test_the_final_codes_name_the_services_quota_refusal() -> None:
+    from hunyuan_serve.client.settings import FINAL_CODES
+    from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
+
+    assert QUOTA_EXCEEDED in FINAL_CODES  # the code the replica's usage check refuses with
+
+
 async def test_retries_are_bounded(service: ScriptedService) -> None:
     service.state.script.extend([BUSY_NO_HINT] * 5)
     sleeps = Sleeps()

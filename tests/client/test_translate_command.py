@@ -13,12 +13,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from scripted_service import Reply, ScriptedService
 
 from hunyuan_serve.client.command import main
+from hunyuan_serve.client.settings import API_KEY_ENV
+from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families import HUNYUAN_MT, HY_MT15
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.build import build_prompt
@@ -269,6 +272,40 @@ def test_service_gone_stops_sending(
     assert report["failed"] == 12 and report["aborted"].startswith("service error: 503 unavailable")
     assert "stopped sending: service error" in err
     assert (tmp_path / "o.txt").read_text() == (tmp_path / "in.txt").read_text()
+
+
+def test_an_exhausted_quota_stops_the_run_at_once_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real replica with a keys file: the key's 5 characters are spent by the first batch's 12, and
+    its 429 quota_exceeded is final (waiting does not relieve a quota), though 429s are retried."""
+    from fastapi import Request, Response
+
+    keys = tmp_path / "keys.txt"
+    keys.write_text("sk-tiny-quota-a1b2 limit=5\n", encoding="utf-8")
+    cfg = ServeConfig.model_validate(
+        {"auth": {"keys_file": str(keys)}, "replica": {"cache_entries": 100}, "run_dir": str(tmp_path)}
+    )
+    app, sent = create_app(FakeEngine(), cfg, HY_MT15), []
+
+    @app.middleware("http")
+    async def count(request: Request, call_next: Any) -> Response:
+        sent.append(f"{request.method} {request.url.path}")
+        response: Response = await call_next(request)
+        return response
+
+    (tmp_path / "in.txt").write_text("line 1\nline 2\nline 3\nline 4\n", encoding="utf-8")
+    monkeypatch.setenv(API_KEY_ENV, "sk-tiny-quota-a1b2")
+    with serve_in_thread(app) as url:
+        with httpx.Client(base_url=url) as client:
+            wait_ready(client)
+        files = [str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt"), "--no-cache"]
+        args = ["--url", url, "--to", "zh", *files, "--batch-size", "2", "--concurrency", "1"]
+        sent.clear()
+        code, _, err, report = run(args, tmp_path, capsys)  # the default --max-retries (6)
+    assert code == 1 and sent.count("POST /translate") == 1  # the first batch, once; no retry, no other
+    assert "429 quota_exceeded: Quota exceeded" in report["aborted"] and "retry" not in err
+    assert "stopped sending: service error: 429 quota_exceeded" in err and report["failed"] == 4
 
 
 def test_context_and_style_go_with_every_batch_and_into_the_cache_key(
