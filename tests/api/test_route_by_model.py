@@ -3,10 +3,12 @@ replicas; /v1/models lists every pool; an unknown model is a 404 in the path's A
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import shutil
-import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -15,11 +17,13 @@ import httpx
 import openai
 import pytest
 
+from bench import netns
 from bench.pool_stubs import Stub, pooled_edge, pools_config, stub_servers
 from hunyuan_serve.auth import INTERNAL_ONLY
 from tests.support.stacks import free_port
 
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")
+UNAVAILABLE = netns.unavailable()
 pytestmark = [
     pytest.mark.nginx,
     pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx not installed"),
@@ -184,17 +188,6 @@ async def parts(raw: bytes) -> AsyncIterator[bytes]:
         yield raw[start : start + (64 << 10)]
 
 
-def lan_address() -> str | None:
-    """This machine's address on its network, if it has one that is not loopback."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        try:
-            probe.connect(("10.255.255.255", 1))
-            address = str(probe.getsockname()[0])
-        except OSError:
-            return None
-    return None if address.startswith("127.") else address
-
-
 async def test_pool_route_for_the_replicas_own_calls(tmp_path: Path) -> None:
     port = free_port()
     cfg = pools_config(port, POOLS, {"nginx.listen": "0.0.0.0", "auth.allow_open": True})
@@ -205,12 +198,33 @@ async def test_pool_route_for_the_replicas_own_calls(tmp_path: Path) -> None:
             assert fused.json()["path"] == "/fuse?x=1"  # the prefix cut, the query kept
             assert (await http.get("/_hs/pool/small/v1/models")).json()["pool"] == "small"
             assert (await http.get("/_hs/pool/nope/x")).status_code == 404  # the web root's
-            lan = lan_address()
-            if lan is not None:  # a caller from the network is refused, in our shape
-                async with client(port, lan) as outside:
-                    refused = await outside.post("/_hs/pool/chimera/fuse", json={})
-                    assert refused.status_code == 403 and refused.json()["error"]["message"] == INTERNAL_ONLY
-                    assert (await outside.get("/health")).status_code == 200
+    assert all("/_hs/" not in seen["path"] for stub in running for seen in stub.seen)
+
+
+# From a host of its own (a network namespace on a bridge): the caller's address is not loopback.
+OUTSIDE_CALLER = """
+import json, sys, httpx
+url = sys.argv[1]
+fused = httpx.post(url + "/_hs/pool/chimera/fuse", json={}, trust_env=False, timeout=30)
+health = httpx.get(url + "/health", trust_env=False, timeout=30)
+print(json.dumps([fused.status_code, fused.json(), health.status_code]))
+"""
+
+
+@pytest.mark.skipif(UNAVAILABLE is not None, reason=f"no network namespaces: {UNAVAILABLE}")
+async def test_pool_route_refuses_a_caller_from_another_host(tmp_path: Path) -> None:
+    port = free_port()
+    cfg = pools_config(port, POOLS, {"nginx.listen": "0.0.0.0", "auth.allow_open": True})
+    with netns.hosts(["outside"]) as lab, stub_servers(stubs()) as running:
+        async with pooled_edge(tmp_path, cfg, running):
+            argv = lab.host("outside").argv(
+                [sys.executable, "-c", OUTSIDE_CALLER, f"http://{lab.net.addr}:{port}"]
+            )
+            done = await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    status, body, health = json.loads(done.stdout)
+    assert status == 403 and body["error"]["message"] == INTERNAL_ONLY, body
+    assert health == 200  # the rest of the edge answers that caller
     assert all("/_hs/" not in seen["path"] for stub in running for seen in stub.seen)
 
 
