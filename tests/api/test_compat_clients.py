@@ -106,6 +106,9 @@ def test_deepl_refusals_reach_the_client_as_deepl_errors(translator: deepl.Trans
 
 
 def test_immersive_translate_through_nginx(stack: Stack) -> None:
+    # The custom API's shape as Immersive Translate documents it: immersive-translate/i18ns,
+    # official/docs/services/custom.md at commit c4990fbb (immersivetranslate.com/docs/services/custom):
+    # POST {source_lang, target_lang, text_list}, answered {translations: [{detected_source_lang, text}]}.
     body = {"source_lang": "auto", "target_lang": "zh-CN", "text_list": [ENGLISH, TRADITIONAL]}
     with httpx.Client(base_url=stack.url, trust_env=False, timeout=120) as http:
         answer = http.post("/immersive/translate", json=body)

@@ -101,7 +101,10 @@ def test_completions_answers_each_prompt(stack: Stack) -> None:
 
 
 def test_weblate_packed_strings_come_back_in_the_shape_weblate_parses(stack: Stack) -> None:
-    # What weblate/machinery/openai.py sends: its prompt (languages quoted) and the strings joined.
+    # Copied from Weblate 5.14.3 (PyPI weblate==5.14.3), weblate/machinery/openai.py: PROMPT with persona,
+    # style, placeables and glossary empty and SEPARATOR_PROMPT (sent for more than one string), less the
+    # blank lines the empty parts leave at its end; the strings joined by SEPARATOR, temperature and both
+    # penalties 0, as its _download sends them. Recheck it against that file when Weblate changes it.
     system = (
         "\nYou are a highly skilled translation assistant, adept at translating text\n"
         "from language 'en'\nto language 'de'\nwith precision and nuance.\n\n\n"

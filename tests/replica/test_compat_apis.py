@@ -283,6 +283,9 @@ def test_deepl_context_is_the_familys_context(apps: dict[str, Served]) -> None:
 
 def test_deepl_weblate_xml_placeholders_kept(client: httpx.Client, engine: ScriptedEngine) -> None:
     engine.reply = lambda content: "[" + content.rsplit("\n", 1)[-1].strip() + "]"
+    # Copied from Weblate 5.14.3 (PyPI weblate==5.14.3), weblate/machinery/deepl.py: the JSON body of
+    # download_multiple_translations (formality "default", tag_handling "xml", ignore_tags ["x"]) and a
+    # placeable as its format_replacement writes it, <x id="N"></x>.
     body = {
         "text": ['Hello <x id="3"></x>, welcome'],
         "source_lang": "EN",
