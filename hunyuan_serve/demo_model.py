@@ -33,6 +33,59 @@ GEMMA_NOTICE = (
 )
 # Written last: a directory holding it is a complete checkpoint.
 DONE_MARKER = ".hunyuan-serve-demo-model.json"
+# The marker's "version": a checkpoint converted by an older layout is brought up to this one
+# (version 2: the chat template and the end-of-turn stop; version 1 markers had no version field).
+LAYOUT_VERSION = 2
+# The GGUF of the pinned package carries no tokenizer.chat_template (its metadata was checked: the
+# GGUF-my-repo export left it out), so transformers loads a tokenizer without one and every chat
+# request failed. This is the template google/gemma-3-270m ships (the same as every Gemma 3 text
+# model's): turns between <start_of_turn>ROLE and <end_of_turn>, "assistant" spelled "model", a system
+# message put before the first user turn.
+GEMMA3_CHAT_TEMPLATE = (
+    "{{ bos_token }}\n"
+    "{%- if messages[0]['role'] == 'system' -%}\n"
+    "    {%- if messages[0]['content'] is string -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'] + '\\n\\n' -%}\n"
+    "    {%- else -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\\n\\n' -%}\n"
+    "    {%- endif -%}\n"
+    "    {%- set loop_messages = messages[1:] -%}\n"
+    "{%- else -%}\n"
+    '    {%- set first_user_prefix = "" -%}\n'
+    "    {%- set loop_messages = messages -%}\n"
+    "{%- endif -%}\n"
+    "{%- for message in loop_messages -%}\n"
+    "    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}\n"
+    '        {{ raise_exception("Conversation roles must alternate user/assistant/user/assistant/...") }}\n'
+    "    {%- endif -%}\n"
+    "    {%- if (message['role'] == 'assistant') -%}\n"
+    '        {%- set role = "model" -%}\n'
+    "    {%- else -%}\n"
+    "        {%- set role = message['role'] -%}\n"
+    "    {%- endif -%}\n"
+    "    {{ '<start_of_turn>' + role + '\\n' + (first_user_prefix if loop.first else \"\") }}\n"
+    "    {%- if message['content'] is string -%}\n"
+    "        {{ message['content'] | trim }}\n"
+    "    {%- elif message['content'] is iterable -%}\n"
+    "        {%- for item in message['content'] -%}\n"
+    "            {%- if item['type'] == 'image' -%}\n"
+    "                {{ '<start_of_image>' }}\n"
+    "            {%- elif item['type'] == 'text' -%}\n"
+    "                {{ item['text'] | trim }}\n"
+    "            {%- endif -%}\n"
+    "        {%- endfor -%}\n"
+    "    {%- else -%}\n"
+    '        {{ raise_exception("Invalid content type") }}\n'
+    "    {%- endif -%}\n"
+    "    {{ '<end_of_turn>\\n' }}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "    {{'<start_of_turn>model\\n'}}\n"
+    "{%- endif -%}\n"
+)
+# A chat turn ends with this token: the generation config lists it beside <eos>, as Gemma 3's does, so
+# a chat answer stops at the end of its turn.
+END_OF_TURN = "<end_of_turn>"
 
 
 def default_models_dir(environ: Mapping[str, str]) -> Path:
@@ -42,8 +95,23 @@ def default_models_dir(environ: Mapping[str, str]) -> Path:
 
 
 def is_complete(path: Path) -> bool:
-    """Whether `path` holds a finished conversion (the marker is written after every other file)."""
+    """Whether `path` holds a finished conversion of the current layout (the marker is written last)."""
+    return _converted(path) and layout_version(path) >= LAYOUT_VERSION
+
+
+def _converted(path: Path) -> bool:
+    """Whether `path` holds a finished conversion of any layout: its weights and its marker."""
     return (path / DONE_MARKER).is_file() and (path / "model.safetensors").is_file()
+
+
+def layout_version(path: Path) -> int:
+    """The layout the marker names: 1 for a marker from before versions, 0 for none or an unreadable one."""
+    try:
+        data = json.loads((path / DONE_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    version = data.get("version", 1) if isinstance(data, dict) else 0
+    return version if isinstance(version, int) else 0
 
 
 def ensure_demo_model(cache_dir: Path | None = None) -> Path:
@@ -58,6 +126,11 @@ def ensure_demo_model(cache_dir: Path | None = None) -> Path:
         # Another process may have finished the conversion while we waited for the lock.
         if is_complete(target):
             log.info("demo model: using checkpoint %s converted by another process", target)
+            return target
+        if _converted(target):
+            # Converted by an older layout: the weights are the same, only the files around them change.
+            log.info("demo model: bringing %s up to layout %d", target, LAYOUT_VERSION)
+            finish_layout(target)
             return target
         gguf_module = _import_or_install_gguf_package()
         started = time.monotonic()
@@ -112,13 +185,65 @@ def convert_gguf(gguf_path: Path, out_dir: Path, terms_dir: Path | None = None) 
     fix_bos(out_dir / "tokenizer.json")
     check_bos(out_dir)
     _write_notice(out_dir, terms_dir)
+    finish_layout(out_dir, source=f"{GGUF_PACKAGE} {name}")
+
+
+def finish_layout(out_dir: Path, source: str | None = None) -> None:
+    """What a checkpoint of the current layout has beside its weights, checked, then the marker: also
+    how a checkpoint converted by an older layout is brought up to date (its weights are kept)."""
+    write_chat_template(out_dir)
+    add_end_of_turn_stop(out_dir / "generation_config.json")
+    check_chat_template(out_dir)
     for path in out_dir.iterdir():
         # safetensors writes 0600; the cache is read by replicas that may run as another user.
         path.chmod(0o644)
-    (out_dir / DONE_MARKER).write_text(
-        json.dumps({"source": f"{GGUF_PACKAGE} {name}", "converted_at": time.time()}) + "\n",
-        encoding="utf-8",
+    marker = out_dir / DONE_MARKER
+    previous = json.loads(marker.read_text(encoding="utf-8")) if marker.is_file() else {}
+    fields = {**(previous if isinstance(previous, dict) else {}), "version": LAYOUT_VERSION}
+    fields.setdefault("source", source or GGUF_PACKAGE)
+    fields.setdefault("converted_at", time.time())
+    marker.write_text(json.dumps(fields) + "\n", encoding="utf-8")
+
+
+def write_chat_template(out_dir: Path) -> None:
+    """Gemma 3's chat template as transformers keeps one beside a tokenizer (chat_template.jinja)."""
+    (out_dir / "chat_template.jinja").write_text(GEMMA3_CHAT_TEMPLATE, encoding="utf-8")
+
+
+def add_end_of_turn_stop(generation_config: Path) -> None:
+    """List <end_of_turn> (its id in the vocabulary) beside the generation config's eos_token_id."""
+    turn_id = _token_id(generation_config.parent / "tokenizer.json", END_OF_TURN)
+    data = json.loads(generation_config.read_text(encoding="utf-8")) if generation_config.is_file() else {}
+    eos = data.get("eos_token_id")
+    ids = [eos] if isinstance(eos, int) else list(eos or [])
+    if turn_id not in ids:
+        ids.append(turn_id)
+    data["eos_token_id"] = ids
+    generation_config.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+
+def _token_id(tokenizer_json: Path, token: str) -> int:
+    data = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    for added in data.get("added_tokens", []):
+        if added.get("content") == token:
+            return int(added["id"])
+    vocab = data.get("model", {}).get("vocab", {})
+    if isinstance(vocab, dict) and token in vocab:
+        return int(vocab[token])
+    raise RuntimeError(f"{tokenizer_json} has no {token} token")
+
+
+def check_chat_template(model_dir: Path) -> None:
+    """Reload the saved tokenizer and fail loudly unless it renders a chat as Gemma 3 does."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    chat = tok.apply_chat_template(
+        [{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True
     )
+    expected = f"{BOS_TOKEN}<start_of_turn>user\nHi{END_OF_TURN}\n<start_of_turn>model\n"
+    if chat != expected:
+        raise RuntimeError(f"converted tokenizer renders a chat as {chat!r}, not {expected!r}")
 
 
 def fix_bos(tokenizer_json: Path) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from hunyuan_serve.cache import LruCache
 from hunyuan_serve.families.base import Prompt
+from hunyuan_serve.replica.errors import NoChatTemplate
 
 # Contents the template is tried with before its rendering is spliced: a template that treats any of
 # them other than by pasting it between a fixed head and tail (strips it, looks for a think block or a
@@ -26,7 +27,10 @@ logger = logging.getLogger(__name__)
 
 
 def render_chat(tokenizer: Any, messages: Sequence[dict[str, str]]) -> str:
-    """The tokenizer's chat template, as vLLM's server applies it to a chat request."""
+    """The tokenizer's chat template, as vLLM's server applies it to a chat request; NoChatTemplate when
+    the checkpoint has none (transformers' own error would read as the engine's failure)."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise NoChatTemplate()
     return str(tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True))
 
 

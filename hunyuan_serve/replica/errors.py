@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+CHAT_TEMPLATE_MISSING = "chat_template_missing"
+# Messages a tokenizer or engine error puts in a 400 are cut here (a template may quote a whole prompt).
+_FAULT_CHARS = 300
+
 
 class ApiError(Exception):
     """An HTTP error: status, machine-readable code, message for people, and optional headers."""
@@ -12,3 +16,31 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.headers = headers or {}
+
+
+class NoChatTemplate(ValueError):
+    """The checkpoint's tokenizer has no chat template, so chat messages cannot become a prompt."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this model's checkpoint has no chat template (tokenizer.chat_template is not set), so chat "
+            "messages cannot be turned into a prompt for it; send the text as a prompt to /v1/completions, "
+            "or translate it with /translate"
+        )
+
+
+def request_fault(err: Exception) -> ApiError | None:
+    """The 400 for an engine-side error that the request caused, or None for a failure of the engine.
+
+    The chat template's own refusals (jinja's TemplateError, e.g. roles that do not alternate) and the
+    ValueErrors with which the tokenizer and vLLM refuse an input are the request's fault, as vLLM's own
+    server answers them: retrying the same request elsewhere would fail the same way.
+    """
+    from jinja2 import TemplateError
+
+    if isinstance(err, NoChatTemplate):
+        return ApiError(400, CHAT_TEMPLATE_MISSING, str(err))
+    if isinstance(err, (ValueError, TemplateError)):
+        detail = str(err)[:_FAULT_CHARS] or type(err).__name__
+        return ApiError(400, "invalid_request", f"the model cannot take this request: {detail}")
+    return None

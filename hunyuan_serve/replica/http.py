@@ -20,7 +20,7 @@ from starlette.types import Receive, Scope, Send
 from hunyuan_serve.auth import KEY_ID_STATE
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.replica import priority
-from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.errors import ApiError, request_fault
 from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.service import Outcome
@@ -309,7 +309,12 @@ class Gate:
             return self._refused(call, err, render_error)
         except ClientDisconnected:
             return Response(status_code=CLIENT_CLOSED)
-        except Exception as err:  # the engine failed, not the input: tell the balancer to go elsewhere
+        except Exception as err:
+            fault = request_fault(err)
+            if fault is not None:  # the input's fault: the same request fails on every replica
+                logging.getLogger(__name__).info("request %s refused by the engine: %s", call.id, err)
+                return self._refused(call, fault, render_error)
+            # The engine failed, not the input: tell the balancer to go elsewhere.
             logging.getLogger(__name__).exception("engine error on %s", call.id)
             call.log["error"] = "engine_error"
             failed = f"engine failed: {type(err).__name__}"

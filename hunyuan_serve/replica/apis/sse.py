@@ -12,7 +12,7 @@ from typing import Any
 from fastapi.responses import StreamingResponse
 
 from hunyuan_serve.replica.engine import Delta
-from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.errors import ApiError, request_fault
 from hunyuan_serve.replica.http import Call
 
 # Nginx honours X-Accel-Buffering per response, so a stream leaves it at once without a location rule.
@@ -34,8 +34,9 @@ def response(events: AsyncIterator[str], call: Call) -> StreamingResponse:
 async def within(
     deltas: AsyncGenerator[Delta, None], call: Call, timeout_s: float
 ) -> AsyncGenerator[Delta, None]:
-    """The deltas under the request's deadline; a deadline passed or an engine failure ends them with an
-    ApiError (504, 503) that the adapter sends as its last event, its status already on the wire.
+    """The deltas under the request's deadline; a deadline passed, an engine failure or an input the
+    engine refuses ends them with an ApiError (504, 503, 400) that the adapter sends as its last event,
+    its status already on the wire.
 
     Closing this iterator closes `deltas`, which aborts the engine request (the client left).
     """
@@ -59,6 +60,10 @@ async def within(
         except (ApiError, asyncio.CancelledError, GeneratorExit):
             raise
         except Exception as err:
+            fault = request_fault(err)
+            if fault is not None:  # the input's fault, found once the stream had started
+                call.log["error"] = fault.code
+                raise fault from None
             logging.getLogger(__name__).exception("engine error on %s", call.id)
             call.log["error"] = "engine_error"
             raise ApiError(503, "engine_error", f"engine failed: {type(err).__name__}") from None
