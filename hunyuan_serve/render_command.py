@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hunyuan_serve.config import config_from_args
+from hunyuan_serve.config import ConfigError, ServeConfig, config_from_args
 from hunyuan_serve.fleet.rundir import run_dir_of, web_root, worker_user
-from hunyuan_serve.gpu import visible_gpus
 from hunyuan_serve.k8s.command import add_flags as add_k8s_flags
 from hunyuan_serve.k8s.command import wants_k8s
-from hunyuan_serve.supervise.command import serve_flags
+from hunyuan_serve.supervise.command import placed_here, plan_here, serve_flags
+
+if TYPE_CHECKING:
+    from hunyuan_serve.fleet.plan import ReplicaPlan
 
 SYSTEMD_CONFIG = "/etc/hunyuan-serve/config.yaml"
+# The generation of the first config `up` writes: its supervisor counts the configs it renders from 1.
+FIRST_GENERATION = 1
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,39 +27,34 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "render", help="Print the Nginx config or systemd unit `up` would use; k8s: write a kustomize base."
     )
     render.add_argument("what", choices=("nginx", "systemd", "k8s"))
+    render.add_argument(
+        "--starting",
+        action="store_true",
+        help="nginx: the config `up` starts Nginx with (every replica down until its first probe "
+        "passes; config generation 1), byte for byte; default: the one it runs with every replica ready.",
+    )
     serve_flags(render)
     add_k8s_flags(render)
     render.set_defaults(func=cmd_render)
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    if args.starting and args.what != "nginx":
+        raise ConfigError(f"--starting is an option of render nginx, not of render {args.what}")
     if wants_k8s(args):
         from hunyuan_serve.k8s.command import cmd_render_k8s
 
         return cmd_render_k8s(args)
-    from hunyuan_serve.fleet.health import State
-    from hunyuan_serve.fleet.plan import plan_replicas
-    from hunyuan_serve.fleet.render import render_nginx, render_systemd
-    from hunyuan_serve.fleet.routing import routing_from_states
+    from hunyuan_serve.fleet.render import render_systemd
 
     cfg = config_from_args(args)
     run_dir = run_dir_of(cfg)
-    plans = plan_replicas(
-        cfg,
-        visible_gpus=visible_gpus(),
-        cores=sorted(os.sched_getaffinity(0)),
-        run_dir=run_dir,
-        python=sys.executable,
-    )
     if args.what == "nginx":
-        states = [(p.addr, State.READY) for p in plans]
-        routing = routing_from_states(states, [p.name for p in plans], [p.pool for p in plans])
-        sys.stdout.write(
-            render_nginx(
-                cfg, routing, prefix=run_dir / "nginx", web_root=web_root(), worker_user=worker_user()
-            )
-        )
+        # This machine's facts as `up` reads them (GPUs or cores, each pool's model, family, device).
+        placed, plans = placed_here(cfg, run_dir, fetch=False)
+        sys.stdout.write(nginx_of(placed, plans, run_dir, starting=args.starting))
         return 0
+    plans = plan_here(cfg, run_dir)
     config_path = str(Path(args.config).resolve()) if getattr(args, "config", None) else SYSTEMD_CONFIG
     exe = Path(sys.executable).parent / "hunyuan-serve"
     argv = [str(exe)] if exe.exists() else [sys.executable, "-m", "hunyuan_serve"]
@@ -70,3 +70,25 @@ def cmd_render(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def nginx_of(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, *, starting: bool) -> str:
+    """What `up` writes into <run dir>/nginx/nginx.conf for these plans: the supervisor's renderer on
+    its inputs (the placed config, its prefix, web root and worker user), at its first config
+    (starting: every replica down, generation 1) or with every replica ready."""
+    from hunyuan_serve.fleet.health import State
+    from hunyuan_serve.fleet.render import render_nginx
+    from hunyuan_serve.fleet.routing import routing_from_states
+
+    state = State.STARTING if starting else State.READY
+    routing = routing_from_states(
+        [(p.addr, state) for p in plans], [p.name for p in plans], [p.pool for p in plans]
+    )
+    return render_nginx(
+        cfg,
+        routing,
+        prefix=run_dir / "nginx",
+        web_root=web_root(),
+        worker_user=worker_user(),
+        generation=FIRST_GENERATION if starting else 0,
+    )

@@ -208,11 +208,12 @@ def pool_models(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> dict[str, str
 
 
 def place_pools(
-    cfg: ServeConfig, plans: Sequence[ReplicaPlan], models: Mapping[str, str]
+    cfg: ServeConfig, plans: Sequence[ReplicaPlan], models: Mapping[str, str], fetch: bool = True
 ) -> tuple[ServeConfig, list[dict[str, Any]]]:
     """Each pool's model fetched (once, here, before any replica starts and so before their startup
     deadlines, not by N replicas at once) and its engine placed (pool_engine, the family); and what
-    `status` shows of each pool."""
+    `status` shows of each pool. fetch False (`render`): a hub model is not downloaded, only its
+    config.json read for the family; what Nginx is given (served name, family, device) is the same."""
     from hunyuan_serve.config import resolve_pools
     from hunyuan_serve.fleet.plan import pool_engine, with_pool_engine
     from hunyuan_serve.models import fetch_model
@@ -221,7 +222,7 @@ def place_pools(
     for pool in resolve_pools(cfg):
         mine = [p for p in plans if p.pool == pool.name]
         model = models[pool.name]
-        local = str(fetch_model(pool.cfg.engine, model))
+        local = str(fetch_model(pool.cfg.engine, model)) if fetch else model
         engine = {**pool_engine(pool.cfg, mine, local, model), "prompt_family": family_of(pool.cfg, local)}
         ready = with_pool_engine(ready, pool.name, engine)
         replicas = [p.name for p in mine]
@@ -372,6 +373,15 @@ def plan_here(cfg: ServeConfig, run_dir: Path) -> list[ReplicaPlan]:
         python=sys.executable,
         gpu_uuids=gpu.uuids_of(facts),
     )
+
+
+def placed_here(cfg: ServeConfig, run_dir: Path, fetch: bool = True) -> tuple[ServeConfig, list[ReplicaPlan]]:
+    """The facts of this machine `up` builds its configs from: the replicas' plans (GPUs nvidia-smi
+    lists, or cores) and the config with each pool's model, family and device placed. `render nginx`
+    takes the same (fetch False: no model download), so it prints what `up` writes."""
+    plans = plan_here(cfg, run_dir)
+    placed, _ = place_pools(cfg, plans, pool_models(cfg, plans), fetch)
+    return placed, plans
 
 
 def prepare_reload(cfg: ServeConfig, run_dir: Path) -> Prepared:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.cli import main
+from tests.gpu.test_cuda_untouched import _model
 
 SECRET = "host-mode-secret-0123456789abcdef"
 
@@ -30,6 +31,8 @@ def test_render_puts_the_private_address_everywhere_a_replica_is_named(
     secret.write_text(SECRET + "\n")
     argv = ["render", "nginx", "--replica-host", "10.77.0.9", "--nginx-listen", "10.77.0.9"]
     argv += ["--peer-secret-file", str(secret), "--replicas", "2", "--base-port", "8101", "--port", "8080"]
+    # `render` places the model as `up` does (name, family): a checkpoint's config.json, no demo model.
+    argv += ["--model", str(_model(tmp_path)), "--device", "cpu"]
     assert main([*argv, "--run-dir", str(tmp_path / "run")]) == 0
     text = capsys.readouterr().out
     assert re.findall(r"^\s+server (\S+) ", text, re.M) == ["10.77.0.9:8101", "10.77.0.9:8102"]

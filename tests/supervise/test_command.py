@@ -15,6 +15,7 @@ import yaml
 from hunyuan_serve import render_command
 from hunyuan_serve.config import ConfigError
 from hunyuan_serve.supervise import command
+from tests.gpu.test_cuda_untouched import _model
 
 
 def _run(argv: list[str]) -> int:
@@ -42,12 +43,22 @@ def test_bad_key_is_named(tmp_path: Path) -> None:
         _run(["config", "--config", str(file)])
 
 
-def test_render_nginx_and_systemd(capsys: pytest.CaptureFixture[str]) -> None:
-    assert (
-        _run(["render", "nginx", "--replicas", "2", "--base-port", "9100", "--balance", "round_robin"]) == 0
-    )
+def test_render_nginx_and_systemd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")  # no nvidia-smi: the replicas are planned on CPU
+    model = _model(tmp_path)
+    flags = ["--replicas", "2", "--base-port", "9100", "--balance", "round_robin", "--model", str(model)]
+    assert _run(["render", "nginx", *flags]) == 0
     text = capsys.readouterr().out
     assert "server 127.0.0.1:9100 " in text and "server 127.0.0.1:9101 " in text and "least_conn" not in text
+    # The stack `up` places: the checkpoint's name and family, and the CPU cap per replica.
+    assert '"status":"ready","model":"Hunyuan-MT-7B","family":"hunyuan-mt"' in text
+    assert text.count("max_conns=128;") == 2
+    assert _run(["render", "nginx", "--starting", *flags]) == 0
+    assert capsys.readouterr().out.count("max_conns=128 down;") == 2
+    with pytest.raises(ConfigError, match="--starting is an option of render nginx"):
+        _run(["render", "systemd", "--starting"])
     assert _run(["render", "systemd", "--drain-timeout-s", "100"]) == 0
     unit = capsys.readouterr().out
     assert "ExecStart=" in unit and " up --config /etc/hunyuan-serve/config.yaml" in unit

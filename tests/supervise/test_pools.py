@@ -103,20 +103,38 @@ def test_a_bad_pool_flag_exits_2_naming_it(
         assert said in capsys.readouterr().err
 
 
-def test_render_lists_every_pools_replicas(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["render", "nginx", "--pool", "a=/m/a:replicas=2", "--pool", "b=/m/b", "--base-port", "9100"]
+def _two_checkpoints(root: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """Two checkpoints `render` can place as `up` does (their config.json gives the family); no
+    nvidia-smi on PATH, so the replicas are planned on CPU."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    config = {"model_type": "hunyuan_v1_dense", "architectures": ["HunYuanDenseV1ForCausalLM"]}
+    models = root / "a" / "Hunyuan-MT-7B", root / "b" / "Hunyuan-MT-7B-fp8"
+    for model in models:
+        model.mkdir(parents=True)
+        (model / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return models
+
+
+def test_render_lists_every_pools_replicas(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a, b = _two_checkpoints(tmp_path, monkeypatch)
+    argv = ["render", "nginx", "--pool", f"a={a}:replicas=2", "--pool", f"b={b}", "--base-port", "9100"]
     assert cli.main(argv) == 0
     text = capsys.readouterr().out
     assert all(f"server 127.0.0.1:{port} " in text for port in (9100, 9101, 9102))
 
 
-def test_render_hands_each_pools_servers_to_the_template(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_render_hands_each_pools_servers_to_the_template(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from hunyuan_serve.fleet import render
     from hunyuan_serve.fleet.routing import Routing
 
+    a, b = _two_checkpoints(tmp_path, monkeypatch)
     seen: list[Routing] = []
     monkeypatch.setattr(render, "render_nginx", lambda cfg, routing, **_: seen.append(routing) or "")
-    assert cli.main(["render", "nginx", "--pool", "a=/m/a:replicas=2", "--pool", "b=/m/b"]) == 0
+    assert cli.main(["render", "nginx", "--pool", f"a={a}:replicas=2", "--pool", f"b={b}"]) == 0
     assert {pool: [s.name for s in servers] for pool, servers in seen[0].pools().items()} == {
         "a": ["a-0", "a-1"],
         "b": ["b-0"],
