@@ -37,7 +37,8 @@ def add_parser(subparsers: Any) -> None:
             "segments whose placeholders come back changed are reported and left untranslated. "
             "A service that does not take --context or --style (its model has no such prompt) says so "
             "before any segment is sent. Exit 0 when every segment was translated, cached or skipped, "
-            "1 when some failed (output still written), "
+            "1 when some failed (output still written) or the output failed its format's check "
+            "(msgfmt --check for gettext; nothing written), "
             "2 on bad usage, 130 when interrupted.",
             width=100,
         ),
@@ -277,7 +278,26 @@ async def _translate(
         bar.close()
         if store is not None:
             store.close()
-    _write_output(args.output, document.render(texts, frozenset(summary.failed_at)), encoding)
+    return _finish(args, document, texts, summary, encoding)
+
+
+def _finish(args: argparse.Namespace, document: Any, texts: list[str], summary: Any, encoding: str) -> int:
+    """The output written, if it passes its format's validator (msgfmt --check for gettext), and the
+    summary; an output that fails is not written, and the run fails naming why."""
+    from hunyuan_serve.client.formats import FormatError
+
+    text = document.render(texts, frozenset(summary.failed_at))
+    try:
+        document.check(text)
+    except FormatError as err:
+        name = "<stdout>" if args.output == "-" else args.output
+        print(
+            f"hunyuan-serve translate: {name}: not written: the output fails its check: {err}",
+            file=sys.stderr,
+        )
+        _print_summary(summary, None)
+        return EXIT_FAILED
+    _write_output(args.output, text, encoding)
     _print_summary(summary, args.report)
     return EXIT_FAILED if summary.failed else EXIT_OK
 

@@ -1,12 +1,19 @@
-"""Fixtures of the client tests: a scripted stand-in service on a real local HTTP server."""
+"""Fixtures of the client tests: a scripted stand-in service on a real local HTTP server, msgfmt's check."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import codecs
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from scripted_service import ScriptedService, start_server
+
+CATALOG_SUFFIXES = (".po", ".pot")
 
 
 @pytest.fixture(scope="module")
@@ -36,3 +43,40 @@ def page(browser: Any) -> Iterator[Any]:
         yield page
     finally:
         context.close()
+
+
+def check_with_msgfmt(path: Path) -> None:
+    """GNU msgfmt --check passes the catalog at path (a UTF-8 BOM taken off first: msgfmt 0.21 reads
+    one as a syntax error, and the BOM is the encoding's, kept byte for byte, not the catalog's)."""
+    program = shutil.which("msgfmt")
+    assert program is not None, "msgfmt not found: deploy/install.sh installs gettext"
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    done = subprocess.run(
+        [program, "--check", "-o", os.devnull, "-"], input=data, capture_output=True, check=False
+    )
+    assert done.returncode == 0, f"{path}: msgfmt --check: {done.stderr.decode('utf-8', 'replace')}"
+
+
+@pytest.fixture
+def msgfmt_check() -> Callable[[Path], None]:
+    """check_with_msgfmt, for a test that checks a catalog itself (one a subprocess wrote)."""
+    return check_with_msgfmt
+
+
+@pytest.fixture(autouse=True)
+def catalogs_checked(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every .po/.pot file `translate` writes in these tests is checked with msgfmt --check as it is
+    written (a failure fails the test there); the paths checked, for a test that asks."""
+    from hunyuan_serve.client import command
+
+    checked: list[Path] = []
+    write = command.write_atomic
+
+    def write_and_check(path: Path, data: bytes) -> None:
+        write(path, data)
+        if path.suffix in CATALOG_SUFFIXES:
+            check_with_msgfmt(path)
+            checked.append(path)
+
+    monkeypatch.setattr(command, "write_atomic", write_and_check)
+    return checked

@@ -41,12 +41,19 @@ class Document:
     # Per segment: whether it holds inline markup (Markdown emphasis, code, links; HTML tags) that a
     # family's formatted-translation prompt can carry (/translate's preserve_format).
     formatted: tuple[bool, ...] = field(default=())
+    # The format's own validator of a rendered text (gettext: msgfmt --check): raises a FormatError.
+    validate: Callable[[str], None] | None = None
 
     def render(self, translations: Sequence[str], failed: frozenset[int] = frozenset()) -> str:
         """The document with each segment replaced by the matching entry of translations."""
         if len(translations) != len(self.segments):
             raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
         return self._rebuild(translations, failed)
+
+    def check(self, text: str) -> None:
+        """Raise a FormatError where the rendered text fails its format's validator (where it has one)."""
+        if self.validate is not None:
+            self.validate(text)
 
 
 @dataclass(frozen=True)

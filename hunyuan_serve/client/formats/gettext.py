@@ -9,6 +9,8 @@ from dataclasses import dataclass
 import polib
 
 from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, splice
+from hunyuan_serve.client.formats.msgfmt import msgfmt_check
+from hunyuan_serve.client.formats.po_syntax import check_po
 from hunyuan_serve.client.placeholders import find_placeholders
 
 # Plural-Forms of the service's 38 languages (gettext's and CLDR's rules), by language code.
@@ -48,12 +50,8 @@ class _Entry:
 
 def parse_po(content: str, options: Options) -> Document:
     """Entries without a translation (all of them with overwrite) are segments; msgctxt is their context."""
-    try:
-        po = polib.pofile(content, wrapwidth=0)
-    except (OSError, ValueError) as err:
-        found = re.search(r"\s*\(line (\d+)\)", str(err))
-        problem = str(err).replace(found.group(), "") if found else str(err)
-        raise FormatError(problem, int(found.group(1)) if found else None) from None
+    po = _read(content)
+    has_header = check_po(content) is not None
     lines = content.splitlines(keepends=True)
     starts = [0]
     for line in lines:
@@ -66,16 +64,19 @@ def parse_po(content: str, options: Options) -> Document:
     for entry in po:
         if entry.obsolete or (entry.translated() and not options.overwrite):
             continue
-        msgid_line = _entry_start(lines, entry.linenum - 1)
-        entries.append(
-            _Entry(entry, len(segments), _msgstr_block(lines, starts, entry.linenum - 1), msgid_line)
-        )
+        # polib numbers the file's first entry 0, not 1 (then the msgstr edit was made at the file's end).
+        msgid_line = _entry_start(lines, max(entry.linenum - 1, 0))
+        entries.append(_Entry(entry, len(segments), _msgstr_block(lines, starts, msgid_line), msgid_line))
         for text in (entry.msgid, entry.msgid_plural) if entry.msgid_plural else (entry.msgid,):
             segments.append(text)
             labels.append(f"line {msgid_line + 1}" + (f" ({entry.msgctxt})" if entry.msgctxt else ""))
             contexts.append(entry.msgctxt or None)
     nplurals = _nplurals(po, options.target)
-    header = _header_edits(content, lines, starts, po, options.target, newline)
+    header = (
+        _header_edits(content, lines, starts, po, options.target, newline)
+        if has_header
+        else _new_header(options.target, newline)
+    )
 
     def rebuild(translations: Sequence[str], failed: frozenset[int]) -> str:
         edits = list(header)
@@ -91,7 +92,23 @@ def parse_po(content: str, options: Options) -> Document:
             edits.append(Edit(*item.block, _msgstr_lines(item.entry, texts, nplurals, newline)))
         return splice(content, edits)
 
-    return Document("po", tuple(segments), tuple(labels), rebuild, tuple(contexts))
+    return Document("po", tuple(segments), tuple(labels), rebuild, tuple(contexts), validate=check_output)
+
+
+def _read(content: str) -> polib.POFile:
+    """The catalog as polib reads it; its refusal as a FormatError with its line."""
+    try:
+        return polib.pofile(content, wrapwidth=0)
+    except (OSError, ValueError) as err:
+        found = re.search(r"\s*\(line (\d+)\)", str(err))
+        problem = str(err).replace(found.group(), "") if found else str(err)
+        raise FormatError(problem, int(found.group(1)) if found else None) from None
+
+
+def check_output(text: str) -> None:
+    """A written catalog read back by the same grammar as the input, then by msgfmt --check itself."""
+    check_po(text)
+    msgfmt_check(text)
 
 
 def _entry_start(lines: Sequence[str], index: int) -> int:
@@ -181,6 +198,16 @@ def _header_edits(
         else:
             edits.append(Edit(end, end, newline + line))
     return edits
+
+
+def _new_header(target: str | None, newline: str) -> list[Edit]:
+    """A header for a catalog without one (msgfmt --check refuses those): charset, target, its plurals."""
+    if target is None:
+        return []
+    fields = ["Content-Type: text/plain; charset=UTF-8", f"Language: {target}"]
+    fields += [f"Plural-Forms: {PLURAL_FORMS[target]}"] if target in PLURAL_FORMS else []
+    block = ['msgid ""', 'msgstr ""', *(f'"{polib.escape(field)}\\n"' for field in fields)]
+    return [Edit(0, 0, newline.join(block) + newline + newline)]
 
 
 def _header_line(lines: Sequence[str]) -> int | None:
