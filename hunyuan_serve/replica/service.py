@@ -12,7 +12,15 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hunyuan_serve.cache import TranslationCache, cache_key, key_prefix, keyed_text
+from hunyuan_serve.cache import (
+    CachedAnswer,
+    TranslationCache,
+    cache_key,
+    decode_answer,
+    encode_answer,
+    key_prefix,
+    keyed_text,
+)
 from hunyuan_serve.families import format_tags
 from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
@@ -43,7 +51,8 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Completion:
-    """One prompt's answer as sent (OpenAI's routes): the generation, or a cached text (counts 0)."""
+    """One prompt's answer as sent (OpenAI's routes): the generation, or the cached one (its finish
+    reason and token counts as first answered; no queue or engine time)."""
 
     generation: Generation
     cached: bool
@@ -149,7 +158,7 @@ class Translator:
             outcome.candidates = [json.loads(text) for text in outcome.results]
             outcome.results = [each[0] for each in outcome.candidates]
         for answer in answers:
-            generation = answer.generation  # a cached answer counts 0 tokens and 0 s
+            generation = answer.generation  # a cached answer counts its tokens as first answered, and 0 s
             outcome.prompt_tokens += generation.prompt_tokens
             outcome.output_tokens += generation.output_tokens
             outcome.queue_s = max(outcome.queue_s, generation.queue_s)
@@ -166,8 +175,9 @@ class Translator:
         joined: list[tuple[int, _Shared, bool]] = []
         hits = await self.cache.get_many(keys)  # one lookup for the batch
         for index, (key, prompt, hit) in enumerate(zip(keys, prompts, hits, strict=True)):
-            if hit is not None:
-                answers[index] = Completion(Generation(hit[0], 0, 0, "stop"), cached=True)
+            cached = _cached(hit)
+            if hit is not None and cached is not None:
+                answers[index] = Completion(cached, cached=True)
                 self.metrics.cache_hits.labels(layer=hit[1]).inc()
                 continue
             self.metrics.cache_misses.inc()
@@ -178,7 +188,7 @@ class Translator:
         for (index, _, coalesced), generation in zip(joined, done, strict=True):
             answers[index] = Completion(generation, cached=False)
             if not coalesced:
-                fresh[keys[index]] = generation.text
+                fresh[keys[index]] = _entry(generation)
         self.cache.put_many(fresh)  # one write for the batch, off the request's path
         return [answer for answer in answers if answer is not None]
 
@@ -281,10 +291,11 @@ class Translator:
     ) -> AsyncGenerator[Delta, None]:
         # Never coalesced: each stream reads its own engine request. The final text is cached.
         hit = await self.cache.get(key)
-        if hit is not None:
+        cached = _cached(hit)
+        if hit is not None and cached is not None:
             self.metrics.cache_hits.labels(layer=hit[1]).inc()
-            yield Delta(hit[0])
-            yield Delta("", Generation(hit[0], 0, 0, "stop"), cached=True)
+            yield Delta(cached.text)
+            yield Delta("", cached, cached=True)
             return
         self.metrics.cache_misses.inc()
         final: Generation | None = None
@@ -304,7 +315,23 @@ class Translator:
         self.metrics.prompt_tokens.inc(final.prompt_tokens)
         self.metrics.generation_tokens.inc(final.output_tokens)
         self.metrics.engine_latency.observe(final.engine_s)
-        self.cache.put(key, final.text)
+        self.cache.put(key, _entry(final))
+
+
+def _entry(generation: Generation) -> str:
+    """The cache's value for an answer: its text, finish reason and token counts."""
+    reason = generation.finish_reason or "stop"
+    answer = CachedAnswer(generation.text, reason, generation.prompt_tokens, generation.output_tokens)
+    return encode_answer(answer)
+
+
+def _cached(hit: tuple[str, str] | None) -> Generation | None:
+    """The answer a cache hit holds, as the engine gave it (no queue or engine time); None for a miss
+    and for an entry written before entries kept their finish reason and counts (answered again)."""
+    answer = decode_answer(hit[0]) if hit is not None else None
+    if answer is None:
+        return None
+    return Generation(answer.text, answer.prompt_tokens, answer.output_tokens, answer.finish_reason)
 
 
 def _restore_markup(texts: tuple[str, ...], outcome: Outcome) -> None:

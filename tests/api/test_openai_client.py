@@ -100,6 +100,44 @@ def test_completions_answers_each_prompt(stack: Stack) -> None:
     assert answer.usage is not None and answer.usage.completion_tokens == 2 * TOKENS
 
 
+def test_a_cached_completion_reports_the_first_answers_finish_reason_and_usage(stack: Stack) -> None:
+    """The second identical request is answered from the cache, cut off as the first one was."""
+    hits = 'hunyuan_cache_hits_total{layer="memory"}'
+    prompt = "A completion asked twice, cut off at max_tokens"
+    first = stack.client.completions.create(model=stack.model, prompt=prompt, max_tokens=TOKENS)
+    before = stack.metric(hits)
+    again = stack.client.completions.create(model=stack.model, prompt=prompt, max_tokens=TOKENS)
+    assert stack.metric(hits) == before + 1  # answered from the cache, not the engine
+    assert first.choices[0].finish_reason == again.choices[0].finish_reason == "length"
+    assert again.choices[0].text == first.choices[0].text
+    assert first.usage is not None and first.usage.completion_tokens == TOKENS
+    assert first.usage.prompt_tokens > 0
+    assert again.usage == first.usage
+
+
+def test_a_cached_stream_reports_the_first_answers_finish_reason_and_usage(stack: Stack) -> None:
+    def streamed() -> list[openai.types.chat.ChatCompletionChunk]:
+        chunks = stack.client.chat.completions.create(
+            model=stack.model,
+            messages=[{"role": "user", "content": "Translate into German: a stream asked twice"}],
+            max_tokens=TOKENS,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        return list(chunks)
+
+    hits = 'hunyuan_cache_hits_total{layer="memory"}'
+    first = streamed()
+    before = stack.metric(hits)
+    again = streamed()
+    assert stack.metric(hits) == before + 1
+    for chunks in (first, again):
+        finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+        assert finishes == ["length"]
+    assert first[-1].usage is not None and first[-1].usage.completion_tokens == TOKENS
+    assert again[-1].usage == first[-1].usage
+
+
 def test_weblate_packed_strings_come_back_in_the_shape_weblate_parses(stack: Stack) -> None:
     # Copied from Weblate 5.14.3 (PyPI weblate==5.14.3), weblate/machinery/openai.py: PROMPT with persona,
     # style, placeables and glossary empty and SEPARATOR_PROMPT (sent for more than one string), less the

@@ -84,10 +84,10 @@ class Shape:
         return {"index": index, "message": message, "logprobs": None, "finish_reason": finish}
 
 
-async def _one(text: str, output_tokens: int) -> AsyncGenerator[Delta, None]:
-    """An answer already whole (Weblate's batch), as a stream of one delta."""
+async def _one(text: str, outcome: Outcome) -> AsyncGenerator[Delta, None]:
+    """An answer already whole (Weblate's batch), as a stream of one delta, with the batch's counts."""
     yield Delta(text)
-    yield Delta("", Generation(text, 0, output_tokens, "stop"))
+    yield Delta("", Generation(text, outcome.prompt_tokens, outcome.output_tokens, "stop"))
 
 
 async def _chunks(
@@ -140,7 +140,7 @@ async def _weblate(replica: Replica, call: Call, parsed: Parsed, shape: Shape) -
     answers = iter(outcome.results)
     text = WEBLATE_SEPARATOR.join(next(answers) if part.strip() else part for part in parsed.weblate_parts)
     if parsed.stream:
-        return sse.response(_chunks(replica, call, parsed, shape, _one(text, outcome.output_tokens)), call)
+        return sse.response(_chunks(replica, call, parsed, shape, _one(text, outcome)), call)
     body = shape.head(call, replica.engine.model_name, chunk=False)
     body.update(
         choices=[shape.choice(0, text, "stop", False)],
