@@ -7,6 +7,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import os
 import re
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -36,27 +37,30 @@ REQUEST_HEADERS = ("Authorization", "Content-Type", "X-Request-ID", "X-Priority"
 # -- dialects: the one table of path prefixes and error shapes (the app's and Nginx's) ------------
 
 
-def _native(code: str, message: str) -> dict[str, Any]:
+def _native(code: str, message: str, _status: int) -> dict[str, Any]:
     return {"error": {"code": code, "message": message}}
 
 
-def _openai(code: str, message: str) -> dict[str, Any]:
-    if code == "model_not_found":  # what OpenAI answers an unknown `model`, the field named
-        return {
-            "error": {"message": message, "type": "invalid_request_error", "param": "model", "code": code}
-        }
-    refused = ("invalid_api_key", "body_too_large", "peer_refused")
-    kind = "invalid_request_error" if code in refused else "server_error"
-    if code == "rate_limited":
-        kind = "rate_limit_error"
-    return {"error": {"message": message, "type": kind, "code": code}}
+# OpenAI's error `type` by status, and the codes whose type OpenAI gives otherwise (a wrong key is an
+# invalid_request_error with code invalid_api_key in its API reference).
+_OPENAI_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
+_OPENAI_CODE_TYPES = {"invalid_api_key": "invalid_request_error", "peer_refused": "invalid_request_error"}
 
 
-def _libretranslate(_code: str, message: str) -> dict[str, Any]:
+def _openai(code: str, message: str, status: int) -> dict[str, Any]:
+    """OpenAI's shape, for the replica's answers and Nginx's alike: always all four fields, `param`
+    naming the field at fault (`model` for an unknown model, as OpenAI answers it) or null."""
+    kind = _OPENAI_CODE_TYPES.get(code) or _OPENAI_TYPES.get(status)
+    kind = kind or ("server_error" if status >= 500 else "invalid_request_error")
+    param = "model" if code == "model_not_found" else None
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+
+def _libretranslate(_code: str, message: str, _status: int) -> dict[str, Any]:
     return {"error": message}
 
 
-def _deepl(_code: str, message: str) -> dict[str, Any]:
+def _deepl(_code: str, message: str, _status: int) -> dict[str, Any]:
     return {"message": message}
 
 
@@ -66,25 +70,34 @@ class Dialect:
 
     name: str
     prefixes: tuple[str, ...]
-    shape: Callable[[str, str], dict[str, Any]]
+    shape: Callable[[str, str, int], dict[str, Any]]
     missing_status: int = 401
     wrong_status: int = 403
     body_key: bool = False  # its key may come in the request body (LibreTranslate's api_key)
+    missing_message: str = "an API key is required"
+    wrong_message: str = "Invalid API key"
 
-    def error(self, code: str, message: str) -> dict[str, Any]:
-        return self.shape(code, message)
+    def error(self, code: str, message: str, status: int | None = None) -> dict[str, Any]:
+        """The error's body in this API's shape; `status` defaults to the edge table's for the code."""
+        return self.shape(code, message, edge_status(code) if status is None else status)
 
 
 # OpenAI answers 401 to a wrong key too (its clients raise AuthenticationError on it); LibreTranslate
 # and DeepL answer 403 to both (what their clients expect); ours: 401 missing, 403 wrong.
 NATIVE = Dialect("native", ("/translate", "/languages", "/metrics"), _native)
-DIALECTS = (
-    NATIVE,
-    Dialect("openai", ("/v1/",), _openai, 401, 401),
-    Dialect("libretranslate", ("/libretranslate/",), _libretranslate, 403, 403, body_key=True),
-    Dialect("deepl", ("/v2/", "/v3/"), _deepl, 403, 403),
-    Dialect("immersive", ("/immersive/translate",), _native),
+OPENAI = Dialect("openai", ("/v1/",), _openai, 401, 401)
+# LibreTranslate's own words (libretranslate/app.py, access_check) for a key it needs and a wrong one.
+LIBRETRANSLATE = Dialect(
+    "libretranslate",
+    ("/libretranslate/",),
+    _libretranslate,
+    403,
+    403,
+    body_key=True,
+    missing_message="Please contact the server operator to get an API key",
 )
+DEEPL = Dialect("deepl", ("/v2/", "/v3/"), _deepl, 403, 403)
+DIALECTS = (NATIVE, OPENAI, LIBRETRANSLATE, DEEPL, Dialect("immersive", ("/immersive/translate",), _native))
 
 # The errors Nginx makes itself, each with its status; render.py renders them once per dialect.
 EDGE_ERRORS = {
@@ -99,6 +112,13 @@ EDGE_ERRORS = {
 POOL_ERRORS = {
     "model_not_found": (404, "the model '{model}' is not served here; GET /v1/models lists those served"),
 }
+
+
+def edge_status(code: str) -> int:
+    """The status of an error Nginx makes itself (EDGE_ERRORS, POOL_ERRORS); 500 for any other code."""
+    return {**EDGE_ERRORS, **POOL_ERRORS}.get(code, (500, ""))[0]
+
+
 # The replicas' own route to one pool (/_hs/pool/NAME/) refuses every other caller with this, natively.
 INTERNAL_ONLY = "only this host's own processes (or a caller with the peer secret) may use /_hs/pool/"
 
@@ -137,7 +157,9 @@ def load_key_specs(path: str) -> dict[str, KeySpec]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
-        raise ConfigError(f"auth.keys_file: cannot read {path}: {err.strerror}") from None
+        # In a container the file is a mounted secret: say which user must be able to read it.
+        who = f" as uid {os.getuid()}" if isinstance(err, PermissionError) else ""
+        raise ConfigError(f"auth.keys_file: cannot read {path}{who}: {err.strerror}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"auth.keys_file: {path} is not UTF-8 text") from None
     specs: dict[str, KeySpec] = {}
@@ -356,7 +378,7 @@ class PeerCheck:
         if peer_matches(given, self.secret):
             await self.app(scope, receive, send)
             return
-        body = json.dumps(dialect_of(scope["path"]).error("peer_refused", PEER_REFUSED)).encode()
+        body = json.dumps(dialect_of(scope["path"]).error("peer_refused", PEER_REFUSED, 403)).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": 403, "headers": headers})
         await send({"type": "http.response.body", "body": body})
@@ -420,10 +442,10 @@ class KeyCheck:
     async def _refuse(self, dialect: Dialect, missing: bool, request_id: str, send: Send) -> None:
         code = "missing_api_key" if missing else "invalid_api_key"
         status = dialect.missing_status if missing else dialect.wrong_status
-        message = "an API key is required" if missing else "Invalid API key"
+        message = dialect.missing_message if missing else dialect.wrong_message
         if dialect.name == "openai":
             code = "invalid_api_key"  # what OpenAI's clients and docs name both cases
-        body = json.dumps(dialect.error(code, message)).encode()
+        body = json.dumps(dialect.error(code, message, status)).encode()
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
         if missing:
             headers.append((b"www-authenticate", b"Bearer"))

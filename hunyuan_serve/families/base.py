@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hunyuan_serve.languages import Language, is_chinese
@@ -41,16 +42,22 @@ class PromptInputError(ValueError):
 
 
 class FeatureUnsupported(PromptInputError):
-    """A feature the family has no official prompt for; names the feature and the families that have it."""
+    """Features (FEATURES names) the family has no official prompt for, alone or together; names them
+    and the families that have one."""
 
-    def __init__(self, family: str, feature: str, supported_by: tuple[str, ...]) -> None:
-        have = ", ".join(supported_by) if supported_by else "no family"
-        super().__init__(
-            f"prompt family {family} has no official prompt for {feature}; families that have one: {have}"
-        )
+    def __init__(self, family: str, features: tuple[str, ...], supported_by: tuple[str, ...]) -> None:
         self.family = family
-        self.feature = feature
+        self.features = features
         self.supported_by = supported_by
+        super().__init__(self.message())
+
+    def message(self, names: Mapping[str, str] | None = None) -> str:
+        """The refusal with each feature called as `names` says (an API's own parameter, e.g. DeepL's
+        custom_instructions for style), else by its own name."""
+        named = " together with ".join((names or {}).get(feature, feature) for feature in self.features)
+        have = ", ".join(self.supported_by) if self.supported_by else "no family"
+        lacks = f"prompt family {self.family} has no official prompt for {named}"
+        return f"{lacks}; families that have one: {have}"
 
 
 class GlossaryInvalid(PromptInputError):

@@ -92,9 +92,9 @@ def check_features(family: str, features: Features) -> None:
     used = features.used()
     for feature in used:
         if feature not in FAMILY_FEATURES[family]:
-            raise FeatureUnsupported(family, feature, families_with(feature))
+            raise FeatureUnsupported(family, (feature,), families_with(feature))
     if len(used) > 1:
-        raise FeatureUnsupported(family, " together with ".join(used), ())
+        raise FeatureUnsupported(family, used, ())
 
 
 def build_prompt(

@@ -125,7 +125,7 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
         return openai.render_error(ApiError(status, code, str(detail)))
     dialect = auth.dialect_of(_request.url.path)
     if dialect.name in ("libretranslate", "deepl"):  # so are DeepL's and LibreTranslate's
-        return JSONResponse(dialect.error(code, str(detail)), status_code=status)
+        return JSONResponse(dialect.error(code, str(detail), status), status_code=status)
     return native.render_error(ApiError(status, code, str(detail)))
 
 

@@ -19,9 +19,10 @@ DONE = "done"
 ERROR = "error"
 STATES = (QUEUED, TRANSLATING, DONE, ERROR)
 DOCX = "docx"
-# Android's resources are named strings.xml (its extension alone says nothing).
-_EXTENSIONS = {ext: info.name for info in FORMATS.values() for ext in info.extensions if ext.startswith(".")}
-_EXTENSIONS[".docx"] = DOCX
+# Every name ending a job takes, from the one table of formats (the client's, and .docx): an extension
+# (".po"), or a whole name's end ("strings.xml", Android's resources, whose ".xml" alone says nothing).
+_ENDINGS = {ending: info.name for info in FORMATS.values() for ending in info.extensions}
+_ENDINGS[".docx"] = DOCX
 
 
 class UploadInvalid(ValueError):
@@ -49,13 +50,14 @@ def key_matches(job: Job, document_key: str | None) -> bool:
 def format_of(filename: str) -> str:
     """The format the file's name selects, or a 400 naming its extension and the ones taken."""
     lower = filename.lower()
-    if lower.endswith("strings.xml"):
-        return "android"
+    for ending, fmt in _ENDINGS.items():
+        if not ending.startswith(".") and lower.endswith(ending):
+            return fmt
     dot = lower.rfind(".")
     extension = lower[dot:] if dot > 0 else ""
-    if extension in _EXTENSIONS:
-        return _EXTENSIONS[extension]
-    taken = " ".join(sorted(_EXTENSIONS))
+    if extension in _ENDINGS:
+        return _ENDINGS[extension]
+    taken = " ".join(sorted(_ENDINGS))
     named = f"'{extension}'" if extension else "none"
     raise UploadInvalid(400, f"File extension {named} is not supported (supported: {taken}).")
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from hunyuan_serve.families.base import FeatureUnsupported
+
 CHAT_TEMPLATE_MISSING = "chat_template_missing"
 # Messages a tokenizer or engine error puts in a 400 are cut here (a template may quote a whole prompt).
 _FAULT_CHARS = 300
@@ -16,6 +20,19 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.headers = headers or {}
+
+
+class FeatureRefused(ApiError):
+    """The 400 for request fields the model family has no prompt for: each API can name them as its
+    clients call them (named)."""
+
+    def __init__(self, cause: FeatureUnsupported) -> None:
+        super().__init__(400, "unsupported_feature", str(cause))
+        self.cause = cause
+
+    def named(self, names: Mapping[str, str]) -> ApiError:
+        """The same refusal with the features called by `names` (feature -> the API's parameter)."""
+        return ApiError(self.status, self.code, self.cause.message(names), self.headers)
 
 
 class NoChatTemplate(ValueError):

@@ -27,7 +27,7 @@ from hunyuan_serve.families.build import canonical_family, check_features, promp
 from hunyuan_serve.families.glossary import terms_in_text
 from hunyuan_serve.languages import AUTO
 from hunyuan_serve.replica.engine import Delta, Engine, Generation, Sampling
-from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.errors import ApiError, FeatureRefused
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.priority import engine_priority
 from hunyuan_serve.replica.schema import TranslateRequest
@@ -113,7 +113,7 @@ class Translator:
                 for text, each in zip(req.texts, features, strict=True)
             ]
         except FeatureUnsupported as err:
-            raise ApiError(400, "unsupported_feature", str(err)) from None
+            raise FeatureRefused(err) from None
         except PromptInputError as err:
             raise ApiError(400, "invalid_request", str(err)) from None
 

@@ -87,7 +87,7 @@ def test_each_dialect_renders_its_own_error_shape() -> None:
         shapes["native"] == shapes["immersive"] == {"error": {"code": "rate_limited", "message": "slow down"}}
     )
     assert shapes["openai"] == {
-        "error": {"message": "slow down", "type": "rate_limit_error", "code": "rate_limited"}
+        "error": {"message": "slow down", "type": "rate_limit_error", "param": None, "code": "rate_limited"}
     }
     assert shapes["libretranslate"] == {"error": "slow down"}
     assert shapes["deepl"] == {"message": "slow down"}

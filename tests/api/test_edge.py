@@ -39,7 +39,8 @@ def message_of(dialect: str, body: dict[str, Any], code: str) -> str:
         assert set(body) == {"error"} and body["error"]["code"] == code, body
         return str(body["error"]["message"])
     if dialect == "openai":
-        assert set(body["error"]) == {"message", "type", "code"} and body["error"]["code"] == code, body
+        assert set(body["error"]) == {"message", "type", "param", "code"}, body  # param: null, as OpenAI's
+        assert body["error"]["code"] == code, body
         return str(body["error"]["message"])
     if dialect == "libretranslate":
         assert set(body) == {"error"} and isinstance(body["error"], str), body

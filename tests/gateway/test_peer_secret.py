@@ -97,7 +97,12 @@ SHAPES = {
     "/translate": {"error": {"code": "peer_refused", "message": auth.PEER_REFUSED}},
     "/health": {"error": {"code": "peer_refused", "message": auth.PEER_REFUSED}},
     "/v1/chat/completions": {
-        "error": {"message": auth.PEER_REFUSED, "type": "invalid_request_error", "code": "peer_refused"}
+        "error": {
+            "message": auth.PEER_REFUSED,
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "peer_refused",
+        }
     },
     "/libretranslate/translate": {"error": auth.PEER_REFUSED},
     "/v2/translate": {"message": auth.PEER_REFUSED},

@@ -9,12 +9,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
+from hunyuan_serve.auth import DEEPL
+from hunyuan_serve.families.base import CONTEXT, GLOSSARY, STYLE
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage
 from hunyuan_serve.replica.apis import codes, compat
 from hunyuan_serve.replica.apis import deepl_documents as documents
 from hunyuan_serve.replica.apis import deepl_glossaries as glossaries
 from hunyuan_serve.replica.context import Replica, current
-from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.errors import ApiError, FeatureRefused
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
 from hunyuan_serve.stores import StoreUnavailable
@@ -53,6 +55,8 @@ _UNSUPPORTED = {
     "translation_memory_id": "this server keeps no translation memories",
     "translation_memory_threshold": "this server keeps no translation memories",
 }
+# The core's features (hunyuan_serve.families.base) by the DeepL parameter that asks for each.
+_FEATURE_PARAMETERS = {GLOSSARY: "glossary_id", CONTEXT: "context", STYLE: "custom_instructions"}
 _FORMALITY_OK = ("default", "prefer_less", "prefer_more")
 _TAG_HANDLING = ("html", "xml")
 
@@ -62,7 +66,7 @@ def render_error(err: ApiError) -> JSONResponse:
     status = 400 if err.status == 422 else err.status
     if err.code == QUOTA_EXCEEDED:
         status = QUOTA_STATUS
-    return JSONResponse({"message": err.message}, status_code=status, headers=err.headers)
+    return JSONResponse(DEEPL.error(err.code, err.message, status), status_code=status, headers=err.headers)
 
 
 def _bad(message: str) -> ApiError:
@@ -153,7 +157,10 @@ async def _translate(replica: Replica, call: Call) -> Response:
         terms = await glossaries.request_terms(replica, call, fields["glossary_id"], pair, texts)
         native.update({"glossary": terms} if terms else {})
     req = compat.build_request(replica, {**native, **_instructions(fields)})
-    done = await compat.translate(replica, call, req, html=html, ignore_tags=ignore, by_script=True)
+    try:
+        done = await compat.translate(replica, call, req, html=html, ignore_tags=ignore, by_script=True)
+    except FeatureRefused as err:  # named as the caller sent it, not as the core calls it
+        raise err.named(_FEATURE_PARAMETERS) from None
     translations = [
         {
             "detected_source_language": codes.deepl_source_code(found.language),

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from hunyuan_serve import detect
+from hunyuan_serve.auth import LIBRETRANSLATE
 from hunyuan_serve.languages import AUTO, LANGUAGES, Language, UnknownLanguage, is_auto
 from hunyuan_serve.replica import documents as doc_jobs
 from hunyuan_serve.replica.apis import codes, compat
@@ -37,7 +38,8 @@ def render_error(err: ApiError) -> JSONResponse:
     status = 400 if err.status in _AS_400 and err.code != documents.TOO_LARGE else err.status
     if err.code == QUOTA_EXCEEDED:  # LibreTranslate refuses a key past its limits with a 403
         status = 403
-    return JSONResponse({"error": err.message}, status_code=status, headers={**err.headers, **_CORS})
+    body = LIBRETRANSLATE.error(err.code, err.message, status)
+    return JSONResponse(body, status_code=status, headers={**err.headers, **_CORS})
 
 
 def _bad(message: str) -> ApiError:

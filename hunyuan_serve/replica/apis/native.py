@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
+from hunyuan_serve.auth import NATIVE
 from hunyuan_serve.families import CHIMERA, chimera
 from hunyuan_serve.languages import AUTO, LANGUAGES
 from hunyuan_serve.replica import ensemble
@@ -28,7 +29,7 @@ ReplicaDep = Annotated[Replica, Depends(current)]
 
 def render_error(err: ApiError) -> JSONResponse:
     """Our error shape: {"error": {"code", "message"}}."""
-    body = {"error": {"code": err.code, "message": err.message}}
+    body = NATIVE.error(err.code, err.message, err.status)
     return JSONResponse(body, status_code=err.status, headers=err.headers)
 
 

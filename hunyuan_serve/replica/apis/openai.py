@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
+from hunyuan_serve.auth import OPENAI
 from hunyuan_serve.replica.apis import sse
 from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR, Parsed, parse_chat, parse_completion
 from hunyuan_serve.replica.context import Replica, current
@@ -26,11 +27,10 @@ ReplicaDep = Annotated[Replica, Depends(current)]
 
 
 def render_error(err: ApiError) -> JSONResponse:
-    """OpenAI's error shape; validation errors are 400 there (it has no 422)."""
+    """OpenAI's error shape (auth's dialect table: Nginx's errors have the same); validation errors are
+    400 there (it has no 422)."""
     status = 400 if err.status == 422 else err.status
-    kind = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}.get(status)
-    kind = kind or ("server_error" if status >= 500 else "invalid_request_error")
-    body = {"error": {"message": err.message, "type": kind, "param": None, "code": err.code}}
+    body = OPENAI.error(err.code, err.message, status)
     return JSONResponse(body, status_code=status, headers=err.headers)
 
 

@@ -52,6 +52,7 @@ _CHAT_KEYS = {"messages", *_COMMON, *_IGNORED, *_OFF_VALUES} - {"echo", "suffix"
 _COMPLETION_KEYS = {"prompt", *_COMMON, *_IGNORED, *_OFF_VALUES} - {"tools", "tool_choice", "functions"}
 _ROLES = {"system", "developer", "user", "assistant"}
 MAX_STOPS = 4  # OpenAI's own limit
+_QUOTED_CHARS = 40  # an unsupported parameter's value is quoted in the refusal up to this long
 
 
 def _bad(code: str, message: str) -> ApiError:
@@ -76,7 +77,16 @@ def _check_fields(data: dict[str, Any], known: set[str]) -> None:
         raise _bad("unknown_parameter", f"unrecognized request argument(s): {', '.join(unknown)[:200]}")
     for key, off in _OFF_VALUES.items():
         if key in data and data[key] not in off:
-            raise _bad("unsupported_parameter", f"{key}={json.dumps(data[key])[:40]} is not supported here")
+            raise _bad("unsupported_parameter", _unsupported(key, data[key], off))
+
+
+def _unsupported(key: str, value: Any, off: tuple[Any, ...]) -> str:
+    """The refusal of a parameter set to a value this server cannot honour: a short value quoted whole,
+    a long one (a list of tools) not at all (never cut mid-way), and the values it takes."""
+    shown = json.dumps(value, ensure_ascii=False)
+    given = f"{key}={shown}" if len(shown) <= _QUOTED_CHARS else key
+    taken = " or ".join(json.dumps(each) for each in off)
+    return f"{given} is not supported here; send {taken}, or leave {key} out"
 
 
 def _model(data: dict[str, Any], served: str) -> None:
