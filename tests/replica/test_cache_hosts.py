@@ -7,7 +7,7 @@ import re
 import statistics
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +86,30 @@ def _stored(redis: RedisServer, count: int) -> None:
     deadline = time.monotonic() + 30
     while int(redis.command("DBSIZE")) < count:
         assert time.monotonic() < deadline, f"Redis holds {redis.command('DBSIZE')} keys, not {count}"
+        time.sleep(0.05)
+
+
+def _asked_key(redis: RedisServer, send: Callable[[], httpx.Response]) -> tuple[httpx.Response, str]:
+    """send()'s answer, and the one key Redis was asked for (MGET) meanwhile, read from its slow log (set
+    to log every command). Only the replica answering send() reads Redis then: the other's load is over."""
+    import redis as redis_client
+
+    with redis_client.Redis(port=redis.port, decode_responses=True, socket_timeout=5) as client:
+        client.config_set("slowlog-log-slower-than", 0)
+        client.slowlog_reset()
+        answer = send()
+        assert answer.status_code == 200, answer.text
+        logged = [bytes(e["command"]).decode() for e in client.slowlog_get(1000)]
+    asked = [command.split() for command in logged if command.startswith("MGET ")]
+    assert [len(args) for args in asked] == [2], asked  # one MGET, of one key
+    return answer, asked[0][1]
+
+
+def _has_key(redis: RedisServer, key: str) -> None:
+    """Wait for that key's write (queued, not awaited by the request) to reach Redis."""
+    deadline = time.monotonic() + 30
+    while redis.command("EXISTS", key) != "1":
+        assert time.monotonic() < deadline, f"Redis never got {key}"
         time.sleep(0.05)
 
 
@@ -179,11 +203,10 @@ def test_redis_killed_under_load_fails_no_request_and_is_used_again_when_back(ho
     assert _metric(b, "hunyuan_cache_layer_up", layer="redis") == 1.0
 
     # Back: what host A translates now is a Redis hit on host B again.
-    time.sleep(1.0)  # let B's last queued writes land (each is bounded by the Redis timeouts), then count
-    keys = int(redis.command("DBSIZE"))
     hits = _metric(b, "hunyuan_cache_hits_total", layer="redis")
-    assert _translate(hosts.a, "Shared after the restart").json()["cached"] is False
-    _stored(redis, keys + 1)
+    first, key = _asked_key(redis, lambda: _translate(hosts.a, "Shared after the restart"))
+    assert first.json()["cached"] is False
+    _has_key(redis, key)  # A's own write, whatever B's last writes of the load are still doing
     again = _translate(b, "Shared after the restart")
     assert again.status_code == 200 and again.json()["cached"] is True, again.text
     assert _metric(b, "hunyuan_cache_hits_total", layer="redis") == hits + 1
