@@ -25,12 +25,14 @@ pytestmark = [
 
 PAGE = b"""<!doctype html><meta charset="utf-8"><title>another origin</title>
 <script>
-// What a browser extension or a web app on its own origin does: a JSON POST with a key header
-// (so the browser sends a preflight first).
+// What a browser extension or a web app on its own origin does: a JSON POST with a key header and
+// the README's X-Priority for a person's request (so the browser sends a preflight first, which must
+// allow both).
 async function callStack(url, key) {
   try {
     const answer = await fetch(url, {method: "POST", body: JSON.stringify({text_list: ["hi"]}),
-      headers: {"Authorization": "Bearer " + key, "Content-Type": "application/json"}});
+      headers: {"Authorization": "Bearer " + key, "Content-Type": "application/json",
+                "X-Priority": "interactive"}});
     return {status: answer.status, body: await answer.text(), id: answer.headers.get("X-Request-ID")};
   } catch (err) {
     return {error: String(err)};
@@ -81,6 +83,7 @@ def test_allowed_origin_calls_the_stack_and_another_is_blocked(
     ok = results[allowed]
     assert ok.get("status") == 200, ok
     assert json.loads(json.loads(ok["body"])["body"]) == {"text_list": ["hi"]}
+    assert script.seen[0]["headers"]["x-priority"] == "interactive"  # the header got through
     assert ok["id"]  # X-Request-ID is exposed to the page
     blocked = results[f"http://localhost:{page_port}"]
     assert "Failed to fetch" in blocked.get("error", ""), blocked
