@@ -21,6 +21,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from hunyuan_serve.cache import decode_answer
 from tests.support.bodies import check, raw_bytes
 from tests.support.stacks import cli, free_port, started, stop, wait_until
 
@@ -116,7 +117,8 @@ def test_round_trip_and_its_json_log_line(replica: Replica) -> None:
     assert isinstance(answer["result"], str) and answer["result"]
     assert (answer["source_lang"], answer["target_lang"], answer["cached"]) == ("en", "zh", False)
     assert answer["request_id"] == "round-trip-1" and answer["latency_ms"] > 0
-    time.sleep(0.2)
+    # The access line is written once the answer has gone: wait for it rather than for a while.
+    assert _wait_for(lambda: any(line["request_id"] == "round-trip-1" for line in replica.log_lines()), 10)
     [line] = [line for line in replica.log_lines() if line["request_id"] == "round-trip-1"]
     assert line["status"] == 200 and line["source_lang"] == "en" and line["target_lang"] == "zh"
     assert line["input_tokens"] > 5 and line["output_tokens"] == 8
@@ -160,7 +162,8 @@ def test_identical_request_is_a_cache_hit_and_lands_in_the_shared_file(replica: 
 
     def in_the_file() -> bool:  # written on the cache's own thread, not before the answer
         with sqlite3.connect(replica.cache) as db:
-            return first["result"] in [row[0] for row in db.execute("SELECT value FROM translations")]
+            answers = [decode_answer(row[0]) for row in db.execute("SELECT value FROM translations")]
+        return first["result"] in [answer.text for answer in answers if answer is not None]
 
     assert _wait_for(in_the_file, 10)
 
@@ -188,6 +191,15 @@ def _wait_for(condition: Any, timeout_s: float) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def _accepts(port: int) -> bool:
+    """Whether anything listens on the port (a draining server has closed its listener)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def _engine_core(replica: Replica) -> Any:
@@ -229,7 +241,9 @@ def test_client_disconnect_aborts_the_engine_request(replica: Replica) -> None:
     assert _wait_for(lambda: any(line["status"] == 499 for line in replica.log_lines()), 5)
 
 
-def test_past_the_in_flight_limit_a_fast_503_with_retry_after(replica: Replica) -> None:
+def test_past_the_in_flight_limit_503_with_retry_after_while_the_engine_still_holds_the_rest(
+    replica: Replica,
+) -> None:
     rejected = replica.metric('hunyuan_rejections_total{reason="overload"}')
     bodies = [
         {"text": f"flood {i}", "source_lang": "zh", "target_lang": "en", "max_tokens": 100}
@@ -243,6 +257,8 @@ def test_past_the_in_flight_limit_a_fast_503_with_retry_after(replica: Replica) 
             admitted = pool.submit(post_many, replica, bodies)
             assert _wait_for(lambda: replica.metric("hunyuan_requests_in_flight") == MAX_IN_FLIGHT, 60)
             refused = [post(replica, extra, timeout=10) for _ in range(3)]
+            # Refused without waiting for the engine: it is stopped, and the admitted ones are still held.
+            assert not admitted.done()
         answered = admitted.result(timeout=600)
     assert [r.status_code for r in refused] == [503] * 3
     assert all(r.json()["error"]["code"] == "overloaded" and r.headers["retry-after"] == "1" for r in refused)
@@ -255,12 +271,15 @@ def test_health_says_hung_while_the_engine_holds_work_without_stepping(replica: 
     # SIGSTOP on the engine core: HTTP still answers and the engine still looks alive; only its steps stop.
     health = f"{replica.url}/health"
     body = {"text": "frozen", "source_lang": "en", "target_lang": "de", "max_tokens": 900}
+    # Idle, a check resets the stall watch: its clock then starts at the first check that sees the work.
+    assert httpx.get(health, timeout=10).status_code == 200
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         # Stopped before the request is sent, the core cannot finish it before the test looks.
         with _engine_stopped(replica):
             pending = pool.submit(post, replica, body)
             assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
-            assert httpx.get(health, timeout=10).status_code == 200  # not yet: a pause is not a hang
+            # Not yet, however late this check comes: the first to see the work starts the stall clock.
+            assert httpx.get(health, timeout=10).status_code == 200
             assert _wait_for(lambda: httpx.get(health, timeout=10).status_code == 503, STALL_TIMEOUT_S + 10)
             hung = httpx.get(health, timeout=10).json()
         response = pending.result(timeout=120)
@@ -284,7 +303,8 @@ def test_sigterm_finishes_in_flight_then_exits_0(replica: Replica) -> None:
             pending = pool.submit(post, replica, body)
             assert _wait_for(lambda: replica.metric("hunyuan_engine_unfinished") == 1, 30)
             replica.proc.send_signal(signal.SIGTERM)
-            time.sleep(1)  # the replica is draining before the engine moves again
+            # Draining before the engine moves again: it has closed its listener, and waits for the request.
+            assert _wait_for(lambda: not _accepts(replica.port), 30)
             assert replica.proc.poll() is None and not pending.done()
         response = pending.result(timeout=120)
     assert response.status_code == 200, response.text
