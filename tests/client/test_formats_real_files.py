@@ -54,7 +54,8 @@ def test_gallery_arb_translated_keeps_metadata_and_icu_plurals(
     code, dst, report = run(service, tmp_path, GALLERY, "de")
     before, after = json.loads(GALLERY.read_text()), json.loads(dst.read_text(encoding="utf-8"))
     assert code == 0 and report["translated"] + report["skipped"] == 803 and list(after) == list(before)
-    assert all(after[k] == v for k, v in before.items() if k.startswith("@"))  # metadata untouched
+    metadata = {k: v for k, v in before.items() if k.startswith("@")}
+    assert metadata and all(after[k] == v for k, v in metadata.items())  # metadata untouched
     cart = "shrineScreenReaderCart"
     assert after[cart] == "[de] " + before[cart] and "{quantity, plural," in after[cart]
 
