@@ -333,16 +333,31 @@ def test_sigstop_replica_is_evicted_killed_and_restarted(stack: Stack) -> None:
     assert any(e["event"] == "replica_killed" and e["replica"] == "replica-1" for e in since)
 
 
-def test_all_replicas_down_gives_a_fast_503_with_retry_after(stack: Stack) -> None:
+def _logged(stack: Stack, request_id: str) -> dict[str, Any]:
+    """The request's access log line (Nginx writes it after the answer has gone out)."""
+    deadline = time.monotonic() + 10
+    while not (found := [e for e in stack.access_log() if e["request_id"] == request_id]):
+        assert time.monotonic() < deadline, f"no access log line for {request_id}"
+        time.sleep(0.05)
+    [entry] = found
+    return entry
+
+
+def test_all_replicas_down_nginx_answers_503_with_retry_after_itself_trying_no_replica(stack: Stack) -> None:
     mark = len(stack.events())
+    addrs = [stack.replica(name)["addr"] for name in REPLICAS]
     for name in REPLICAS:
         os.kill(stack.replica(name)["pid"], signal.SIGKILL)
     stack.wait_event(lambda e: e["event"] == "nginx_reloaded" and e["ready"] == 0, 30, mark)
     with httpx.Client(base_url=stack.url, trust_env=False, timeout=30) as client:
         start = time.perf_counter()
-        response = client.post("/translate", json={"text": "Hello", "source_lang": "en", "target_lang": "zh"})
+        body = {"text": "Hello", "source_lang": "en", "target_lang": "zh"}
+        response = client.post("/translate", json=body, headers={"X-Request-ID": "e2e-all-down"})
         stack.figures["all down: 503 answered in, ms"] = round((time.perf_counter() - start) * 1000, 1)
         health = client.get("/health")
     assert response.status_code == 503 and int(response.headers["retry-after"]) >= 1
     assert response.json()["error"]["code"] == "unavailable"
+    # Answered at once, by Nginx: every replica is marked down, so it tried (and waited for) none.
+    entry = _logged(stack, "e2e-all-down")
+    assert not any(addr in entry["upstream_addr"] for addr in addrs), entry
     assert health.status_code == 503 and health.json()["ready"] == 0 and "retry-after" in health.headers
