@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -25,6 +26,17 @@ class ModelError(ConfigError):
 def is_hub_id(model: str) -> bool:
     """'org/name' that is not a directory here (a local path wins, as in vLLM and transformers)."""
     return bool(_HUB_ID.match(model)) and not Path(model).exists()
+
+
+def served_name(model: str, named: str | None = None) -> str:
+    """The model name clients see: engine.served_model_name, else a hub id as given, else a local
+    checkpoint's directory name; a path on the host or in a container means nothing to a client (the
+    path stays in `status` and the replica's /health, for operators)."""
+    if named:
+        return named
+    if is_hub_id(model):
+        return model
+    return Path(model.rstrip("/")).name or model
 
 
 def resolve_model(cfg: EngineConfig, on_gpu: bool, out: IO[str] | None = None) -> str:
@@ -131,11 +143,23 @@ def download_size(model: str, revision: str | None = None, cache_dir: Path | Non
     return sum(f.file_size or 0 for f in files if not isinstance(f, str) and f.will_download)
 
 
+def check_readable(model: Path) -> None:
+    """Every file of a local checkpoint readable by this process (a volume mounted from a host whose
+    weights are mode 600, say): else ModelError naming the file and the uid, before a replica crash-loops."""
+    for path in sorted(model.rglob("*")):
+        if path.is_file() and not os.access(path, os.R_OK):
+            raise ModelError(
+                f"model {model}: cannot read {path} as uid {os.getuid()}: make it readable to that user "
+                "(chmod a+r, or run as its owner)"
+            )
+
+
 def fetch_model(cfg: EngineConfig, model: str) -> Path:
     """A local directory holding the model: itself when local, else a (resumable) snapshot download
     with progress bars, honouring HF_HOME, HF_ENDPOINT and HF_HUB_OFFLINE; ModelError at once."""
     if not is_hub_id(model):
         model_config(model)  # readable, or the reason now rather than in every replica
+        check_readable(Path(model))
         return Path(model)
     from huggingface_hub import snapshot_download
 

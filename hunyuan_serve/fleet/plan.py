@@ -10,6 +10,7 @@ from typing import Any
 from hunyuan_serve.config import DEFAULT_POOL, ConfigError, Pool, ServeConfig, resolve_pools, split_devices
 from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.gpu import CUDA_ENV, DeviceId
+from hunyuan_serve.models import served_name
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ def pool_engine(
     pool's replicas (never torch's guess)."""
     return {
         "model": local_model,
-        "served_model_name": cfg.engine.served_model_name or name,
+        "served_model_name": served_name(name, cfg.engine.served_model_name),
         "device": "cuda" if any(p.gpus for p in plans) else "cpu",
     }
 

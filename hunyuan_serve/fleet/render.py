@@ -14,6 +14,7 @@ from typing import Any
 
 import jinja2
 
+from hunyuan_serve import models
 from hunyuan_serve.auth import (
     DIALECTS,
     EDGE_ERRORS,
@@ -81,10 +82,11 @@ class EdgePool:
 
 def served_name(cfg: ServeConfig) -> str:
     """The model a pool's replicas report (in /v1/models and every answer's `model`), and so the one
-    name the edge routes to them: engine.served_model_name, else the model as given (what `up` makes
-    the replicas' served name). No alias such as the last path component: the replica checks `model`
-    against exactly this name, so a name the edge accepted beside it would be the replica's 404."""
-    return cfg.engine.served_model_name or cfg.engine.model or ""
+    name the edge routes to them: engine.served_model_name, else the name models.served_name gives the
+    model as given (a hub id, or a local checkpoint's directory name), as the replicas do. One name, no
+    alias: the replica checks `model` against exactly this name, so a name the edge accepted beside it
+    would be the replica's 404."""
+    return models.served_name(cfg.engine.model or "", cfg.engine.served_model_name)
 
 
 def family_of(cfg: ServeConfig) -> str | None:

@@ -17,6 +17,7 @@ from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.gpu import CUDA_ENV, query_gpus, resolve_device
+from hunyuan_serve.models import served_name
 from hunyuan_serve.replica.encoding import PromptEncoder
 from hunyuan_serve.replica.engine_fork import forks_engine_core, use_fork
 
@@ -86,7 +87,8 @@ class EngineStats:
 class Engine(Protocol):
     """What the replica app needs from an engine; VllmEngine is the real one, tests may fake it."""
 
-    model_name: str
+    model: str  # the checkpoint's path or hub id, for operators (/health)
+    model_name: str  # the served name clients see
     max_model_len: int
     stats: EngineStats
 
@@ -304,7 +306,7 @@ class VllmEngine:
 
         threading.Thread(target=build, name="engine-build", daemon=True).start()
         await built
-        self.model_name = self.cfg.served_model_name or self.model
+        self.model_name = served_name(self.model, self.cfg.served_model_name)
 
     def _build(self) -> None:
         # Nothing here may touch CUDA before vLLM is imported: the device kind is the plan's, and the

@@ -65,6 +65,7 @@ async def health(replica: ReplicaDep, deep: str = "") -> JSONResponse:
         **named,
         "status": now.health.value,
         "model": replica.engine.model_name,
+        "model_path": replica.engine.model,
         "family": replica.family,
         "in_flight": replica.admission.in_flight,
         "max_in_flight": replica.admission.max_in_flight,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.families.base import Prompt
+from hunyuan_serve.models import served_name
 from hunyuan_serve.replica.encoding import PromptEncoder
 from hunyuan_serve.replica.engine import ENCODED_MEMO_SIZE, Delta, EngineStats, Generation, Sampling
 
@@ -52,7 +53,7 @@ class StandInEngine:
         self._encoder = await asyncio.to_thread(self._load)
         configured = self.cfg.max_model_len
         self.max_model_len = configured or checkpoint_max_len(self.model)
-        self.model_name = self.cfg.served_model_name or self.model
+        self.model_name = served_name(self.model, self.cfg.served_model_name)
 
     def _load(self) -> PromptEncoder:
         from transformers import AutoTokenizer

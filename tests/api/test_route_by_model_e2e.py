@@ -207,7 +207,7 @@ def test_pools_route_by_model_and_the_chimera_fuses_or_degrades(
     settings, port = _settings(work, tiny_model_dir, chimera)
     config, log, run_dir = work / "up.yaml", work / "up.log", work / "run"
     config.write_text(yaml.safe_dump(settings))
-    served = {"mt": str(tiny_model_dir), "chimera": str(chimera)}
+    served = {"mt": tiny_model_dir.name, "chimera": chimera.name}  # the checkpoints' directory names
     # Test-only: random weights emit EOS at once; ignoring it makes every candidate max_tokens long.
     env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
     with started(cli("up", "--config", str(config)), log=log, env=env) as proc:

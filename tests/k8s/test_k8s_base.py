@@ -165,7 +165,7 @@ def test_front_nginx_conf_is_ups_template_over_the_pool_services(cpu: list[Doc])
     web = Path(mount_of(nginx, "web")["mountPath"])
     assert conf == render_nginx(cfg, routing, prefix=Path(prefix), web_root=web, worker_user=None)
     assert "listen 0.0.0.0:9000;" in conf and services["hunyuan-serve"]["spec"]["ports"][0]["port"] == 9000
-    assert '"model":"/models/HY-MT1.5-1.8B"' in conf
+    assert '"model":"HY-MT1.5-1.8B"' in conf  # the served name: the checkpoint's directory
     assert set(configmap_of(cpu, nginx, "web")["data"]) == {
         "index.html",
         "app.js",

@@ -55,7 +55,7 @@ def test_two_pools_render_their_pods_and_pass_strict_validation(two: list[Doc]) 
         config_file = argv[argv.index("--config") + 1].rsplit("/", 1)[1]
         assert config_file == f"{name}.yaml"
         replica = yaml.safe_load(configmap_of(two, deployment, "config")["data"][config_file])
-        assert replica["engine"]["served_model_name"] == f"/models/{model}"
+        assert replica["engine"]["served_model_name"] == model  # the checkpoint's directory name
         assert "pools" not in replica or not replica["pools"]
 
 
@@ -71,8 +71,8 @@ def test_the_front_routes_each_model_to_its_pools_services(two: list[Doc]) -> No
     routes = conf[conf.index("js_var $hs_routes '") + len("js_var $hs_routes '") :].split("';", 1)[0]
     table = json.loads(routes)
     assert table["models"] == {
-        "/models/Hunyuan-MT-7B": "@hs_pool_mt",
-        "/models/Hunyuan-MT-Chimera-7B": "@hs_pool_chimera",
+        "Hunyuan-MT-7B": "@hs_pool_mt",
+        "Hunyuan-MT-Chimera-7B": "@hs_pool_chimera",
     }
     assert "listen 0.0.0.0:8080;" in conf
 

@@ -29,6 +29,7 @@ class FakeEngine:
     def __init__(
         self, delay: float = 0.0, max_model_len: int = 1000, start_error: Exception | None = None
     ) -> None:
+        self.model = "/models/fake"
         self.model_name = "fake"
         self.max_model_len = max_model_len
         self.stats = EngineStats()

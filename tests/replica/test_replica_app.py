@@ -258,6 +258,7 @@ def test_health_follows_the_lifecycle_loading_warming_ready_dead() -> None:
         assert ready == {
             "status": "ready",
             "model": "fake",
+            "model_path": "/models/fake",  # for operators; clients see the served name
             "family": "hunyuan",
             "in_flight": 0,
             "max_in_flight": ReplicaConfig().max_in_flight,

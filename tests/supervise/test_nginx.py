@@ -27,7 +27,7 @@ pytestmark = [
 
 async def test_start_reload_reject_stop(tmp_path: Path) -> None:
     port, dead = free_port(), free_port()
-    # A model path Nginx must not read as a variable or a string's end; /health names it as it is.
+    # A model name Nginx must not read as a variable or a string's end; /health names it as it is.
     model = "/models/it's $HOME\\mt"
     cfg = build_config(
         {
@@ -58,7 +58,7 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
             assert health.status_code == 503 and health.headers["retry-after"] == "3"
             assert health.json() == {
                 "status": "unavailable",
-                "model": model,
+                "model": "it's $HOME\\mt",  # the served name: the checkpoint's directory
                 "family": "hy-mt1.5",
                 "ready": 0,
                 "replicas": 1,
@@ -73,7 +73,7 @@ async def test_start_reload_reject_stop(tmp_path: Path) -> None:
             await nginx.reload(conf(State.READY, 2), 2)
             assert (await client.get("/health")).json() == {
                 "status": "ready",
-                "model": model,
+                "model": "it's $HOME\\mt",
                 "family": "hy-mt1.5",
                 "ready": 1,
                 "replicas": 1,
