@@ -24,6 +24,21 @@ def worker_user() -> str | None:
     return pwd.getpwuid(os.geteuid()).pw_name if os.geteuid() == 0 else None
 
 
+def make_run_dir(run_dir: Path) -> None:
+    """The run dir and its logs/, writable by this user, or a ConfigError naming the path (a container's
+    read-only root without a volume there, a volume owned by another uid)."""
+    try:
+        (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        writable = os.access(run_dir, os.W_OK) and os.access(run_dir / "logs", os.W_OK)
+        reason = "" if writable else f"not writable by uid {os.getuid()}"
+    except OSError as err:
+        reason = err.strerror or str(err)
+    if reason:
+        raise ConfigError(
+            f"run dir {run_dir} must be writable ({reason}): mount a volume there, or pass --run-dir"
+        )
+
+
 def lock_run_dir(run_dir: Path) -> IO[str]:
     path = run_dir / "up.lock"
     handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the life of `up`

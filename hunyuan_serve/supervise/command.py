@@ -22,7 +22,7 @@ from hunyuan_serve.config import (
     load_config_file,
 )
 from hunyuan_serve.config.replica import PARENT_PID_ENV
-from hunyuan_serve.fleet.rundir import lock_run_dir, run_dir_of, web_root, worker_user
+from hunyuan_serve.fleet.rundir import lock_run_dir, make_run_dir, run_dir_of, web_root, worker_user
 
 if TYPE_CHECKING:
     from hunyuan_serve.fleet.events import JsonEvents
@@ -288,8 +288,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     if problem:  # a setting to change, like any other refused config: exit 2, before anything is written
         raise ConfigError(problem)
     run_dir = run_dir_of(cfg)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "logs").mkdir(exist_ok=True)
+    make_run_dir(run_dir)
     lock = lock_run_dir(run_dir)
     leftovers, problem = clear_leftovers(cfg, run_dir)  # recorded once the events file is opened
     if problem:

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# What the image test needs on the host, from Debian's packages: podman, runc (crun refuses hybrid
+# cgroup hosts such as CI's) and mmdebstrap (a base image where no registry can be reached).
+set -euo pipefail
+PACKAGES=(podman runc mmdebstrap uidmap)
+missing=()
+for pkg in "${PACKAGES[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
+[ ${#missing[@]} -gt 0 ] || exit 0
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
