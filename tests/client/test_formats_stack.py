@@ -60,8 +60,12 @@ def test_gettext_catalog_passes_msgfmt(stack: tuple[str, Path], tmp_path: Path) 
         (e.msgctxt, e.msgid, e.msgid_plural) for e in before
     ]
     failed = {f["source"] for f in summary["failures"]}
-    translated = [e for e in after if e.msgid_plural and not {e.msgid, e.msgid_plural} & failed]
-    assert all(len(e.msgstr_plural) == 3 for e in translated)  # Russian's three forms where written
+    # Each plural entry is written in Russian's three forms or reported failed. With random tokens every
+    # one fails (each has a placeholder, which the tokens drop), so the three forms are written and
+    # checked in test_formats_gettext.py, against the scripted service.
+    plurals = [e for e in after if e.msgid_plural]
+    assert plurals, "no plural entry in the catalog: the plural forms went unchecked"
+    assert all(len(e.msgstr_plural) == 3 or {e.msgid, e.msgid_plural} & failed for e in plurals)
     assert after.metadata["Language"] == "ru" and summary["total"] == 89
     assert all(f["problem"] for f in summary["failures"])
 
@@ -179,7 +183,8 @@ def test_catalogs_json_and_apple_files_reparse(stack: tuple[str, Path], tmp_path
     arb = DATA / "flutter-gallery" / "intl_en.arb"
     dst, summary = translate(stack, tmp_path, arb, "--to", "fr")
     before, after = json.loads(arb.read_text(encoding="utf-8")), json.loads(dst.read_text(encoding="utf-8"))
-    assert list(after) == list(before) and all(after[k] == v for k, v in before.items() if k[0] == "@")
+    metadata = {k: v for k, v in before.items() if k[0] == "@"}
+    assert metadata and list(after) == list(before) and all(after[k] == v for k, v in metadata.items())
     i18next = DATA / "react-i18next" / "translation.json"
     dst, summary = translate(stack, tmp_path, i18next, "--to", "ru")
     keys = [k for k in json.loads(dst.read_text(encoding="utf-8")) if k.startswith("userMessagesUnread_")]
