@@ -33,7 +33,11 @@ def read(data: bytes, filename: str, fmt: str, target: str, source: str | None) 
     document = parse(content, fmt, Options(target=target, source=source))
 
     def render(translations: Sequence[str], failed: frozenset[int]) -> bytes:
-        return encode(document.render(translations, failed), encoding)
+        # The CLI's rule for a job's output too: one its format's validator (msgfmt --check for
+        # gettext) refuses is never handed back; the FormatError fails the job, naming the problem.
+        text = document.render(translations, failed)
+        document.check(text)
+        return encode(text, encoding)
 
     return Parsed(document.segments, document.labels, render, document.contexts, document.formatted)
 

@@ -228,3 +228,18 @@ def test_a_file_that_is_not_a_docx_is_a_format_error() -> None:
 
     with pytest.raises(FormatError, match=r"not a Word \.docx file"):
         read(b"PK\x03\x04 not really", "a.docx", "docx", "de", None)
+
+
+def test_a_job_output_its_format_refuses_is_a_format_error() -> None:
+    """A job's output goes through the same validator as the CLI's (msgfmt --check for gettext): a
+    catalog msgfmt refuses fails the job instead of being handed back."""
+    from hunyuan_serve.client.formats import FormatError
+
+    catalog = (
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        '#, python-format\nmsgid "%(n)s files"\nmsgstr ""\n'
+    )
+    parsed = read(catalog.encode(), "a.po", "po", "de", "en")
+    assert parsed.render(["%(n)s Dateien"], frozenset()).decode().endswith('msgstr "%(n)s Dateien"\n')
+    with pytest.raises(FormatError, match="msgfmt"):
+        parsed.render(["%(m)s Dateien"], frozenset())
