@@ -232,7 +232,9 @@ def bench_unequal(
     """CPU only: replica 1 shares its core with busy loops; the same open loop through least_conn
     and round robin (a second Nginx in front of the same replicas)."""
     rate = _chaos_rate(b)
-    rr_server, rr_url = targets.start_round_robin_nginx(device_flags, base_port, b.work / "round-robin")
+    rr_server, rr_url = targets.start_round_robin_nginx(
+        b.model, device_flags, base_port, b.work / "round-robin"
+    )
     with running(rr_server), cpu_hog(core=_replica_core(run_dir, 1), count=b.plan.hogs):
         rr_server.wait_http(f"{rr_url}/health", timeout_s=30)
         for setup, target in ((names.LEAST_CONN, url), (names.ROUND_ROBIN, rr_url)):

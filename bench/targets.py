@@ -138,11 +138,15 @@ def start_stack(
     return server, f"http://127.0.0.1:{port}"
 
 
-def start_round_robin_nginx(device_flags: Sequence[str], base_port: int, run_dir: Path) -> tuple[Server, str]:
+def start_round_robin_nginx(
+    model: Path, device_flags: Sequence[str], base_port: int, run_dir: Path
+) -> tuple[Server, str]:
     """A second Nginx, rendered by `hunyuan-serve render nginx --balance round_robin`, in front of the
-    same replicas as the stack's: the two balancers are compared on the very same processes."""
+    same replicas as the stack's: the two balancers are compared on the very same processes. The
+    stack's model is named, as render places it as `up` does (without one it places the demo)."""
     port = free_port()
-    argv = [*HUNYUAN, "render", "nginx", "--balance", "round_robin", "--run-dir", str(run_dir)]
+    argv = [*HUNYUAN, "render", "nginx", "--balance", "round_robin", "--model", str(model)]
+    argv += ["--run-dir", str(run_dir)]
     argv += [*device_flags, "--base-port", str(base_port), "--nginx-port", str(port)]
     text = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=str(REPO), timeout=60).stdout
     prefix = run_dir / "nginx"
