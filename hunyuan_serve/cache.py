@@ -253,7 +253,7 @@ class RedisCache:
         self.up: bool | None = None  # None until the first call answers or fails
         self._clock = clock
         self._down_until = 0.0
-        self._client: Redis = _client(settings)
+        self._client: Redis = redis_client(settings)
 
     async def get(self, key: str) -> str | None:
         return (await self.get_many([key]))[0]
@@ -288,7 +288,7 @@ class RedisCache:
         limit = self.settings.connect_timeout_s + self.settings.timeout_s
         try:
             result = await asyncio.wait_for(command(), limit)
-        except (TimeoutError, OSError, _redis_errors()) as err:
+        except (TimeoutError, OSError, redis_errors()) as err:
             self._down(op, err)
             return None
         if self.up is not True:
@@ -315,7 +315,8 @@ class RedisCache:
         await self._client.aclose()
 
 
-def _client(settings: RedisSettings) -> Redis:
+def redis_client(settings: RedisSettings) -> Redis:
+    """The asyncio Redis client of the cache and of the per-key store, bounded by their settings."""
     from redis.asyncio import Redis
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
@@ -332,7 +333,7 @@ def _client(settings: RedisSettings) -> Redis:
     )
 
 
-def _redis_errors() -> type[Exception]:
+def redis_errors() -> type[Exception]:
     # Imported when needed: redis.asyncio takes most of a second to import, and most replicas never use it.
     from redis.exceptions import RedisError
 

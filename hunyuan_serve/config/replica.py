@@ -97,7 +97,7 @@ class ReplicaConfig(Section):
         gt=0,
         description="After a Redis error, how long the cache does without Redis before trying again.",
     )
-    # DeepL glossaries and per-key usage (hunyuan_serve/stores.py): durable, shared by the replicas of a
+    # DeepL glossaries and per-key usage (hunyuan_serve/storage/): durable, shared by the replicas of a
     # host through one SQLite file, or by every host through Redis when cache_redis_url is set.
     store_path: str | None = Field(
         None,

@@ -18,7 +18,8 @@ from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.replica.usage import Usage
-from hunyuan_serve.stores import Documents, Store
+from hunyuan_serve.storage.jobs import Documents
+from hunyuan_serve.storage.per_key import Store
 
 
 @dataclass(frozen=True)

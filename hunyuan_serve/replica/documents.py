@@ -8,7 +8,7 @@ import secrets
 import uuid
 
 from hunyuan_serve.client.formats import FORMATS
-from hunyuan_serve.stores import Job
+from hunyuan_serve.storage.jobs import Job
 
 # DeepL's states (developers.deepl.com api-reference/document "Check document status": queued,
 # translating, done, error; the deepl client's DocumentStatus.Status adds "downloaded", which our

@@ -21,7 +21,9 @@ from hunyuan_serve.client.store import TranslationStore
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families.base import CONTEXT, PRESERVE_FORMAT
 from hunyuan_serve.replica.documents_files import Parsed, read
-from hunyuan_serve.stores import Documents, Job, StoreUnavailable, document_cache_path
+from hunyuan_serve.storage.backend import StoreUnavailable
+from hunyuan_serve.storage.from_config import document_cache_path
+from hunyuan_serve.storage.jobs import Documents, Job
 
 logger = logging.getLogger(__name__)
 # A stopping replica waits this long for a worker thread to hand its job back.

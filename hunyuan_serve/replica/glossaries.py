@@ -11,7 +11,7 @@ from typing import Any
 
 from hunyuan_serve.languages import LANGUAGES, UnknownLanguage
 from hunyuan_serve.replica.apis import codes
-from hunyuan_serve.stores import Dictionary, Glossary, Terms
+from hunyuan_serve.storage.glossary import Dictionary, Glossary, Terms
 
 FORMATS = ("tsv", "csv")
 # DeepL's limit on each term and on the name: "limited to 1024 UTF-8 bytes" (developers.deepl.com,

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from prometheus_client import CollectorRegistry, Counter
 
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.stores import Store, StoreUnavailable
+from hunyuan_serve.storage.backend import StoreUnavailable
+from hunyuan_serve.storage.per_key import Store
 
 logger = logging.getLogger(__name__)
 # Enough of the key's SHA-256 to tell keys apart in /metrics and logs, too little to stand for it.

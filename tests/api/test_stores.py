@@ -12,15 +12,10 @@ from hunyuan_serve import auth
 from hunyuan_serve.cache import RedisSettings
 from hunyuan_serve.config import ConfigError, ServeConfig
 from hunyuan_serve.replica import glossaries as g
-from hunyuan_serve.stores import (
-    Dictionary,
-    RedisStore,
-    SqliteStore,
-    Store,
-    StoreUnavailable,
-    store_from_config,
-    store_path,
-)
+from hunyuan_serve.storage.backend import StoreUnavailable
+from hunyuan_serve.storage.from_config import store_from_config, store_path
+from hunyuan_serve.storage.glossary import Dictionary
+from hunyuan_serve.storage.per_key import RedisStore, SqliteStore, Store
 from tests.support.redis_server import RedisServer, redis_server
 
 PAIR = ("en", "de")

@@ -15,7 +15,9 @@ import pytest
 from hunyuan_serve.cache import RedisSettings
 from hunyuan_serve.replica import documents as d
 from hunyuan_serve.replica.documents_files import read
-from hunyuan_serve.stores import DocumentJobs, Documents, Job, RedisDocumentJobs
+from hunyuan_serve.storage.jobs import Documents, Job
+from hunyuan_serve.storage.jobs_redis import RedisDocumentJobs
+from hunyuan_serve.storage.jobs_sqlite import DocumentJobs
 from tests.support.redis_server import RedisServer, redis_server
 
 LEASE = 10.0

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from hunyuan_serve.auth import DEEPL
+from hunyuan_serve.edge.dialects import DEEPL
 from hunyuan_serve.families.base import CONTEXT, GLOSSARY, STYLE
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage
 from hunyuan_serve.replica.apis import codes, compat
@@ -19,7 +19,7 @@ from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.errors import ApiError, FeatureRefused
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
-from hunyuan_serve.stores import StoreUnavailable
+from hunyuan_serve.storage.backend import StoreUnavailable
 
 router = APIRouter(prefix="/v2")
 v3 = APIRouter(prefix="/v3")  # the multilingual glossary calls deepl.DeepLClient makes

@@ -36,7 +36,8 @@ from hunyuan_serve.replica.documents_files import read
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.glossaries import dictionary_for
 from hunyuan_serve.replica.http import Call, read_body
-from hunyuan_serve.stores import Job, StoreUnavailable
+from hunyuan_serve.storage.backend import StoreUnavailable
+from hunyuan_serve.storage.jobs import Job
 
 NOT_FOUND = "Document not found"
 # A document over document_max_bytes: a 413 in every API's shape (LibreTranslate's other refusals are 400).

@@ -16,7 +16,8 @@ from hunyuan_serve.replica.apis import compat
 from hunyuan_serve.replica.context import Replica
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
-from hunyuan_serve.stores import Dictionary, Glossary, StoreUnavailable
+from hunyuan_serve.storage.backend import StoreUnavailable
+from hunyuan_serve.storage.glossary import Dictionary, Glossary
 
 NOT_FOUND = "Glossary not found"
 # v3 takes the same entries a dictionary; a glossary of more than this many pairs is refused whole.

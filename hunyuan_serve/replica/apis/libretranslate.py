@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from hunyuan_serve import detect
-from hunyuan_serve.auth import LIBRETRANSLATE
+from hunyuan_serve.edge.dialects import LIBRETRANSLATE
 from hunyuan_serve.languages import AUTO, LANGUAGES, Language, UnknownLanguage, is_auto
 from hunyuan_serve.replica import documents as doc_jobs
 from hunyuan_serve.replica.apis import codes, compat
@@ -20,7 +20,7 @@ from hunyuan_serve.replica.context import Replica, current
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call, guarded
 from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
-from hunyuan_serve.stores import Job
+from hunyuan_serve.storage.jobs import Job
 
 PREFIX = "/libretranslate"
 router = APIRouter(prefix=PREFIX)
