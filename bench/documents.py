@@ -25,7 +25,7 @@ if __package__ in (None, ""):  # `python bench/documents.py` as well as `python 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hunyuan_serve.client.api import AsyncTranslateClient
-from hunyuan_serve.client.command import main as translate_main
+from hunyuan_serve.client.cli import main as translate_main
 from hunyuan_serve.client.formats import Options, parse
 from hunyuan_serve.client.settings import ClientSettings, api_key_from
 

@@ -18,7 +18,7 @@ COMMAND_MODULES = (
     "hunyuan_serve.replica.command",  # replica
     "hunyuan_serve.tiny_model",  # tiny-model
     "hunyuan_serve.demo_model",  # demo-model
-    "hunyuan_serve.client.command",  # translate
+    "hunyuan_serve.client.cli",  # translate
     "hunyuan_serve.families.command",  # prompt
     "hunyuan_serve.doctor",  # doctor
     "hunyuan_serve.gateway.command",  # gateway, gateway status

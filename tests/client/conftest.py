@@ -67,10 +67,10 @@ def msgfmt_check() -> Callable[[Path], None]:
 def catalogs_checked(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every .po/.pot file `translate` writes in these tests is checked with msgfmt --check as it is
     written (a failure fails the test there); the paths checked, for a test that asks."""
-    from hunyuan_serve.client import command
+    from hunyuan_serve.client import output
 
     checked: list[Path] = []
-    write = command.write_atomic
+    write = output.write_atomic
 
     def write_and_check(path: Path, data: bytes) -> None:
         write(path, data)
@@ -78,5 +78,5 @@ def catalogs_checked(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
             check_with_msgfmt(path)
             checked.append(path)
 
-    monkeypatch.setattr(command, "write_atomic", write_and_check)
+    monkeypatch.setattr(output, "write_atomic", write_and_check)
     return checked

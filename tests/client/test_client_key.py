@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from hunyuan_serve.client.api import _http_options
-from hunyuan_serve.client.command import add_parser, settings_from_args
+from hunyuan_serve.client.cli import add_parser, settings_from_args
 from hunyuan_serve.client.settings import API_KEY_ENV, ClientSettings
 
 KEY = "sk-client-key-3e2d1c"

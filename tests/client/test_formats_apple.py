@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from scripted_service import ScriptedService
 
-from hunyuan_serve.client.command import main
+from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.formats import FormatError, Options, parse
 
 STRINGS = (

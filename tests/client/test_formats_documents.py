@@ -10,7 +10,7 @@ import srt
 from markdown_it import MarkdownIt
 from scripted_service import ScriptedService
 
-from hunyuan_serve.client.command import main
+from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.formats import FormatError, Options, parse
 from hunyuan_serve.client.formats.markdown import _segmenter, split_sentences
 from hunyuan_serve.client.formats.subtitles import wrap

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from scripted_service import ScriptedService
 
-from hunyuan_serve.client.command import main
+from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.formats import Options, parse
 
 PETCLINIC = Path(__file__).resolve().parents[1] / "data" / "spring-petclinic" / "messages.properties"

@@ -9,7 +9,7 @@ import pytest
 import scripted_service
 from scripted_service import ScriptedService
 
-from hunyuan_serve.client.command import main
+from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.formats import Options, parse
 
 DATA = Path(__file__).resolve().parents[1] / "data"

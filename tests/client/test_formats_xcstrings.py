@@ -10,7 +10,7 @@ import pytest
 import scripted_service
 from scripted_service import ScriptedService
 
-from hunyuan_serve.client.command import main
+from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.formats import FormatError, Options, detect_format, parse
 from hunyuan_serve.client.formats.xcstrings import dump_xcode
 

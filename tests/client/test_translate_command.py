@@ -19,7 +19,7 @@ import httpx
 import pytest
 from scripted_service import Reply, ScriptedService
 
-from hunyuan_serve.client.command import main
+from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.settings import API_KEY_ENV
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families import HUNYUAN_MT, HY_MT15
@@ -228,7 +228,7 @@ def test_interrupted_run_resumes(service: ScriptedService, tmp_path: Path) -> No
     # loaded machine (with 10 batches the run could end before the SIGINT reached it).
     lines = [f"sentence number {i}" for i in range(40)]
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    cmd = [sys.executable, "-m", "hunyuan_serve.client.command", "--url", service.url, "--to", "zh"]
+    cmd = [sys.executable, "-m", "hunyuan_serve.client.cli", "--url", service.url, "--to", "zh"]
     cmd += ["--batch-size", "2", "--concurrency", "1", "--cache", str(tmp_path / "c.sqlite"), "--no-progress"]
     cmd += [str(tmp_path / "in.txt"), "-o", str(tmp_path / "out.txt"), "--report", str(tmp_path / "r.json")]
     service.state.delay_s = 0.3
@@ -399,7 +399,7 @@ def test_glossary_goes_to_the_models_terminology_prompt_when_its_family_has_one(
 
 
 def test_ctrl_c_stops_work_that_swallows_a_cancellation() -> None:
-    from hunyuan_serve.client.command import _until_interrupted
+    from hunyuan_serve.client.cli import _until_interrupted
 
     swallowed = []
 
