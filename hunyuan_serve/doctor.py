@@ -232,7 +232,7 @@ def run_checks(facts: Facts) -> list[Check]:
     return [check(facts) for check in CHECKS]
 
 
-def format_table(checks: Sequence[Check]) -> str:
+def format_checks(checks: Sequence[Check]) -> str:
     width = max(len(c.name) for c in checks)
     return "\n".join(f"{c.status:<4}  {c.name:<{width}}  {c.detail}" for c in checks)
 
@@ -373,7 +373,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             models.resolve_model(pool.cfg.engine, True) if pool.cfg.engine.model or on_gpu else ""
         )
     checks = preflight_pools(cfg, plans, wanted)
-    print(format_table(checks))
+    print(format_checks(checks))
     failed = [c.name for c in checks if c.failed]
     print(f"\n{len(failed)} check(s) failed: {', '.join(failed)}" if failed else "\nall checks passed")
     return 1 if failed else 0

@@ -156,7 +156,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"hunyuan-serve: no gateway has run with run dir {run_dir} (pass --run-dir)", file=sys.stderr)
         return 1
     state["running"] = bool(state.get("running")) and pid_alive(int(state.get("pid", 0)))
-    print(json.dumps(state, indent=1) if args.json else format_table(state))
+    print(json.dumps(state, indent=1) if args.json else format_inventory(state))
     return 0 if state["running"] else 3
 
 
@@ -164,7 +164,7 @@ def _cell(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def format_table(state: dict[str, Any]) -> str:
+def format_inventory(state: dict[str, Any]) -> str:
     """One line per replica (a host without any gets one line), then the front."""
     head = ("HOST", "HOST_STATE", "MODEL", "REPLICA", "ADDR", "STATE", "PROBE_MS", "REASON")
     rows: list[tuple[str, ...]] = [head]

@@ -19,7 +19,7 @@ from hunyuan_serve.families.base import Family
 from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
 from hunyuan_serve.replica import ops, priority
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
-from hunyuan_serve.replica.context import Replica
+from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.documents_worker import DocumentWorker
 from hunyuan_serve.replica.engine import Engine, Generation, Sampling
 from hunyuan_serve.replica.ensemble import Fusion
@@ -36,7 +36,7 @@ from hunyuan_serve.storage.from_config import documents_from_config, store_from_
 WARMUP_MAX_TOKENS = 4
 
 
-def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
+def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaContext:
     """The parts of one replica, each built once; the in-flight count is the admission's alone."""
     rcfg = cfg.replica
     lifecycle = Lifecycle()
@@ -55,7 +55,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
     cache = TranslationCache.from_config(rcfg, metrics)
     store = store_from_config(cfg)
     usage = Usage(auth.key_limits(cfg.auth), store, metrics.registry)
-    return Replica(
+    return ReplicaContext(
         engine=engine,
         cfg=rcfg,
         family=family,
@@ -75,7 +75,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> Replica:
     )
 
 
-async def warm_up(replica: Replica) -> Generation:
+async def warm_up(replica: ReplicaContext) -> Generation:
     """One short translation with the sampling requests get, so the first client does not pay for it."""
     prompt = probe_prompt(replica.family, "Hello, world.")
     defaults = replica.sampling
@@ -86,7 +86,7 @@ async def warm_up(replica: Replica) -> Generation:
 
 
 def lifespan(
-    replica: Replica, on_fatal: Callable[[str], None] | None, worker: DocumentWorker | None = None
+    replica: ReplicaContext, on_fatal: Callable[[str], None] | None, worker: DocumentWorker | None = None
 ) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """Loading runs beside the server from its start (/health says how far); stopping ends both,
     and the document worker (it hands its job back first)."""

@@ -23,7 +23,7 @@ from hunyuan_serve.storage.per_key import Store
 
 
 @dataclass(frozen=True)
-class Replica:
+class ReplicaContext:
     """One engine and everything around it: lifecycle, admission, the translation core, metrics."""
 
     engine: Engine
@@ -44,13 +44,13 @@ class Replica:
     front_port: int = 8000  # this host's Nginx port (nginx.port): where a proxied caller came in
 
 
-async def current(request: Request) -> Replica:
+async def current(request: Request) -> ReplicaContext:
     """The replica serving this request (a FastAPI dependency of every route).
 
     A coroutine, so FastAPI runs it on the loop: a plain function is sent to its thread pool, a thread
     hand-off per request that was the replica's largest cost outside the routes (issue 18's profile).
     """
     replica = request.app.state.replica
-    if not isinstance(replica, Replica):
-        raise TypeError("app.state.replica is not a Replica: the app was not built by create_app")
+    if not isinstance(replica, ReplicaContext):
+        raise TypeError("app.state.replica is not a ReplicaContext: the app was not built by create_app")
     return replica

@@ -12,18 +12,18 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from hunyuan_serve.families.build import probe_prompt
-from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.lifecycle import Health, Reading, read_health
 from hunyuan_serve.replica.standin import STAND_IN, StandInEngine
 
 router = APIRouter()
-ReplicaDep = Annotated[Replica, Depends(current)]
+ReplicaDep = Annotated[ReplicaContext, Depends(current)]
 # One greedy token: the cheapest generation that proves the engine still schedules and decodes.
 PROBE_SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=1)
 
 
-def reading(replica: Replica, now: float) -> Reading:
+def reading(replica: ReplicaContext, now: float) -> Reading:
     """The replica's health now, from its phase and its engine's facts; the lifecycle is only read."""
     engine, lifecycle = replica.engine, replica.lifecycle
     unfinished = engine.unfinished()
@@ -35,7 +35,7 @@ def reading(replica: Replica, now: float) -> Reading:
     )
 
 
-async def deep_probe(replica: Replica) -> Reading:
+async def deep_probe(replica: ReplicaContext) -> Reading:
     """Ready if the engine generates one token within health_deep_timeout_s; hung, saying why, if not."""
     prompt = probe_prompt(replica.family, "ok")
     timeout_s = replica.cfg.health_deep_timeout_s

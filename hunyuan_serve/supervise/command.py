@@ -186,7 +186,7 @@ def build_supervisor(
 # -- commands -----------------------------------------------------------------------------------
 
 
-def family_of(cfg: ServeConfig, local: str) -> str:
+def checkpoint_family(cfg: ServeConfig, local: str) -> str:
     """The prompt family placed once, on the fetched checkpoint, and written into the config: the
     replicas, `status` and Nginx's /health all read it."""
     from hunyuan_serve.models import model_config, model_family
@@ -223,7 +223,10 @@ def place_pools(
         mine = [p for p in plans if p.pool == pool.name]
         model = models[pool.name]
         local = str(fetch_model(pool.cfg.engine, model)) if fetch else model
-        engine = {**pool_engine(pool.cfg, mine, local, model), "prompt_family": family_of(pool.cfg, local)}
+        engine = {
+            **pool_engine(pool.cfg, mine, local, model),
+            "prompt_family": checkpoint_family(pool.cfg, local),
+        }
         ready = with_pool_engine(ready, pool.name, engine)
         replicas = [p.name for p in mine]
         described.append(
@@ -281,7 +284,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     from hunyuan_serve import gpu
     from hunyuan_serve.auth import open_listen_problem
-    from hunyuan_serve.doctor import format_table, preflight_pools
+    from hunyuan_serve.doctor import format_checks, preflight_pools
 
     cfg = written = config_from_args(args)
     problem = open_listen_problem(cfg)
@@ -303,7 +306,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     failed = [c for c in preflight_pools(cfg, plans, models) if c.failed]
     if failed:
         print("hunyuan-serve: cannot start (`hunyuan-serve doctor` shows every check):", file=sys.stderr)
-        print(format_table(failed), file=sys.stderr)
+        print(format_checks(failed), file=sys.stderr)
         return 1
     # Resolved once, so the replicas' configs and the stack's own /health name the same models.
     cfg, described = place_pools(cfg, plans, models)
@@ -332,7 +335,7 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from hunyuan_serve.supervise.status import collect_status, format_table
+    from hunyuan_serve.supervise.status import collect_status, format_status
 
     cfg = build_config(load_config_file(args.config), {})
     if args.run_dir:
@@ -348,7 +351,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(status, indent=1))
     else:
-        print(format_table(status))
+        print(format_status(status))
     return 0 if status["running"] else 3
 
 

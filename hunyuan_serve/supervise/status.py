@@ -66,7 +66,7 @@ def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | No
     return state
 
 
-def format_table(status: dict[str, Any]) -> str:
+def format_status(status: dict[str, Any]) -> str:
     """A human table: one line per replica, then Nginx."""
     head = ("NAME", "POOL", "DEVICE", "PORT", "PID", "STATE", "RESTARTS", "PROBE_MS", "IN_FLIGHT", "REASON")
     rows: list[tuple[str, ...]] = [head]

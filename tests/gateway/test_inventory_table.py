@@ -10,7 +10,7 @@ import yaml
 
 from hunyuan_serve.cli import main
 from hunyuan_serve.config import ConfigError
-from hunyuan_serve.gateway.command import format_table
+from hunyuan_serve.gateway.command import format_inventory
 from hunyuan_serve.gateway.discovery import status_reason
 from hunyuan_serve.gateway.inventory import load_inventory
 
@@ -153,7 +153,7 @@ def test_status_table_has_a_line_per_replica_and_one_for_a_host_without_any() ->
         ],
         "nginx": {"pid": 8, "listen": "0.0.0.0", "port": 8080, "ready": 1, "replicas": 1},
     }
-    lines = format_table(state).splitlines()
+    lines = format_inventory(state).splitlines()
     head = ["HOST", "HOST_STATE", "MODEL", "REPLICA", "ADDR", "STATE", "PROBE_MS", "REASON"]
     assert lines[0].split() == head
     assert lines[1].split() == [

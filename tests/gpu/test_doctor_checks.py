@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hunyuan_serve.doctor import Facts, format_table, run_checks
+from hunyuan_serve.doctor import Facts, format_checks, run_checks
 from hunyuan_serve.gpu import Gpu, GpuFacts
 
 H100 = Gpu(0, "GPU-a", "NVIDIA H100", (9, 0), 81559, 500, 81000)
@@ -33,7 +33,7 @@ HEALTHY = Facts(
 def test_a_healthy_gpu_host_passes_every_check() -> None:
     checks = run_checks(HEALTHY)
     assert [c.name for c in checks if c.status != "ok"] == []
-    assert "prompt family hunyuan-mt" in format_table(checks)
+    assert "prompt family hunyuan-mt" in format_checks(checks)
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_a_healthy_gpu_host_passes_every_check() -> None:
 def test_each_fault_fails_its_own_check(change: dict[str, Any], failing: str, fragment: str) -> None:
     checks = run_checks(dataclasses.replace(HEALTHY, **change))
     failed = [c for c in checks if c.failed]
-    assert [c.name for c in failed] == [failing], format_table(checks)
+    assert [c.name for c in failed] == [failing], format_checks(checks)
     assert fragment in failed[0].detail
 
 

@@ -276,7 +276,7 @@ def test_status_names_each_pool_and_its_model() -> None:
         {"name": "a", "model": "org/A", "family": "hunyuan-mt", "replicas": ["a-0"]},
         {"name": "b", "model": "org/B", "family": "hy-mt1.5", "replicas": ["b-0"]},
     ]
-    table = status.format_table(
+    table = status.format_status(
         {
             "running": True,
             "pid": 5,
@@ -296,11 +296,11 @@ def test_status_names_each_pool_and_its_model() -> None:
     assert "up: running (pid 5), 2 pools, run dir /run/hs" in lines
     assert "pool a: model org/A (prompt family hunyuan-mt), 1 replica(s)" in lines
     assert "pool b: model org/B (prompt family hy-mt1.5), 1 replica(s)" in lines
-    one = status.format_table(
+    one = status.format_status(
         {"running": True, "pid": 5, "model": "org/A", "family": "hunyuan-mt", "pools": pools[:1]}
     )
     assert "pool a:" in one  # a named pool, even alone, is shown as one
-    single = status.format_table({"running": True, "pid": 5, "model": "m", "family": "f", "run_dir": "/r"})
+    single = status.format_status({"running": True, "pid": 5, "model": "m", "family": "f", "run_dir": "/r"})
     assert "up: running (pid 5), model m (prompt family f), run dir /r" in single.splitlines()
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hunyuan_serve.fleet.ports import port_holders, port_problem
 from hunyuan_serve.fleet.state import read_state, write_json_atomic
-from hunyuan_serve.supervise.status import collect_status, format_table, parse_in_flight
+from hunyuan_serve.supervise.status import collect_status, format_status, parse_in_flight
 from tests.support.stacks import free_port
 
 
@@ -71,5 +71,5 @@ def test_status_of_a_stopped_up(tmp_path: Path) -> None:
     status = collect_status(tmp_path)
     assert status is not None and status["running"] is False
     assert status["replicas"][0]["state"] == "stopped" and status["replicas"][0]["pid"] is None
-    table = format_table(status)
+    table = format_status(status)
     assert "replica-0" in table and "up: not running" in table

@@ -519,7 +519,7 @@ def test_status_lists_the_replica_a_reload_starts_and_the_one_it_retires() -> No
         "restarts": 0,
         "reason": "x",
     }
-    table = status.format_table(
+    table = status.format_status(
         {
             "replicas": [{**row, "retiring": True}, {**row, "name": R1, "port": 9101}],
             "incoming": [{**row, "port": 9102, "pid": 20, "state": "starting"}],

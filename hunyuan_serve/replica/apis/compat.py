@@ -19,7 +19,7 @@ from hunyuan_serve.families.base import PRESERVE_FORMAT
 from hunyuan_serve.families.build import FAMILY_FEATURES
 from hunyuan_serve.languages import AUTO, Language, find_language
 from hunyuan_serve.replica import ensemble
-from hunyuan_serve.replica.context import Replica
+from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.schema import TranslateRequest, decode_body, parse_fields
@@ -87,7 +87,7 @@ class Translated:
     outcome: Outcome = field(default_factory=Outcome)
 
 
-def build_request(replica: Replica, fields: dict[str, Any]) -> TranslateRequest:
+def build_request(replica: ReplicaContext, fields: dict[str, Any]) -> TranslateRequest:
     """Native /translate fields (texts, source_lang, target_lang, context...) checked as /translate checks."""
     return parse_fields(fields, replica.cfg, replica.sampling, replica.engine.max_model_len)
 
@@ -98,7 +98,7 @@ def plain_text(text: str) -> str:
 
 
 def sources_of(
-    replica: Replica, req: TranslateRequest, html: bool, by_script: bool
+    replica: ReplicaContext, req: TranslateRequest, html: bool, by_script: bool
 ) -> list[detect.Detection]:
     """Each text's source: the request's, or detected (short texts take the batch's majority).
 
@@ -116,7 +116,7 @@ def sources_of(
     return [detect.Detection(req.source, 1.0) for _ in texts]
 
 
-def _markup_in_core(replica: Replica, req: TranslateRequest, ignore_tags: frozenset[str]) -> bool:
+def _markup_in_core(replica: ReplicaContext, req: TranslateRequest, ignore_tags: frozenset[str]) -> bool:
     """The family's formatted-translation template, unless ignored tags hold text it would translate."""
     if PRESERVE_FORMAT not in FAMILY_FEATURES[replica.translator.family]:
         return False
@@ -175,7 +175,7 @@ def _plan(
 
 
 async def translate(
-    replica: Replica,
+    replica: ReplicaContext,
     call: Call,
     req: TranslateRequest,
     *,
@@ -205,7 +205,9 @@ async def translate(
     return Translated(texts, sources, outcome)
 
 
-async def _run(replica: Replica, call: Call, req: TranslateRequest, plan: _Plan) -> tuple[list[str], Outcome]:
+async def _run(
+    replica: ReplicaContext, call: Call, req: TranslateRequest, plan: _Plan
+) -> tuple[list[str], Outcome]:
     """One core call per source language, all at once under the request's deadline; merged in order."""
     groups: dict[str, list[int]] = {}
     for index, source in enumerate(plan.unit_sources):
@@ -235,7 +237,7 @@ async def _run(replica: Replica, call: Call, req: TranslateRequest, plan: _Plan)
     return results, merged
 
 
-async def _core(replica: Replica, call: Call, req: TranslateRequest, core_id: str) -> Outcome:
+async def _core(replica: ReplicaContext, call: Call, req: TranslateRequest, core_id: str) -> Outcome:
     """One language's texts through the core; with an ensemble, each text's candidates fused (the
     first candidate where the Chimera pool could not, or a 503 with chimera_failure refuse)."""
     outcome = await replica.translator.translate(req, core_id)
@@ -248,7 +250,7 @@ async def _core(replica: Replica, call: Call, req: TranslateRequest, core_id: st
     return outcome
 
 
-def detected_source(replica: Replica, req: TranslateRequest) -> tuple[TranslateRequest, bool]:
+def detected_source(replica: ReplicaContext, req: TranslateRequest) -> tuple[TranslateRequest, bool]:
     """Native /translate without a source: the request with the detected one, and whether the batch's
     texts are in several languages (then `native_mixed` answers it, one core call per language)."""
     found = sources_of(replica, req, html=False, by_script=False)
@@ -258,7 +260,7 @@ def detected_source(replica: Replica, req: TranslateRequest) -> tuple[TranslateR
     return req, True
 
 
-async def native_mixed(replica: Replica, call: Call, req: TranslateRequest) -> Response:
+async def native_mixed(replica: ReplicaContext, call: Call, req: TranslateRequest) -> Response:
     """/translate's batch answer, with source_lang the batch's most frequent and source_langs per text."""
     done = await translate(replica, call, req)
     codes = [each.language.code for each in done.sources]

@@ -15,7 +15,7 @@ from hunyuan_serve.languages import AUTO, Language, UnknownLanguage
 from hunyuan_serve.replica.apis import codes, compat
 from hunyuan_serve.replica.apis import deepl_documents as documents
 from hunyuan_serve.replica.apis import deepl_glossaries as glossaries
-from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.errors import ApiError, FeatureRefused
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
@@ -23,7 +23,7 @@ from hunyuan_serve.storage.backend import StoreUnavailable
 
 router = APIRouter(prefix="/v2")
 v3 = APIRouter(prefix="/v3")  # the multilingual glossary calls deepl.DeepLClient makes
-ReplicaDep = Annotated[Replica, Depends(current)]
+ReplicaDep = Annotated[ReplicaContext, Depends(current)]
 # A key without a limit (or a replica without keys): /v2/usage shows what DeepL shows a Pro account
 # without a cost limit.
 UNLIMITED_CHARACTERS = 1_000_000_000_000
@@ -140,7 +140,7 @@ def _instructions(fields: dict[str, Any]) -> dict[str, Any]:
     return native
 
 
-async def _translate(replica: Replica, call: Call) -> Response:
+async def _translate(replica: ReplicaContext, call: Call) -> Response:
     fields = await compat.read_fields(call)
     _check_names(fields)
     texts = _texts(fields.get("text"), replica.cfg.max_batch_texts)
@@ -177,7 +177,7 @@ def _base(lang: Language) -> str:
     return codes.deepl_source_code(lang).lower()
 
 
-async def _usage(replica: Replica, call: Call) -> Response:
+async def _usage(replica: ReplicaContext, call: Call) -> Response:
     """The calling key's characters so far (every replica's, from the store) and its limit."""
     if call.owner is None:  # no keys file: nobody to count for
         return JSONResponse({"character_count": 0, "character_limit": UNLIMITED_CHARACTERS})

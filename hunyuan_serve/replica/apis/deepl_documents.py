@@ -31,7 +31,7 @@ from hunyuan_serve.languages import Language, UnknownLanguage
 from hunyuan_serve.replica import documents
 from hunyuan_serve.replica.apis import codes, compat
 from hunyuan_serve.replica.apis import deepl_glossaries as glossaries
-from hunyuan_serve.replica.context import Replica
+from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.documents_files import read
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.glossaries import dictionary_for
@@ -70,7 +70,7 @@ async def stored(work: Any) -> Any:
         raise ApiError(503, "store_unavailable", f"document store unavailable: {err}") from None
 
 
-async def read_upload(replica: Replica, call: Call) -> Upload:
+async def read_upload(replica: ReplicaContext, call: Call) -> Upload:
     """The body (a 413 past document_max_bytes and the form around it) as one file part and fields."""
     limit = replica.cfg.document_max_bytes
     try:
@@ -103,7 +103,7 @@ def refused(err: documents.UploadInvalid, prefix: str = "") -> ApiError:
     return ApiError(err.status, TOO_LARGE if err.status == 413 else "invalid_document", prefix + err.message)
 
 
-def _checked(replica: Replica, upload: Upload) -> tuple[str, str]:
+def _checked(replica: ReplicaContext, upload: Upload) -> tuple[str, str]:
     """The file name (DeepL's `filename` field stands in for the part's) and its format, or the 4xx."""
     name = upload.fields.get("filename") or upload.filename
     try:
@@ -129,7 +129,7 @@ def _options(fields: dict[str, str]) -> None:
             raise _bad(f"Parameter '{name}' not supported for documents.")
 
 
-async def _terms(replica: Replica, call: Call, fields: dict[str, str], pair: tuple[str, str]) -> Any:
+async def _terms(replica: ReplicaContext, call: Call, fields: dict[str, str], pair: tuple[str, str]) -> Any:
     glossary_id = fields.get("glossary_id")
     if not glossary_id:
         return None
@@ -146,7 +146,7 @@ async def _terms(replica: Replica, call: Call, fields: dict[str, str], pair: tup
     return dict(dictionary.entries)
 
 
-async def upload(replica: Replica, call: Call) -> Response:
+async def upload(replica: ReplicaContext, call: Call) -> Response:
     """A new job, queued for the replicas' workers; the answer is DeepL's {document_id, document_key}."""
     got = await read_upload(replica, call)
     target = _language(got.fields.get("target_lang"), "target_lang")
@@ -167,7 +167,7 @@ async def upload(replica: Replica, call: Call) -> Response:
 
 
 async def queue_job(
-    replica: Replica,
+    replica: ReplicaContext,
     call: Call,
     upload: Upload,
     fmt: str,
@@ -209,7 +209,7 @@ def _base(lang: Language) -> str:
     return codes.deepl_source_code(lang).lower()
 
 
-async def find(replica: Replica, call: Call, document_id: str, check_key: bool = True) -> Job:
+async def find(replica: ReplicaContext, call: Call, document_id: str, check_key: bool = True) -> Job:
     """The caller's job whose document_key the body names; another key's job, or a wrong document_key,
     is DeepL's 404 (nothing tells that it exists)."""
     key = None
@@ -224,12 +224,12 @@ async def find(replica: Replica, call: Call, document_id: str, check_key: bool =
     return job
 
 
-async def status(replica: Replica, document_id: str, call: Call) -> Response:
+async def status(replica: ReplicaContext, document_id: str, call: Call) -> Response:
     job = await find(replica, call, document_id)
     return JSONResponse(documents.status_body(job, time.time()))
 
 
-async def result(replica: Replica, document_id: str, call: Call) -> Response:
+async def result(replica: ReplicaContext, document_id: str, call: Call) -> Response:
     """The translated file, once: it is deleted as it is read (DeepL: "removed from the server once it
     was downloaded"). Not done yet: DeepL's 503 (the client's DocumentNotReadyException)."""
     job = await find(replica, call, document_id)
@@ -240,7 +240,7 @@ async def result(replica: Replica, document_id: str, call: Call) -> Response:
     return file_response(*got)
 
 
-def not_ready(job: Job, replica: Replica) -> None:
+def not_ready(job: Job, replica: ReplicaContext) -> None:
     if job.state == documents.ERROR:
         raise ApiError(400, "document_error", f"The document failed: {job.error or 'unknown error'}")
     if job.state != documents.DONE:

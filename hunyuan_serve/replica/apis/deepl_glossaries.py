@@ -13,7 +13,7 @@ from hunyuan_serve.families.build import FAMILY_FEATURES, families_with
 from hunyuan_serve.families.glossary import terms_in_text
 from hunyuan_serve.replica import glossaries as g
 from hunyuan_serve.replica.apis import compat
-from hunyuan_serve.replica.context import Replica
+from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.storage.backend import StoreUnavailable
@@ -41,7 +41,7 @@ async def _stored(work: Awaitable[Any]) -> Any:
         raise ApiError(503, "store_unavailable", f"glossary store unavailable: {err}") from None
 
 
-async def find(replica: Replica, call: Call, glossary_id: Any) -> Glossary:
+async def find(replica: ReplicaContext, call: Call, glossary_id: Any) -> Glossary:
     """The caller's glossary, else DeepL's 404 (another key's glossary is not found, as at DeepL)."""
     if not isinstance(glossary_id, str) or not glossary_id.strip():
         raise _bad("Parameter 'glossary_id' not specified.")
@@ -51,7 +51,7 @@ async def find(replica: Replica, call: Call, glossary_id: Any) -> Glossary:
     return found
 
 
-def _dictionary(replica: Replica, fields: dict[str, Any]) -> Dictionary:
+def _dictionary(replica: ReplicaContext, fields: dict[str, Any]) -> Dictionary:
     cfg = replica.cfg
     source = g.glossary_language(fields.get("source_lang"), "source_lang")
     target = g.glossary_language(fields.get("target_lang"), "target_lang")
@@ -66,7 +66,7 @@ def _dictionary(replica: Replica, fields: dict[str, Any]) -> Dictionary:
     return Dictionary(source, target, entries)
 
 
-async def create_v2(replica: Replica, call: Call) -> Response:
+async def create_v2(replica: ReplicaContext, call: Call) -> Response:
     fields = await compat.read_fields(call)
     try:
         name = g.check_name(fields.get("name"))
@@ -78,7 +78,7 @@ async def create_v2(replica: Replica, call: Call) -> Response:
     return JSONResponse(g.v2_info(glossary), status_code=201)
 
 
-async def create_v3(replica: Replica, call: Call) -> Response:
+async def create_v3(replica: ReplicaContext, call: Call) -> Response:
     fields = await compat.read_fields(call)
     given = fields.get("dictionaries")
     try:
@@ -98,7 +98,7 @@ async def create_v3(replica: Replica, call: Call) -> Response:
     return JSONResponse(g.v3_info(glossary), status_code=201)
 
 
-async def list_glossaries(replica: Replica, v3_shape: bool, call: Call) -> Response:
+async def list_glossaries(replica: ReplicaContext, v3_shape: bool, call: Call) -> Response:
     found = await _stored(replica.store.glossaries(owner(call)))
     if v3_shape:
         return JSONResponse({"glossaries": [g.v3_info(each) for each in found]})
@@ -106,7 +106,7 @@ async def list_glossaries(replica: Replica, v3_shape: bool, call: Call) -> Respo
     return JSONResponse({"glossaries": [g.v2_info(each) for each in found if len(each.dictionaries) == 1]})
 
 
-async def get(replica: Replica, glossary_id: str, v3_shape: bool, call: Call) -> Response:
+async def get(replica: ReplicaContext, glossary_id: str, v3_shape: bool, call: Call) -> Response:
     found = await find(replica, call, glossary_id)
     if v3_shape:
         return JSONResponse(g.v3_info(found))
@@ -115,7 +115,7 @@ async def get(replica: Replica, glossary_id: str, v3_shape: bool, call: Call) ->
     return JSONResponse(g.v2_info(found))
 
 
-async def entries_v2(replica: Replica, glossary_id: str, call: Call) -> Response:
+async def entries_v2(replica: ReplicaContext, glossary_id: str, call: Call) -> Response:
     found = await find(replica, call, glossary_id)
     if len(found.dictionaries) != 1:
         raise _bad("This glossary has several dictionaries: read them with GET /v3/glossaries/{id}/entries.")
@@ -123,7 +123,7 @@ async def entries_v2(replica: Replica, glossary_id: str, call: Call) -> Response
     return Response(tsv, media_type="text/tab-separated-values; charset=utf-8")
 
 
-async def entries_v3(replica: Replica, glossary_id: str, call: Call) -> Response:
+async def entries_v3(replica: ReplicaContext, glossary_id: str, call: Call) -> Response:
     found = await find(replica, call, glossary_id)
     query = call.request.query_params
     try:
@@ -138,7 +138,7 @@ async def entries_v3(replica: Replica, glossary_id: str, call: Call) -> Response
     return JSONResponse({"dictionaries": [{**entries, "entries_format": "tsv"}]})
 
 
-async def delete(replica: Replica, glossary_id: str, call: Call) -> Response:
+async def delete(replica: ReplicaContext, glossary_id: str, call: Call) -> Response:
     if not await _stored(replica.store.delete_glossary(owner(call), glossary_id)):
         raise ApiError(404, "glossary_not_found", NOT_FOUND)
     return Response(status_code=204)
@@ -149,7 +149,7 @@ def language_pairs_body() -> dict[str, Any]:
 
 
 async def request_terms(
-    replica: Replica, call: Call, glossary_id: Any, pair: tuple[str, str], texts: list[str]
+    replica: ReplicaContext, call: Call, glossary_id: Any, pair: tuple[str, str], texts: list[str]
 ) -> list[dict[str, str]]:
     """/v2/translate's glossary_id: the terms of the caller's glossary found in the texts, as the native
     `glossary` field (each text's prompt then gets only those it holds: Translator._features)."""

@@ -10,14 +10,14 @@ from fastapi.responses import JSONResponse
 
 from hunyuan_serve.languages import UnknownLanguage, find_language, is_auto
 from hunyuan_serve.replica.apis import codes, compat, native
-from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
 
 # The extension's "Custom API" setting takes any URL; this one sits beside the other dialects' prefixes.
 PATH = "/immersive/translate"
 router = APIRouter()
-ReplicaDep = Annotated[Replica, Depends(current)]
+ReplicaDep = Annotated[ReplicaContext, Depends(current)]
 
 
 def _code(value: Any, name: str, auto_ok: bool) -> str:
@@ -50,7 +50,7 @@ def _text_list(value: Any, limit: int) -> list[str]:
     return value
 
 
-async def _translate(replica: Replica, call: Call) -> Response:
+async def _translate(replica: ReplicaContext, call: Call) -> Response:
     fields = await compat.read_fields(call)
     texts = _text_list(fields.get("text_list"), replica.cfg.max_batch_texts)
     call.settle(replica.admission, None, len(texts))  # more than one text: bulk unless told otherwise

@@ -16,7 +16,7 @@ from hunyuan_serve.languages import AUTO, LANGUAGES, Language, UnknownLanguage, 
 from hunyuan_serve.replica import documents as doc_jobs
 from hunyuan_serve.replica.apis import codes, compat
 from hunyuan_serve.replica.apis import deepl_documents as documents
-from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call, guarded
 from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
@@ -24,7 +24,7 @@ from hunyuan_serve.storage.jobs import Job
 
 PREFIX = "/libretranslate"
 router = APIRouter(prefix=PREFIX)
-ReplicaDep = Annotated[Replica, Depends(current)]
+ReplicaDep = Annotated[ReplicaContext, Depends(current)]
 # LibreTranslate answers every refusal of the input as 400 (libretranslate/app.py abort(400, ...)); a busy
 # replica's 503 and a deadline's 504 keep theirs, so Nginx retries and clients back off as elsewhere.
 _AS_400 = {413, 422}
@@ -92,7 +92,7 @@ def _detected(found: detect.Detection) -> dict[str, Any]:
     return {"confidence": round(found.confidence * 100, 1), "language": codes.libre_code(found.language)}
 
 
-async def _translate(replica: Replica, call: Call) -> Response:
+async def _translate(replica: ReplicaContext, call: Call) -> Response:
     fields = await compat.read_fields(call)
     texts, batch = _texts(fields.get("q"), replica.cfg.max_batch_texts)
     call.settle(replica.admission, None, len(texts))  # more than one text: bulk unless told otherwise
@@ -116,7 +116,7 @@ async def _translate(replica: Replica, call: Call) -> Response:
     return JSONResponse(body, headers={"X-Request-ID": call.id, **_CORS})
 
 
-async def _detect(replica: Replica, call: Call) -> Response:
+async def _detect(replica: ReplicaContext, call: Call) -> Response:
     fields = await compat.read_fields(call)
     q = fields.get("q")
     texts, _ = _texts(q, replica.cfg.max_batch_texts)
@@ -151,7 +151,7 @@ async def languages() -> Response:
     return JSONResponse(body, headers=_CORS)
 
 
-async def _translate_file(replica: Replica, call: Call) -> Response:
+async def _translate_file(replica: ReplicaContext, call: Call) -> Response:
     """LibreTranslate's /translate_file (its app.py: multipart file, source, target, api_key; answers
     {"translatedFileUrl"}, which /download_file/<name> serves). LibreTranslate answers once the file is
     translated: so do we, from the same document job the DeepL calls make, waiting up to
@@ -180,7 +180,7 @@ async def _translate_file(replica: Replica, call: Call) -> Response:
     return JSONResponse({"translatedFileUrl": url}, headers=_CORS)
 
 
-async def _ended(replica: Replica, job: Job) -> Job | None:
+async def _ended(replica: ReplicaContext, job: Job) -> Job | None:
     """The job once it is done or failed (None: it is gone)."""
     while True:
         now = await documents.stored(lambda: replica.documents.get(job.owner, job.id))
@@ -189,7 +189,7 @@ async def _ended(replica: Replica, job: Job) -> Job | None:
         await asyncio.sleep(min(replica.cfg.document_poll_s, 0.5))
 
 
-def _public_base(replica: Replica, call: Call) -> str:
+def _public_base(replica: ReplicaContext, call: Call) -> str:
     """Where the caller reached us. Nginx passes Host without its port ($host): a proxied request
     gets nginx.port added back (behind another proxy, set replica.document_public_url)."""
     if replica.cfg.document_public_url:
@@ -202,7 +202,7 @@ def _public_base(replica: Replica, call: Call) -> str:
     return f"{request.url.scheme}://{host}"
 
 
-async def _download(replica: Replica, name: str, call: Call) -> Response:
+async def _download(replica: ReplicaContext, name: str, call: Call) -> Response:
     """The translated file of /translate_file, to the key that made it (another key: not found)."""
     job_id = name.split(".", 1)[0]
     job = await documents.find(replica, call, job_id, check_key=False)

@@ -16,7 +16,7 @@ from hunyuan_serve.families import CHIMERA, chimera
 from hunyuan_serve.languages import AUTO, LANGUAGES
 from hunyuan_serve.replica import ensemble
 from hunyuan_serve.replica.apis import compat, sse
-from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.engine import Delta
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
@@ -24,7 +24,7 @@ from hunyuan_serve.replica.schema import TranslateRequest, parse_fuse, parse_tra
 from hunyuan_serve.replica.service import Outcome
 
 router = APIRouter()
-ReplicaDep = Annotated[Replica, Depends(current)]
+ReplicaDep = Annotated[ReplicaContext, Depends(current)]
 
 
 def render_error(err: ApiError) -> JSONResponse:
@@ -33,7 +33,7 @@ def render_error(err: ApiError) -> JSONResponse:
     return JSONResponse(body, status_code=err.status, headers=err.headers)
 
 
-def _answer(replica: Replica, req: TranslateRequest, outcome: Outcome, call: Call) -> dict[str, Any]:
+def _answer(replica: ReplicaContext, req: TranslateRequest, outcome: Outcome, call: Call) -> dict[str, Any]:
     body: dict[str, Any] = {"source_lang": req.source.code, "target_lang": req.target.code}
     if req.batch:
         body.update(results=outcome.results, cached=outcome.cached)
@@ -47,7 +47,7 @@ def _answer(replica: Replica, req: TranslateRequest, outcome: Outcome, call: Cal
     return body
 
 
-def _not_on_a_chimera(replica: Replica) -> None:
+def _not_on_a_chimera(replica: ReplicaContext) -> None:
     """A Chimera replica refuses plain /translate: it has no prompt but the fusion of candidates."""
     if replica.family == CHIMERA:
         raise ApiError(
@@ -59,7 +59,7 @@ def _not_on_a_chimera(replica: Replica) -> None:
         )
 
 
-async def _translate(replica: Replica, call: Call) -> Response:
+async def _translate(replica: ReplicaContext, call: Call) -> Response:
     _not_on_a_chimera(replica)
     raw = await call.body()
     req = parse_translate(
@@ -88,14 +88,14 @@ async def _translate(replica: Replica, call: Call) -> Response:
 
 
 async def _sample_and_fuse(
-    replica: Replica, req: TranslateRequest, call: Call
+    replica: ReplicaContext, req: TranslateRequest, call: Call
 ) -> tuple[Outcome, list[ensemble.Fused]]:
     outcome = await replica.translator.translate(req, call.id)  # N candidates per text, one engine call each
     key = ensemble.caller_key(call.request)
     return outcome, await replica.fusion.fuse_all(req, outcome.candidates, call.id, key)
 
 
-async def _ensemble(replica: Replica, req: TranslateRequest, call: Call) -> Response:
+async def _ensemble(replica: ReplicaContext, req: TranslateRequest, call: Call) -> Response:
     """`ensemble`: each text's candidates, fused by the Chimera pool or (degraded) the first of them."""
     call.log["ensemble"] = req.ensemble
     outcome, answers = await call.run(_sample_and_fuse(replica, req, call))
@@ -112,7 +112,7 @@ async def _ensemble(replica: Replica, req: TranslateRequest, call: Call) -> Resp
 
 
 async def _events(
-    replica: Replica, req: TranslateRequest, call: Call, deltas: AsyncGenerator[Delta, None]
+    replica: ReplicaContext, req: TranslateRequest, call: Call, deltas: AsyncGenerator[Delta, None]
 ) -> AsyncIterator[str]:
     """`stream: true`: {"delta": text} events as the text grows, then {"done": true, ...the answer}.
 
@@ -145,7 +145,7 @@ async def _events(
     yield sse.event({"done": True, **_answer(replica, req, outcome, call)})
 
 
-async def _fuse(replica: Replica, call: Call) -> Response:
+async def _fuse(replica: ReplicaContext, call: Call) -> Response:
     """The Chimera's fusion of one text's candidates: its README prompt, then the shared engine path."""
     if replica.family != CHIMERA:
         raise ApiError(

@@ -16,14 +16,14 @@ from fastapi.responses import JSONResponse
 from hunyuan_serve.auth import OPENAI
 from hunyuan_serve.replica.apis import sse
 from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR, Parsed, parse_chat, parse_completion
-from hunyuan_serve.replica.context import Replica, current
+from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.engine import Delta, Generation
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.service import Completion, Outcome
 
 router = APIRouter(prefix="/v1")
-ReplicaDep = Annotated[Replica, Depends(current)]
+ReplicaDep = Annotated[ReplicaContext, Depends(current)]
 
 
 def render_error(err: ApiError) -> JSONResponse:
@@ -91,7 +91,7 @@ async def _one(text: str, outcome: Outcome) -> AsyncGenerator[Delta, None]:
 
 
 async def _chunks(
-    replica: Replica, call: Call, parsed: Parsed, shape: Shape, deltas: AsyncGenerator[Delta, None]
+    replica: ReplicaContext, call: Call, parsed: Parsed, shape: Shape, deltas: AsyncGenerator[Delta, None]
 ) -> AsyncIterator[str]:
     """SSE chunks: the role first (chat), the text as it grows, the finish_reason, usage if asked, [DONE]."""
     head = shape.head(call, replica.engine.model_name, chunk=True)
@@ -127,7 +127,7 @@ async def _chunks(
     yield sse.event("[DONE]")
 
 
-async def _weblate(replica: Replica, call: Call, parsed: Parsed, shape: Shape) -> Response:
+async def _weblate(replica: ReplicaContext, call: Call, parsed: Parsed, shape: Shape) -> Response:
     """Each string its own prompt in the family's template, one batch; answered joined as Weblate sent it."""
     req = parsed.weblate
     assert req is not None  # narrowed by the caller
@@ -149,7 +149,7 @@ async def _weblate(replica: Replica, call: Call, parsed: Parsed, shape: Shape) -
     return JSONResponse(body, headers={"X-Request-ID": call.id})
 
 
-async def _answer(replica: Replica, call: Call, parsed: Parsed, shape: Shape) -> Response:
+async def _answer(replica: ReplicaContext, call: Call, parsed: Parsed, shape: Shape) -> Response:
     if parsed.weblate is not None:
         return await _weblate(replica, call, parsed, shape)
     translator = replica.translator
@@ -176,11 +176,11 @@ async def _answer(replica: Replica, call: Call, parsed: Parsed, shape: Shape) ->
     return JSONResponse(body, headers={"X-Request-ID": call.id})
 
 
-async def _chat(replica: Replica, call: Call) -> Response:
+async def _chat(replica: ReplicaContext, call: Call) -> Response:
     return await _answer(replica, call, parse_chat(await call.body(), replica), Shape(chat=True))
 
 
-async def _completion(replica: Replica, call: Call) -> Response:
+async def _completion(replica: ReplicaContext, call: Call) -> Response:
     return await _answer(replica, call, parse_completion(await call.body(), replica), Shape(chat=False))
 
 
@@ -194,7 +194,7 @@ async def completions(request: Request, replica: ReplicaDep) -> Response:
     return await replica.gate.serve(request, functools.partial(_completion, replica), render_error)
 
 
-def _model_card(replica: Replica) -> dict[str, Any]:
+def _model_card(replica: ReplicaContext) -> dict[str, Any]:
     return {
         "id": replica.engine.model_name,
         "object": "model",

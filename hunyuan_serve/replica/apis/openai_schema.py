@@ -14,7 +14,7 @@ from hunyuan_serve.families.base import GLOSSARY, GlossaryInvalid, Prompt
 from hunyuan_serve.families.build import families_with, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import Language, UnknownLanguage, find_language
-from hunyuan_serve.replica.context import Replica
+from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.engine import Sampling
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.schema import TranslateRequest, decode_body, parse_sampling
@@ -112,7 +112,7 @@ def _penalty(data: dict[str, Any], key: str) -> float:
     return float(value)
 
 
-def _sampling(data: dict[str, Any], replica: Replica) -> Sampling:
+def _sampling(data: dict[str, Any], replica: ReplicaContext) -> Sampling:
     """OpenAI's fields onto ours (the family's defaults where none is sent); top_k and repetition_penalty
     are vLLM's extra body fields."""
     fields = {key: data[key] for key in _SAMPLING if key in data}
@@ -287,7 +287,7 @@ def weblate_request(
     return req, parts
 
 
-def parse_chat(raw: bytes, replica: Replica) -> Parsed:
+def parse_chat(raw: bytes, replica: ReplicaContext) -> Parsed:
     data = decode_body(raw)
     _check_fields(data, _CHAT_KEYS)
     _model(data, replica.engine.model_name)
@@ -303,7 +303,7 @@ def parse_chat(raw: bytes, replica: Replica) -> Parsed:
     return Parsed((Prompt(messages=turns, stop=stops),), sampling, stream, usage)
 
 
-def parse_completion(raw: bytes, replica: Replica) -> Parsed:
+def parse_completion(raw: bytes, replica: ReplicaContext) -> Parsed:
     data = decode_body(raw)
     _check_fields(data, _COMPLETION_KEYS)
     _model(data, replica.engine.model_name)
