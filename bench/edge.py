@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 # $upstream_addr of a request Nginx answered itself because no replica could take it: the upstream
-# group's name (templates/nginx/nginx.conf.j2) in place of a replica's address.
+# group's name (edge/templates/nginx.conf.j2) in place of a replica's address.
 EDGE_UPSTREAM = "hs_replicas"
 _MAX_CONNS = re.compile(r"^\s*server \S+ .*\bmax_conns=(\d+)", re.MULTILINE)
 

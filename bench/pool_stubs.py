@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve.config import ServeConfig, build_config
+from hunyuan_serve.edge.controller import NginxController
+from hunyuan_serve.edge.render import render_nginx
+from hunyuan_serve.edge.routing import Routing, routing_from_states
 from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.nginx import NginxController
-from hunyuan_serve.fleet.render import render_nginx
-from hunyuan_serve.fleet.routing import Routing, routing_from_states
 from hunyuan_serve.fleet.rundir import worker_user
 
 

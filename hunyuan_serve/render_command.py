@@ -45,7 +45,7 @@ def cmd_render(args: argparse.Namespace) -> int:
         from hunyuan_serve.k8s.command import cmd_render_k8s
 
         return cmd_render_k8s(args)
-    from hunyuan_serve.fleet.render import render_systemd
+    from hunyuan_serve.systemd_unit import render_systemd
 
     cfg = config_from_args(args)
     run_dir = run_dir_of(cfg)
@@ -76,9 +76,9 @@ def nginx_of(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, *, s
     """What `up` writes into <run dir>/nginx/nginx.conf for these plans: the supervisor's renderer on
     its inputs (the placed config, its prefix, web root and worker user), at its first config
     (starting: every replica down, generation 1) or with every replica ready."""
+    from hunyuan_serve.edge.render import render_nginx
+    from hunyuan_serve.edge.routing import routing_from_states
     from hunyuan_serve.fleet.health import State
-    from hunyuan_serve.fleet.render import render_nginx
-    from hunyuan_serve.fleet.routing import routing_from_states
 
     state = State.STARTING if starting else State.READY
     routing = routing_from_states(

@@ -1,1 +1,1 @@
-../../hunyuan_serve/templates/nginx/route.js
+../../hunyuan_serve/edge/templates/route.js

@@ -117,7 +117,7 @@ def _open_events(inventory: Inventory, run_dir: Path) -> JsonEvents:
 def build_gateway(inventory: Inventory, run_dir: Path, emit: JsonEvents) -> Gateway:
     """The gateway on the real adapters: HTTP discovery and probes with the peer secret, Nginx, the clock."""
     from hunyuan_serve.auth import peer_headers
-    from hunyuan_serve.fleet.nginx import NginxController
+    from hunyuan_serve.edge.controller import NginxController
     from hunyuan_serve.fleet.probe import HttpProber
     from hunyuan_serve.fleet.rundir import web_root, worker_user
     from hunyuan_serve.fleet.seams import RealClock

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hunyuan_serve.config import DEFAULT_POOL, GatewayConfig, SupervisorConfig
+from hunyuan_serve.edge.layout import GatewayFront, model_pool
+from hunyuan_serve.edge.routing import Routing, UpstreamServer
 from hunyuan_serve.fleet import health
 from hunyuan_serve.fleet.health import Health, Kill, State
-from hunyuan_serve.fleet.render import GatewayFront, model_pool
-from hunyuan_serve.fleet.routing import Routing, UpstreamServer
 from hunyuan_serve.gateway.inventory import HostEntry
 
 # What a host lists goes into the gateway's Nginx config: only plain names and HOST:PORT addresses.

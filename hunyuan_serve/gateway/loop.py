@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve import logrotate
-from hunyuan_serve.fleet.nginx import NginxError
-from hunyuan_serve.fleet.render import GatewayFront, environment, render_nginx
-from hunyuan_serve.fleet.routing import Routing
+from hunyuan_serve.edge.controller import NginxError
+from hunyuan_serve.edge.layout import GatewayFront
+from hunyuan_serve.edge.render import environment, render_nginx
+from hunyuan_serve.edge.routing import Routing
 from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober
 from hunyuan_serve.fleet.state import write_json_atomic
 from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError

@@ -9,7 +9,8 @@ from typing import Any
 import yaml
 
 from hunyuan_serve.config import ServeConfig, config_to_yaml
-from hunyuan_serve.fleet.render import render_nginx, route_script
+from hunyuan_serve.edge.layout import route_script
+from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.k8s.front import front_deployment, front_service
 from hunyuan_serve.k8s.manifests import (
     NGINX_CONF_DIR,

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from hunyuan_serve import auth
 from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.edge.dialects import dialect_of
 from hunyuan_serve.families.base import Family
 from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
 from hunyuan_serve.replica import ops, priority
@@ -123,7 +124,7 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
     if _request.url.path.startswith("/v1/"):  # OpenAI clients parse only their own shape
         return openai.render_error(ApiError(status, code, str(detail)))
-    dialect = auth.dialect_of(_request.url.path)
+    dialect = dialect_of(_request.url.path)
     if dialect.name in ("libretranslate", "deepl"):  # so are DeepL's and LibreTranslate's
         return JSONResponse(dialect.error(code, str(detail), status), status_code=status)
     return native.render_error(ApiError(status, code, str(detail)))

@@ -90,8 +90,8 @@ def clear_leftovers(cfg: ServeConfig, run_dir: Path) -> tuple[list[dict[str, Any
     `up` gone (replica.parent_check_s), so they are waited for as long as `up` would give each to
     stop. Returns the events to record, and why `up` cannot start (replicas still running) or None."""
     from hunyuan_serve.config import resolve_pools
+    from hunyuan_serve.edge.controller import NginxController
     from hunyuan_serve.fleet import procs
-    from hunyuan_serve.fleet.nginx import NginxController
 
     sup, found = cfg.supervisor, []
     nginx = NginxController(cfg.nginx, run_dir / "nginx")
@@ -160,7 +160,7 @@ def build_supervisor(
 ) -> Supervisor:
     """The supervisor on the real adapters: subprocesses, HTTP probes, Nginx, the monotonic clock."""
     from hunyuan_serve.auth import peer_headers
-    from hunyuan_serve.fleet.nginx import NginxController
+    from hunyuan_serve.edge.controller import NginxController
     from hunyuan_serve.fleet.probe import HttpProber
     from hunyuan_serve.fleet.procs import SubprocessRunner
     from hunyuan_serve.fleet.seams import RealClock

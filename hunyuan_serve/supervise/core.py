@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 import jinja2
 
 from hunyuan_serve.config import ServeConfig, SupervisorConfig
+from hunyuan_serve.edge.routing import Routing, routing_from_states
 from hunyuan_serve.fleet import health
-from hunyuan_serve.fleet.routing import Routing, routing_from_states
 from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober, Runner
 from hunyuan_serve.supervise.replica import Abandoned, Replica
 from hunyuan_serve.supervise.rolling import RollingReload

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from hunyuan_serve.fleet.nginx import NginxError
-from hunyuan_serve.fleet.render import render_nginx
-from hunyuan_serve.fleet.routing import Routing
-from hunyuan_serve.fleet.targets import write_targets
+from hunyuan_serve.edge.controller import NginxError
+from hunyuan_serve.edge.render import render_nginx
+from hunyuan_serve.edge.routing import Routing
+from hunyuan_serve.edge.targets import write_targets
 from hunyuan_serve.supervise.core import NginxFailed, SupervisorCore
 
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from hunyuan_serve import logrotate
 from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.edge.render import environment
 from hunyuan_serve.fleet import health
 from hunyuan_serve.fleet.plan import ReplicaPlan
-from hunyuan_serve.fleet.render import environment
 from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober, Runner
 from hunyuan_serve.supervise import reload
 from hunyuan_serve.supervise.core import Emit, Item, NginxFailed, ReloadRequested, Seen, Signalled, TickDue

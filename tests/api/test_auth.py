@@ -8,6 +8,7 @@ import pytest
 
 from hunyuan_serve import auth
 from hunyuan_serve.config import ConfigError, build_config
+from hunyuan_serve.edge import dialects
 
 
 def test_keys_file_skips_comments_and_blank_lines(tmp_path: Path) -> None:
@@ -78,11 +79,11 @@ def test_body_key(body: bytes, content_type: str, key: str | None) -> None:
     ],
 )
 def test_dialect_of(path: str, dialect: str) -> None:
-    assert auth.dialect_of(path).name == dialect
+    assert dialects.dialect_of(path).name == dialect
 
 
 def test_each_dialect_renders_its_own_error_shape() -> None:
-    shapes = {d.name: d.error("rate_limited", "slow down") for d in auth.DIALECTS}
+    shapes = {d.name: d.error("rate_limited", "slow down") for d in dialects.DIALECTS}
     assert (
         shapes["native"] == shapes["immersive"] == {"error": {"code": "rate_limited", "message": "slow down"}}
     )

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hunyuan_serve.auth import REQUEST_HEADERS
+from hunyuan_serve.edge.dialects import REQUEST_HEADERS
 from tests.support.edge import KEYS, edge, edge_config, query, upstreams
 from tests.support.stacks import free_port
 

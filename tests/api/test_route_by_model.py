@@ -19,7 +19,7 @@ import pytest
 
 from bench import netns
 from bench.pool_stubs import Stub, pooled_edge, pools_config, stub_servers
-from hunyuan_serve.auth import INTERNAL_ONLY
+from hunyuan_serve.edge.dialects import INTERNAL_ONLY
 from tests.support.stacks import free_port
 
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")

@@ -12,9 +12,9 @@ from bench.session import Bench, Plan, only, overload_vus
 from bench.setups import plan_setups
 from bench.targets import Hardware
 from hunyuan_serve.config import NginxConfig, build_config
+from hunyuan_serve.edge.render import render_nginx
+from hunyuan_serve.edge.routing import routing_from_states
 from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.render import render_nginx
-from hunyuan_serve.fleet.routing import routing_from_states
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ import httpx
 import pytest
 import yaml
 
-from hunyuan_serve.auth import PEER_REFUSED
+from hunyuan_serve.edge.dialects import PEER_REFUSED
 from hunyuan_serve.fleet.events import read_events
 from hunyuan_serve.fleet.state import read_state
 from tests.support.gateway import GatewayRun

@@ -13,8 +13,9 @@ import pytest
 
 from bench.pool_stubs import Stub, stub_servers
 from hunyuan_serve.config import GatewayConfig, NginxConfig, build_config
-from hunyuan_serve.fleet.nginx import NginxController
-from hunyuan_serve.fleet.render import model_pool, render_nginx
+from hunyuan_serve.edge.controller import NginxController
+from hunyuan_serve.edge.layout import model_pool
+from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.fleet.rundir import worker_user
 from hunyuan_serve.gateway.fleet import Fleet, parse_listing
 from hunyuan_serve.gateway.inventory import parse_inventory

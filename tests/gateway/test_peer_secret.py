@@ -14,10 +14,12 @@ from starlette.types import Receive, Scope, Send
 
 from hunyuan_serve import auth
 from hunyuan_serve.config import ConfigError, build_config
+from hunyuan_serve.edge import dialects
+from hunyuan_serve.edge.controller import NginxController
+from hunyuan_serve.edge.layout import GatewayFront
+from hunyuan_serve.edge.render import render_nginx
+from hunyuan_serve.edge.routing import routing_from_states
 from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.nginx import NginxController
-from hunyuan_serve.fleet.render import GatewayFront, render_nginx
-from hunyuan_serve.fleet.routing import routing_from_states
 from hunyuan_serve.fleet.rundir import worker_user
 from tests.support.edge import upstreams
 from tests.support.stacks import free_port
@@ -92,20 +94,20 @@ async def _app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-# Each dialect's 403 shape, from the one table (auth.DIALECTS).
+# Each dialect's 403 shape, from the one table (edge.dialects.DIALECTS).
 SHAPES = {
-    "/translate": {"error": {"code": "peer_refused", "message": auth.PEER_REFUSED}},
-    "/health": {"error": {"code": "peer_refused", "message": auth.PEER_REFUSED}},
+    "/translate": {"error": {"code": "peer_refused", "message": dialects.PEER_REFUSED}},
+    "/health": {"error": {"code": "peer_refused", "message": dialects.PEER_REFUSED}},
     "/v1/chat/completions": {
         "error": {
-            "message": auth.PEER_REFUSED,
+            "message": dialects.PEER_REFUSED,
             "type": "invalid_request_error",
             "param": None,
             "code": "peer_refused",
         }
     },
-    "/libretranslate/translate": {"error": auth.PEER_REFUSED},
-    "/v2/translate": {"message": auth.PEER_REFUSED},
+    "/libretranslate/translate": {"error": dialects.PEER_REFUSED},
+    "/v2/translate": {"message": dialects.PEER_REFUSED},
 }
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from hunyuan_serve.fleet.render import route_script
+from hunyuan_serve.edge.layout import route_script
 from hunyuan_serve.k8s.manifests import NGINX_CONF_DIR
 from tests.support.edge import NGINX, nginx_t
 

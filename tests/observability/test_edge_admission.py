@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hunyuan_serve.auth import DIALECTS, EDGE_ERRORS, Dialect
 from hunyuan_serve.config import build_config
+from hunyuan_serve.edge.controller import NginxController
+from hunyuan_serve.edge.dialects import DIALECTS, EDGE_ERRORS, Dialect
+from hunyuan_serve.edge.render import render_nginx
+from hunyuan_serve.edge.routing import routing_from_states
 from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.nginx import NginxController
-from hunyuan_serve.fleet.render import render_nginx
-from hunyuan_serve.fleet.routing import routing_from_states
 from hunyuan_serve.fleet.rundir import worker_user
 from tests.support.stacks import free_port
 

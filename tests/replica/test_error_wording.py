@@ -11,9 +11,9 @@ import httpx
 import pytest
 from replica_fakes import FakeEngine, serve_in_thread, wait_ready
 
-from hunyuan_serve import auth
 from hunyuan_serve.client.formats import FORMATS
 from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.edge import dialects
 from hunyuan_serve.families import HUNYUAN_MT
 from hunyuan_serve.replica import documents
 from hunyuan_serve.replica.apis import openai
@@ -53,11 +53,13 @@ def test_openai_key_refusals_have_every_field_param_null(client: httpx.Client) -
         assert (error["code"], error["type"]) == ("invalid_api_key", "invalid_request_error")
 
 
-@pytest.mark.parametrize("code", [*auth.EDGE_ERRORS, *auth.POOL_ERRORS, "overloaded", "model_not_found"])
+@pytest.mark.parametrize(
+    "code", [*dialects.EDGE_ERRORS, *dialects.POOL_ERRORS, "overloaded", "model_not_found"]
+)
 def test_nginx_and_the_replica_answer_openai_errors_from_one_definition(code: str) -> None:
-    status = auth.edge_status(code) if code != "overloaded" else 503
+    status = dialects.edge_status(code) if code != "overloaded" else 503
     from_replica = openai.render_error(ApiError(status, code, "why")).body
-    edge = auth.OPENAI.error(code, "why", status)
+    edge = dialects.OPENAI.error(code, "why", status)
     assert from_replica == httpx.Response(200, json=edge).content
     assert set(edge["error"]) == OPENAI_FIELDS
     assert edge["error"]["param"] == ("model" if code == "model_not_found" else None)

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.config import build_config
+from hunyuan_serve.edge.render import render_nginx
+from hunyuan_serve.edge.routing import routing_from_states
 from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.render import render_nginx
-from hunyuan_serve.fleet.routing import routing_from_states
 from hunyuan_serve.replica import priority
 
 

@@ -16,8 +16,8 @@ import yaml
 from hunyuan_serve import cli
 from hunyuan_serve.config import ConfigError, build_config, pool_from_flag, resolve_pools
 from hunyuan_serve.doctor import preflight_pools
+from hunyuan_serve.edge.targets import REPLICAS_FILE, TARGETS_DIR
 from hunyuan_serve.fleet.plan import plan_replicas, pools_of, with_pool_engine
-from hunyuan_serve.fleet.targets import REPLICAS_FILE, TARGETS_DIR
 from hunyuan_serve.supervise import reload, status
 from hunyuan_serve.supervise.command import write_configs
 from tests.support.fakes import FakeSource
@@ -128,8 +128,8 @@ def test_render_lists_every_pools_replicas(
 def test_render_hands_each_pools_servers_to_the_template(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hunyuan_serve.fleet import render
-    from hunyuan_serve.fleet.routing import Routing
+    from hunyuan_serve.edge import render
+    from hunyuan_serve.edge.routing import Routing
 
     a, b = _two_checkpoints(tmp_path, monkeypatch)
     seen: list[Routing] = []

@@ -13,12 +13,12 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from hunyuan_serve import auth
+from hunyuan_serve import systemd_unit, templating
 from hunyuan_serve.config import ConfigError, NginxConfig, build_config
-from hunyuan_serve.fleet import render
+from hunyuan_serve.edge import dialects, filters, layout, render
+from hunyuan_serve.edge.layout import route_script
+from hunyuan_serve.edge.routing import routing_from_states
 from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.render import route_script
-from hunyuan_serve.fleet.routing import routing_from_states
 from tests.support.edge import NGINX, nginx_t
 
 from . import golden
@@ -33,10 +33,13 @@ def test_golden_files_in_deploy_are_current() -> None:
 
 def test_deploy_dirs_show_the_templates_the_renderer_loads() -> None:
     # deploy/ links to the packaged templates, so a copy there cannot drift from what `up` renders.
-    env = render.environment()
-    for shown, name in (
-        (golden.REPO / "deploy/nginx/nginx.conf.j2", render.NGINX_TEMPLATE),
-        (golden.REPO / "deploy/systemd/hunyuan-serve.service.j2", render.SYSTEMD_TEMPLATE),
+    for shown, env, name in (
+        (golden.REPO / "deploy/nginx/nginx.conf.j2", render.environment(), render.NGINX_TEMPLATE),
+        (
+            golden.REPO / "deploy/systemd/hunyuan-serve.service.j2",
+            systemd_unit.environment(),
+            systemd_unit.SYSTEMD_TEMPLATE,
+        ),
     ):
         loaded = env.get_template(name).filename
         assert loaded is not None and shown.is_symlink(), shown
@@ -111,12 +114,12 @@ def test_options_change_the_config() -> None:
     ("value", "expected"), [(1.0, "1s"), (300, "300s"), (0.25, "250ms"), (0.0001, "1ms")]
 )
 def test_nginx_time(value: float, expected: str) -> None:
-    assert render.nginx_time(value) == expected
+    assert filters.nginx_time(value) == expected
 
 
 @pytest.mark.parametrize(("value", "expected"), [(5, "5r/s"), (0.5, "30r/m"), (2.5, "150r/m")])
 def test_nginx_rate(value: float, expected: str) -> None:
-    assert render.nginx_rate(value) == expected
+    assert filters.nginx_rate(value) == expected
 
 
 @pytest.mark.parametrize(
@@ -124,7 +127,7 @@ def test_nginx_rate(value: float, expected: str) -> None:
     [("/usr/bin/x", "/usr/bin/x"), ("a b", '"a b"'), ('q"$', '"q\\"$$"'), ("50%", "50%%")],
 )
 def test_systemd_quote(value: str, expected: str) -> None:
-    assert render.systemd_quote(value) == expected
+    assert systemd_unit.systemd_quote(value) == expected
 
 
 def test_undefined_template_variable_is_an_error() -> None:
@@ -164,7 +167,7 @@ def test_rendered_config_passes_nginx_t(
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed")
 def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     cfg = golden.sample_config()
-    text = render.render_systemd(
+    text = systemd_unit.render_systemd(
         cfg,
         argv=[sys.executable, "-m", "hunyuan_serve", "up", "--config", "/etc/x y.yaml"],
         run_dir=Path("/run/hunyuan-serve"),
@@ -178,8 +181,8 @@ def test_systemd_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     out = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "hunyuan-serve.service" not in out.stderr, out.stderr
-    assert f"TimeoutStopSec={render.stop_timeout_s(cfg)}" in text
-    assert render.stop_timeout_s(cfg) > cfg.supervisor.drain_timeout_s
+    assert f"TimeoutStopSec={systemd_unit.stop_timeout_s(cfg)}" in text
+    assert systemd_unit.stop_timeout_s(cfg) > cfg.supervisor.drain_timeout_s
     assert "KillMode=mixed" in text and "Restart=on-failure" in text and "LimitMEMLOCK=infinity" in text
 
 
@@ -210,22 +213,22 @@ def test_a_template_changed_after_the_environment_was_built_is_not_read_again(
     # upgrade would under a running `up`.
     shutil.copytree(golden.REPO / "hunyuan_serve" / "templates", tmp_path / "templates")
     monkeypatch.setattr(
-        render.jinja2, "PackageLoader", lambda *_: jinja2.FileSystemLoader(tmp_path / "templates")
+        templating.jinja2, "PackageLoader", lambda *_: jinja2.FileSystemLoader(tmp_path / "templates")
     )
-    env = render.environment()
-    first = env.get_template(render.SYSTEMD_TEMPLATE)
-    changed = tmp_path / "templates" / render.SYSTEMD_TEMPLATE
+    env = systemd_unit.environment()
+    first = env.get_template(systemd_unit.SYSTEMD_TEMPLATE)
+    changed = tmp_path / "templates" / systemd_unit.SYSTEMD_TEMPLATE
     changed.write_text("changed {{ nothing }}\n", encoding="utf-8")
     later = changed.stat().st_mtime + 60
     os.utime(changed, (later, later))
-    assert env.get_template(render.SYSTEMD_TEMPLATE) is first
+    assert env.get_template(systemd_unit.SYSTEMD_TEMPLATE) is first
 
 
 def test_every_dialect_is_proxied_and_nginx_errors_use_one_table() -> None:
     text = golden.sample_nginx()
     for path in ("/translate", "/languages", "/v1/", "/libretranslate/", "/v2/", "/immersive/translate"):
         assert f"location {path} {{" in text, path
-    for code, (status, _message) in auth.EDGE_ERRORS.items():
+    for code, (status, _message) in dialects.EDGE_ERRORS.items():
         assert f"return {status} $hs_error_{code};" in text, code
     assert '"~^/v2/" deepl;' in text and 'libretranslate \'{"error":"no replica can take this' in text
     # Keys never reach the log: the query (?token=) is not logged, nor any header.
@@ -249,7 +252,7 @@ def test_key_limit_and_cors_render_only_when_configured() -> None:
     assert "if ($request_method = OPTIONS) {" in text and "add_header Vary Origin always;" in text
     anyone = _render({"nginx.cors_origins": "*"}, [State.READY])
     assert 'default "*";' in anyone and "Vary Origin" not in anyone
-    assert f'OPTIONS "{", ".join(auth.REQUEST_HEADERS)}";' in text
+    assert f'OPTIONS "{", ".join(dialects.REQUEST_HEADERS)}";' in text
 
 
 # Headers the replica reads that a page never preflights: the browser's own, and those Nginx sets.
@@ -258,7 +261,7 @@ NOT_PREFLIGHTED = {"content-length", "host", "x-forwarded-for"}
 
 def test_cors_allows_exactly_the_request_headers_the_apis_read() -> None:
     """Every header name the replica's code reads (request.headers.get("..."), `"..." in headers`, the
-    priority header) is in auth.REQUEST_HEADERS, which the preflight allows, and nothing else is."""
+    priority header) is in dialects.REQUEST_HEADERS, which the preflight allows, and nothing else is."""
     from hunyuan_serve.replica import priority
 
     root = golden.REPO / "hunyuan_serve"
@@ -269,7 +272,7 @@ def test_cors_allows_exactly_the_request_headers_the_apis_read() -> None:
     for path in [root / "auth.py", *sorted((root / "replica").rglob("*.py"))]:
         for got, inside in pattern.findall(path.read_text(encoding="utf-8")):
             read.add((got or inside).lower())
-    assert read - NOT_PREFLIGHTED == {h.lower() for h in auth.REQUEST_HEADERS}
+    assert read - NOT_PREFLIGHTED == {h.lower() for h in dialects.REQUEST_HEADERS}
 
 
 # -- several pools: one upstream each, routing by model in njs ---------------------------------------
@@ -435,7 +438,7 @@ def test_two_pool_config_with_njs_passes_nginx_t(tmp_path: Path, overrides: dict
 )
 def test_nginx_on_one_address_counts_that_address_as_its_hosts_own(listen: str, own: str | None) -> None:
     """A replica reaches /_hs/pool/ on the address Nginx listens on (its chimera_url), from that address."""
-    assert render.own_address(listen) == own
+    assert layout.own_address(listen) == own
     geo = _block(
         _pooled(TWO_POOLS, READY_BOTH, {"nginx.listen": listen, "auth.allow_open": True}), "geo $hs_loopback"
     )

@@ -21,9 +21,9 @@ from starlette.types import Receive, Scope, Send
 from bench.pool_stubs import routed_edge
 from hunyuan_serve.auth import KeyCheck
 from hunyuan_serve.config import ServeConfig, build_config
+from hunyuan_serve.edge.controller import NginxController
+from hunyuan_serve.edge.routing import routing_from_states
 from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.nginx import NginxController
-from hunyuan_serve.fleet.routing import routing_from_states
 from tests.support.stacks import free_port
 
 KEYS = ("key-alpha-0123456789", "key-beta-9876543210")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve.config import ConfigError, ServeConfig, build_config
-from hunyuan_serve.fleet.nginx import NginxError
+from hunyuan_serve.edge.controller import NginxError
 from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas
 from hunyuan_serve.fleet.probe import ProbeResult
 from hunyuan_serve.fleet.seams import Proc

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from hunyuan_serve.auth import DEEPL
+from hunyuan_serve.edge.dialects import DEEPL
 from hunyuan_serve.families.base import CONTEXT, GLOSSARY, STYLE
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage
 from hunyuan_serve.replica.apis import codes, compat

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from hunyuan_serve import detect
-from hunyuan_serve.auth import LIBRETRANSLATE
+from hunyuan_serve.edge.dialects import LIBRETRANSLATE
 from hunyuan_serve.languages import AUTO, LANGUAGES, Language, UnknownLanguage, is_auto
 from hunyuan_serve.replica import documents as doc_jobs
 from hunyuan_serve.replica.apis import codes, compat

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from hunyuan_serve.auth import NATIVE
+from hunyuan_serve.edge.dialects import NATIVE
 from hunyuan_serve.families import CHIMERA, chimera
 from hunyuan_serve.languages import AUTO, LANGUAGES
 from hunyuan_serve.replica import ensemble

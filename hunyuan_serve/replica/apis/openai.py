@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from hunyuan_serve.auth import OPENAI
+from hunyuan_serve.edge.dialects import OPENAI
 from hunyuan_serve.replica.apis import sse
 from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR, Parsed, parse_chat, parse_completion
 from hunyuan_serve.replica.context import ReplicaContext, current

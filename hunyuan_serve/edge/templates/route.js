@@ -2,7 +2,7 @@
 //
 // The tables come from the rendered nginx.conf: $hs_routes (each served name's named location, and that
 // of a request naming no model) and $hs_error_model_not_found (the 404 in the path's API shape, from
-// hunyuan_serve/auth.py), so this file is the same for every deployment. Written for njs 0.7 (Debian 12's
+// hunyuan_serve/edge/dialects.py), so this file is the same for every deployment. Written for njs 0.7 (Debian 12's
 // libnginx-mod-http-js): ES5 syntax, r.requestText, r.internalRedirect to a named location, which keeps
 // the body already read for proxy_pass (ngx_http_js_module.c: ngx_http_named_location after the handler).
 

@@ -1,10 +1,8 @@
-"""Renders the Nginx config and the systemd unit from the packaged Jinja templates (strictly)."""
+"""The pools as Nginx sees them: upstreams, served names, the njs routing table and /health's bodies."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -12,41 +10,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from hunyuan_serve import models
-from hunyuan_serve.auth import (
-    DIALECTS,
-    EDGE_ERRORS,
-    INTERNAL_ONLY,
-    NATIVE,
-    POOL_ERRORS,
-    REQUEST_HEADERS,
-    peer_secret,
-)
-from hunyuan_serve.config import ConfigError, Pool, ServeConfig, default_pool, resolve_pools
-from hunyuan_serve.fleet.routing import Routing, UpstreamServer
-
-NGINX_TEMPLATE = "nginx/nginx.conf.j2"
-SYSTEMD_TEMPLATE = "systemd/hunyuan-serve.service.j2"
-# Every dialect's path prefixes (hunyuan_serve.auth.DIALECTS); /metrics only with nginx.expose_metrics.
-PROXIED_PATHS = tuple(p for d in DIALECTS for p in d.prefixes if p != "/metrics")
-
-# The bulk cap's refusal (edge_bulk_conns), with the replica's own code for a refused overload, so a
-# client handles both alike: a 503 overloaded with Retry-After.
-BULK_ERRORS = {
-    "overloaded": (
-        503,
-        "bulk work is at this pool's cap (its replicas' slots less the share kept for interactive "
-        "requests); retry later",
-    ),
-}
-
-# -- the pools as Nginx sees them: upstreams, served names, the njs routing table, /health's pools ----
+from hunyuan_serve.config import ConfigError, Pool, ServeConfig, default_pool
+from hunyuan_serve.edge.capacity import edge_bulk_conns, edge_bulk_texts, edge_max_conns
+from hunyuan_serve.edge.dialects import DIALECTS, INTERNAL_ONLY, NATIVE
+from hunyuan_serve.edge.filters import nginx_json, parse_size
+from hunyuan_serve.edge.routing import Routing, UpstreamServer
 
 SINGLE_UPSTREAM = "hs_replicas"  # the one upstream of a single pool, named as it always was
 # The njs script that routes by the body's model, packaged beside the template (pyproject package-data).
-ROUTE_SCRIPT = "nginx/route.js"
+ROUTE_SCRIPT = "route.js"
 # Bodies whose `model` picks the pool: OpenAI's two completions and our /translate (single and batch).
 ROUTED_PATHS = ("/translate", "/v1/chat/completions", "/v1/completions")
 # Paths whose API has a model of its own: any other path of theirs goes to the default pool.
@@ -195,97 +168,7 @@ def pool_names(cfg: ServeConfig) -> tuple[str, str]:
 
 def route_script() -> Path:
     """The packaged route.js, read by this machine's Nginx (a pod mounts its own copy: k8s)."""
-    return Path(str(resources.files("hunyuan_serve") / "templates" / ROUTE_SCRIPT))
-
-
-def nginx_time(seconds: float) -> str:
-    """Seconds as an Nginx time: whole seconds as '5s', anything finer in milliseconds."""
-    if float(seconds).is_integer():
-        return f"{int(seconds)}s"
-    return f"{max(1, round(seconds * 1000))}ms"
-
-
-def nginx_rate(rps: float) -> str:
-    """Requests per second as an Nginx rate; Nginx takes only whole r/s or r/m."""
-    if rps >= 1 and float(rps).is_integer():
-        return f"{int(rps)}r/s"
-    return f"{max(1, math.ceil(rps * 60))}r/m"
-
-
-def nginx_json(value: Any) -> str:
-    """A JSON body as one single-quoted Nginx string."""
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-    # Nginx would read a "$" as a variable and has no escape for it; JSON's \u0024 is the same text.
-    text = text.replace("$", "\\u0024")
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-_SYSTEMD_PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
-
-
-def systemd_quote(value: object) -> str:
-    """One word of a unit file line, quoted so systemd neither splits nor expands it."""
-    text = str(value).replace("%", "%%")
-    if _SYSTEMD_PLAIN.match(text):
-        return text
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
-    return f'"{escaped}"'
-
-
-def environment() -> jinja2.Environment:
-    """The packaged templates; an undefined variable is an error, never an empty string."""
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("hunyuan_serve", "templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-        auto_reload=False,  # loaded once: `up` never re-reads a template file changed under it
-    )
-    env.filters.update(
-        nginx_time=nginx_time, nginx_rate=nginx_rate, nginx_json=nginx_json, systemd_quote=systemd_quote
-    )
-    return env
-
-
-def edge_max_conns(cfg: ServeConfig) -> int:
-    """Nginx's cap per replica (0: none). By default what the replica's engine batches at once (past
-    that a request only waits inside the replica, where the edge can no longer refuse it): max_num_seqs,
-    on CPU at most nginx.cpu_max_conns; never more than the replica itself admits (max_in_flight)."""
-    if cfg.nginx.max_conns is not None:
-        return cfg.nginx.max_conns
-    return min(engine_batch(cfg), cfg.replica.max_in_flight)
-
-
-def engine_batch(cfg: ServeConfig) -> int:
-    """Sequences worth sending one replica's engine at once: max_num_seqs, on CPU at most
-    nginx.cpu_max_conns (a CPU engine's throughput stops growing long before, its steps only lengthen)."""
-    batch = cfg.engine.max_num_seqs
-    return min(batch, cfg.nginx.cpu_max_conns) if cfg.engine.device == "cpu" else batch
-
-
-def edge_bulk_conns(cfg: ServeConfig, servers: Sequence[UpstreamServer], max_conns: int) -> int:
-    """Bulk requests Nginx lets into one pool at once: of its ready replicas' max_conns, what the
-    replica's own admission gives bulk (ReplicaConfig.bulk_slots: all but interactive_reserve), so
-    that when the pool fills up Nginx refuses bulk first and interactive work still gets a place.
-    0 (no cap) with nginx.bulk_cap off or max_conns 0 (Nginx does not cap the pool at all then).
-    No ready replica: the cap of one (Nginx needs a number; every request gets the 503 anyway)."""
-    if not cfg.nginx.bulk_cap or not max_conns:
-        return 0
-    ready = max(1, sum(not s.down for s in servers))
-    return cfg.replica.bulk_slots(ready * max_conns)
-
-
-def edge_bulk_texts(cfg: ServeConfig, servers: Sequence[UpstreamServer]) -> int:
-    """Texts a pool's ready engines batch at once for bulk work: the bulk share (ReplicaConfig.bulk_slots)
-    of their engine_batch. Nginx sends it as X-Hunyuan-Bulk-Texts with each proxied answer, so a client
-    sizes its work in flight from it (a fixed 8 x 16 cannot fill GPU engines that batch 256 each). On
-    CPU the bench measured the cost of more: 384 texts in flight on two replicas made a person's
-    request 9.7x slower than idle for 13% more bulk texts/s (bench/results/client-width/).
-    0 with no ready replica (no header then)."""
-    ready = sum(not s.down for s in servers)
-    return cfg.replica.bulk_slots(ready * engine_batch(cfg)) if ready else 0
+    return Path(str(resources.files("hunyuan_serve.edge") / "templates" / ROUTE_SCRIPT))
 
 
 @dataclass(frozen=True)
@@ -331,7 +214,7 @@ class Layout:
     pooled: dict[str, Any] | None  # None with one pool: no njs, the config as it always was
 
 
-def _single(cfg: ServeConfig, routing: Routing, generation: int, front: GatewayFront | None) -> Layout:
+def single_layout(cfg: ServeConfig, routing: Routing, generation: int, front: GatewayFront | None) -> Layout:
     """One pool (cfg: its effective config) or a gateway: one upstream, the config as it always was."""
     health, listing = _bodies(cfg, routing, generation, front)
     conns = edge_max_conns(cfg)
@@ -352,12 +235,12 @@ class Several:
     front: GatewayFront | None = None
 
 
-def _host_pools(cfg: ServeConfig, pools: Sequence[Pool], script: Path | None) -> Several:
+def host_pools(cfg: ServeConfig, pools: Sequence[Pool], script: Path | None) -> Several:
     default, dialect = pool_names(cfg)
     return Several(pools, default, dialect, script or route_script())
 
 
-def _gateway_pools(cfg: ServeConfig, front: GatewayFront, script: Path | None) -> Several:
+def gateway_pools(cfg: ServeConfig, front: GatewayFront, script: Path | None) -> Several:
     """A gateway's pools: one per model its hosts serve, with the gateway's own edge settings; the first
     model (the first host's) takes requests naming none."""
     pools = [
@@ -368,7 +251,7 @@ def _gateway_pools(cfg: ServeConfig, front: GatewayFront, script: Path | None) -
     return Several(pools, first, first, script or route_script(), front)
 
 
-def _several(cfg: ServeConfig, routing: Routing, generation: int, several: Several) -> Layout:
+def several_layout(cfg: ServeConfig, routing: Routing, generation: int, several: Several) -> Layout:
     """Several pools: one upstream each, routing by model in route.js, /health with each pool's state."""
     if parse_size(cfg.nginx.client_max_body_size) == 0:
         raise ConfigError(
@@ -413,71 +296,6 @@ def _pool_listing(
     return listing
 
 
-def parse_size(text: str) -> int:
-    """An Nginx size (8m, 512k, 1g, 100) in bytes."""
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    value = text.strip().lower()
-    if value and value[-1] in units:
-        return int(value[:-1]) * units[value[-1]]
-    return int(value)
-
-
-def render_nginx(
-    cfg: ServeConfig,
-    routing: Routing,
-    *,
-    prefix: Path,
-    web_root: Path,
-    worker_user: str | None,
-    generation: int = 0,
-    env: jinja2.Environment | None = None,
-    front: GatewayFront | None = None,
-    pools: Sequence[Pool] | None = None,
-    script: Path | None = None,
-) -> str:
-    """The whole nginx.conf for this routing (replicas not routable are listed as `down`): a host's, or
-    with `front` a gateway's (its upstream spans every host's replicas). pools: each pool as its replicas
-    run it (default: resolve_pools(cfg)); with several, one upstream each and routing by model (njs,
-    reading `script`, default the packaged route.js)."""
-    proxied = PROXIED_PATHS + (("/metrics",) if cfg.nginx.expose_metrics else ())
-    template = (env or environment()).get_template(NGINX_TEMPLATE)
-    pools = resolve_pools(cfg) if pools is None else pools
-    if front is not None and len(front.pools) > 1:
-        layout = _several(cfg, routing, generation, _gateway_pools(cfg, front, script))
-    elif len(pools) > 1 and front is None:
-        layout = _several(cfg, routing, generation, _host_pools(cfg, pools, script))
-    else:  # a `pools` section of one pool renders as that pool's settings would at the top level
-        layout = _single(cfg if front else pools[0].cfg, routing, generation, front)
-    secret = peer_secret(cfg.auth)  # sent to every replica; a host's Nginx also asks its callers for it
-    # The bulk cap of each upstream that has one, by name: its zone and its limit_conn (issue 21).
-    bulk = {u.name: u.bulk_conns for u in layout.upstreams if u.bulk_conns}
-    bulk_texts = {u.name: u.bulk_texts for u in layout.upstreams if u.bulk_texts}
-    return template.render(
-        nginx=cfg.nginx,
-        routing=routing,
-        prefix=str(prefix),
-        web_root=str(web_root),
-        worker_user=worker_user,
-        proxied=proxied,
-        auth=cfg.auth,
-        edge_errors=edge_errors(cfg, pooled=layout.pooled is not None, bulk=bool(bulk)),
-        dialects=dialect_patterns(),
-        fallback_dialect=NATIVE.name,
-        generation=generation,
-        upstreams=layout.upstreams,
-        health=layout.health,
-        health_ok=layout.health_ok,
-        listing=layout.listing,
-        pooled=layout.pooled,
-        locations=pool_locations(proxied, *layout.pooled["names"]) if layout.pooled else [],
-        peer_secret=secret,
-        peer_required=secret is not None and front is None,
-        bulk_caps=bulk,
-        bulk_texts=bulk_texts,
-        cors_allow_headers=REQUEST_HEADERS,
-    )
-
-
 def own_address(listen: str) -> str | None:
     """The address Nginx listens on when it is one specific non-loopback one (else None): a caller from
     there is this host's own process, as a loopback one is."""
@@ -485,56 +303,3 @@ def own_address(listen: str) -> str | None:
     if bare in ("0.0.0.0", "*", "", "::") or bare.startswith("127.") or bare == "::1":
         return None
     return bare
-
-
-def edge_errors(cfg: ServeConfig, *, pooled: bool = False, bulk: bool = False) -> dict[str, dict[str, Any]]:
-    """The errors Nginx makes itself: per code its status and, per dialect, its body as an Nginx string
-    (with several pools also model_not_found, whose {model} route.js fills in; with a bulk cap the
-    503 overloaded of a bulk request past it)."""
-    table: dict[str, dict[str, Any]] = {}
-    errors = {**EDGE_ERRORS, **(POOL_ERRORS if pooled else {}), **(BULK_ERRORS if bulk else {})}
-    for code, (status, message) in errors.items():
-        text = message.format(limit=cfg.nginx.client_max_body_size, model="{model}")
-        bodies = {d.name: nginx_json(d.error(code, text)) for d in DIALECTS}
-        table[code] = {"status": status, "bodies": bodies, "page": code not in POOL_ERRORS}
-    return table
-
-
-def dialect_patterns() -> list[tuple[str, str]]:
-    """(Nginx regex on $uri, dialect name) for every prefix but ours, which is the map's default."""
-    rows = [(p, d.name) for d in DIALECTS if d is not NATIVE for p in d.prefixes]
-    return [("~^" + re.escape(p.rstrip("/")) + ("/" if p.endswith("/") else ""), name) for p, name in rows]
-
-
-def stop_timeout_s(cfg: ServeConfig) -> int:
-    """How long systemd waits after SIGTERM: drain, then the replicas' stop, with margin."""
-    sup = cfg.supervisor
-    return math.ceil(sup.drain_timeout_s + 2 * sup.kill_timeout_s + cfg.nginx.reload_timeout_s + 15)
-
-
-def render_systemd(
-    cfg: ServeConfig,
-    *,
-    argv: Sequence[str],
-    run_dir: Path,
-    working_dir: Path,
-    user: str | None,
-    replicas: int,
-    config_path: str,
-    env: jinja2.Environment | None = None,
-) -> str:
-    """The unit that runs `up` under systemd, reading the config file at config_path."""
-    template = (env or environment()).get_template(SYSTEMD_TEMPLATE)
-    return template.render(
-        argv=list(argv),
-        exe=argv[0],
-        run_dir=str(run_dir),
-        working_dir=str(working_dir),
-        user=user,
-        replicas=replicas,
-        nginx=cfg.nginx,
-        supervisor=cfg.supervisor,
-        start_limit_interval_s=math.ceil(cfg.supervisor.crash_loop_window_s),
-        stop_timeout_s=stop_timeout_s(cfg),
-        config_path=config_path,
-    )

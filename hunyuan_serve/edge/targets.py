@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hunyuan_serve.fleet.routing import Routing
+from hunyuan_serve.edge.routing import Routing
 from hunyuan_serve.fleet.state import write_json_atomic
 
 TARGETS_DIR = "prometheus"

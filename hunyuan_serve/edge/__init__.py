@@ -1,0 +1,1 @@
+"""The Nginx front, whole: dialects, pool layout, capacity, rendering, control, routing and targets."""

@@ -1,0 +1,130 @@
+"""Renders the whole nginx.conf from the packaged template: a host's, or a gateway's in front of hosts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from hunyuan_serve.auth import peer_secret
+from hunyuan_serve.config import Pool, ServeConfig, resolve_pools
+from hunyuan_serve.edge.dialects import (
+    BULK_ERRORS,
+    DIALECTS,
+    EDGE_ERRORS,
+    NATIVE,
+    POOL_ERRORS,
+    REQUEST_HEADERS,
+)
+from hunyuan_serve.edge.filters import nginx_json, nginx_rate, nginx_time
+from hunyuan_serve.edge.layout import (
+    GatewayFront,
+    Layout,
+    gateway_pools,
+    host_pools,
+    pool_locations,
+    several_layout,
+    single_layout,
+)
+from hunyuan_serve.edge.routing import Routing
+from hunyuan_serve.templating import strict_environment
+
+NGINX_TEMPLATE = "nginx.conf.j2"
+# Every dialect's path prefixes (edge.dialects.DIALECTS); /metrics only with nginx.expose_metrics.
+PROXIED_PATHS = tuple(p for d in DIALECTS for p in d.prefixes if p != "/metrics")
+
+
+def environment() -> jinja2.Environment:
+    """The packaged Nginx templates, with the filters that write Nginx's values."""
+    return strict_environment(
+        "hunyuan_serve.edge", nginx_time=nginx_time, nginx_rate=nginx_rate, nginx_json=nginx_json
+    )
+
+
+def _layout(
+    cfg: ServeConfig,
+    routing: Routing,
+    generation: int,
+    front: GatewayFront | None,
+    pools: Sequence[Pool],
+    script: Path | None,
+) -> Layout:
+    """One pool or several, on a host or a gateway."""
+    if front is not None and len(front.pools) > 1:
+        return several_layout(cfg, routing, generation, gateway_pools(cfg, front, script))
+    if len(pools) > 1 and front is None:
+        return several_layout(cfg, routing, generation, host_pools(cfg, pools, script))
+    # a `pools` section of one pool renders as that pool's settings would at the top level
+    return single_layout(cfg if front else pools[0].cfg, routing, generation, front)
+
+
+def render_nginx(
+    cfg: ServeConfig,
+    routing: Routing,
+    *,
+    prefix: Path,
+    web_root: Path,
+    worker_user: str | None,
+    generation: int = 0,
+    env: jinja2.Environment | None = None,
+    front: GatewayFront | None = None,
+    pools: Sequence[Pool] | None = None,
+    script: Path | None = None,
+) -> str:
+    """The whole nginx.conf for this routing (replicas not routable are listed as `down`): a host's, or
+    with `front` a gateway's (its upstream spans every host's replicas). pools: each pool as its replicas
+    run it (default: resolve_pools(cfg)); with several, one upstream each and routing by model (njs,
+    reading `script`, default the packaged route.js)."""
+    proxied = PROXIED_PATHS + (("/metrics",) if cfg.nginx.expose_metrics else ())
+    template = (env or environment()).get_template(NGINX_TEMPLATE)
+    layout = _layout(cfg, routing, generation, front, resolve_pools(cfg) if pools is None else pools, script)
+    secret = peer_secret(cfg.auth)  # sent to every replica; a host's Nginx also asks its callers for it
+    # The bulk cap of each upstream that has one, by name: its zone and its limit_conn (issue 21).
+    bulk = {u.name: u.bulk_conns for u in layout.upstreams if u.bulk_conns}
+    bulk_texts = {u.name: u.bulk_texts for u in layout.upstreams if u.bulk_texts}
+    return template.render(
+        nginx=cfg.nginx,
+        routing=routing,
+        prefix=str(prefix),
+        web_root=str(web_root),
+        worker_user=worker_user,
+        proxied=proxied,
+        auth=cfg.auth,
+        edge_errors=edge_errors(cfg, pooled=layout.pooled is not None, bulk=bool(bulk)),
+        dialects=dialect_patterns(),
+        fallback_dialect=NATIVE.name,
+        generation=generation,
+        upstreams=layout.upstreams,
+        health=layout.health,
+        health_ok=layout.health_ok,
+        listing=layout.listing,
+        pooled=layout.pooled,
+        locations=pool_locations(proxied, *layout.pooled["names"]) if layout.pooled else [],
+        peer_secret=secret,
+        peer_required=secret is not None and front is None,
+        bulk_caps=bulk,
+        bulk_texts=bulk_texts,
+        cors_allow_headers=REQUEST_HEADERS,
+    )
+
+
+def edge_errors(cfg: ServeConfig, *, pooled: bool = False, bulk: bool = False) -> dict[str, dict[str, Any]]:
+    """The errors Nginx makes itself: per code its status and, per dialect, its body as an Nginx string
+    (with several pools also model_not_found, whose {model} route.js fills in; with a bulk cap the
+    503 overloaded of a bulk request past it)."""
+    table: dict[str, dict[str, Any]] = {}
+    errors = {**EDGE_ERRORS, **(POOL_ERRORS if pooled else {}), **(BULK_ERRORS if bulk else {})}
+    for code, (status, message) in errors.items():
+        text = message.format(limit=cfg.nginx.client_max_body_size, model="{model}")
+        bodies = {d.name: nginx_json(d.error(code, text)) for d in DIALECTS}
+        table[code] = {"status": status, "bodies": bodies, "page": code not in POOL_ERRORS}
+    return table
+
+
+def dialect_patterns() -> list[tuple[str, str]]:
+    """(Nginx regex on $uri, dialect name) for every prefix but ours, which is the map's default."""
+    rows = [(p, d.name) for d in DIALECTS if d is not NATIVE for p in d.prefixes]
+    return [("~^" + re.escape(p.rstrip("/")) + ("/" if p.endswith("/") else ""), name) for p, name in rows]
