@@ -1,6 +1,6 @@
 """Ensemble requests against single ones on one stack: req/s and p95 of each, in alternating rounds.
 
-One `up` with two pools on CPU (issue 19): `mt`, a tiny Hunyuan-MT whose ensembles go to `chimera`, a
+One `up` with two pools on CPU: `mt`, a tiny Hunyuan-MT whose ensembles go to `chimera`, a
 tiny Hunyuan-MT-Chimera; one replica each, each on its own core. Each round sends the same number of
 unique strings twice through Nginx, `concurrency` at once: plain /translate, then with
 `"ensemble": {"candidates": N}` (N samples in one engine request, then the Chimera's fusion). EOS is

@@ -1,4 +1,4 @@
-"""Interactive requests during a bulk job, and two keys' bulk jobs at once, on one stack (issue 21).
+"""Interactive requests during a bulk job, and two keys' bulk jobs at once, on one stack.
 
 One `up --replicas 2` on CPU with the tiny model, vLLM's priority scheduling (engine.scheduling_policy
 priority, the default), a keys file of three keys: `page` (a person in the page: one string at a time,
@@ -45,7 +45,7 @@ KEYS = {
     "ci-a": "bench-ci-a-key-0123456789",
     "ci-b": "bench-ci-b-key-987654321",
 }
-# The targets of issue 21: (figure, bound, whether the figure must be at most (True) or at least it).
+# What the priority classes must reach: (figure, bound, whether it must be at most (True) or at least it).
 LATENCY_RATIO_MAX = 1.5
 BULK_RATIO_MIN = 0.9
 KEY_SHARE_MIN = 0.4

@@ -1,4 +1,4 @@
-"""The replica's engine adapter on real vLLM (issue 18): CPU per string in the replica's own process.
+"""The replica's engine adapter on real vLLM: CPU per string in the replica's own process.
 
 vLLM's AsyncLLM runs its engine core in a child process; what stays in the replica's process is
 vLLM's frontend (request intake, output processing, detokenization, stats) and our adapter around

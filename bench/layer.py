@@ -1,4 +1,4 @@
-"""The serving layer's own cost (issue 18): `up` on the engine stand-in, k6 through Nginx, CPU per string.
+"""The serving layer's own cost: `up` on the engine stand-in, k6 through Nginx, CPU per string.
 
 The stack (`up`, its Nginx and its replicas) runs pinned to --stack-cores, k6 to --load-core with
 GOMAXPROCS=1, so the load generator never takes the layer's CPU. Every string is unique (a WebUI

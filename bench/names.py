@@ -51,10 +51,10 @@ STEPS = (STEP_STACK, STEP_STACK_1, STEP_VLLM, STEP_SERIAL)
 STEP_HOSTS = "hosts"
 # And bench/ensemble.py: its own stack of two pools (a translation model and a Chimera), also alone.
 STEP_ENSEMBLE = "ensemble"
-# And bench/fairness.py: interactive work during a bulk job, two keys' jobs (issue 21), its own stack.
+# And bench/fairness.py: interactive work during a bulk job, two keys' jobs, its own stack.
 STEP_FAIRNESS = "fairness"
 FAIRNESS = "fairness"  # also an `--only` value: that row alone
-# And bench/layer.py: the serving layer alone on the engine stand-in (issue 18), k6 on its own core.
+# And bench/layer.py: the serving layer alone on the engine stand-in, k6 on its own core.
 STEP_LAYER = "layer"
 
 # Target languages of the runs against the stack, in order: see Bench.env.

@@ -40,7 +40,7 @@ class ClientSettings(Section):
     )
     max_keepalive_connections: int = Field(default=64, ge=0, description="Idle connections the pool keeps.")
     keepalive_expiry_s: float = Field(default=30.0, ge=0, description="How long an idle connection is kept.")
-    # Issue 18: a fixed 8 batches of 16 cannot fill GPU engines that batch 256 each; the service's Nginx
+    # A fixed 8 batches of 16 cannot fill GPU engines that batch 256 each; the service's Nginx
     # says what its ready engines batch. (On 2 CPU cores the job row read the same at 128, 192 and 384.)
     concurrency: int | None = Field(
         default=None,
@@ -70,7 +70,7 @@ class ClientSettings(Section):
         default=None,
         description=f"API key sent as 'Authorization: Bearer KEY' (the CLI reads {API_KEY_ENV} when unset).",
     )
-    # A file job should not take the slots of people in the page (issue 21): the server keeps a share
+    # A file job should not take the slots of people in the page: the server keeps a share
     # for interactive work and schedules it first.
     priority: Literal["bulk", "interactive"] = Field(
         default="bulk", description="X-Priority header sent with every request (bulk or interactive)."

@@ -54,8 +54,9 @@ class NginxConfig(Section):
         "replica Nginx itself answers the 503); None: what its engine batches (engine.max_num_seqs, on CPU "
         "at most cpu_max_conns), at most replica.max_in_flight; 0: no cap.",
     )
-    # Issue 21: at the edge too bulk is refused first. Nginx tells bulk by the X-Priority header only
-    # (the body's priority field, a batch's text count and a key's default are the replica's to read).
+    # At the edge too bulk is refused first, so a file job cannot take the places people wait for.
+    # Nginx tells bulk by the X-Priority header only (the body's priority field, a batch's text count
+    # and a key's default are the replica's to read).
     bulk_cap: bool = Field(
         True,
         description="Cap X-Priority: bulk requests per pool at its ready replicas' max_conns less "

@@ -36,7 +36,8 @@ class EngineConfig(Section):
     kv_cache_dtype: str = Field("auto", description="KV-cache dtype, e.g. auto or fp8.")
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs per replica.")
     max_num_seqs: int = Field(256, ge=1, description="Most sequences the engine batches at once.")
-    # Interactive requests (priority 0) are scheduled before waiting bulk ones (1) (issue 21).
+    # Interactive requests (priority 0) are scheduled before waiting bulk ones (1): a person in the page
+    # does not wait behind a file job's batches.
     scheduling_policy: Literal["fcfs", "priority"] = Field(
         "priority", description="vLLM's scheduler: priority (interactive before bulk) or fcfs."
     )
@@ -84,7 +85,8 @@ class EngineConfig(Section):
         description="On replica exit, time the engine's processes get to stop after SIGTERM before they "
         "are killed (vLLM's own default is 5 s, past which a drained replica outlived kill_timeout_s).",
     )
-    # Issue 18: measures the serving layer alone (bench/layer.py); /health and the logs say it is on.
+    # Measures the serving layer's own cost, with no model time in it (bench/layer.py); /health and the
+    # logs say it is on.
     stand_in: bool = Field(
         False,
         description="Answer with an engine stand-in instead of vLLM: the chat template and tokenizer run, "

@@ -32,7 +32,7 @@ class ReplicaConfig(Section):
     # still batch, so a lone replica answered a 100-user ramp with 89% 503s.
     max_in_flight: int = Field(256, ge=1, description="Requests admitted at once; more get a fast 503.")
     retry_after_s: int = Field(1, ge=0, description="Retry-After seconds on an overload 503.")
-    # A person in the page must not wait behind a bulk job (issue 21): bulk may hold at most
+    # A person in the page must not wait behind a bulk job: bulk may hold at most
     # max_in_flight minus this share, interactive work may use every slot.
     interactive_reserve: float = Field(
         0.25, ge=0, lt=1, description="Share of max_in_flight kept for interactive work."
@@ -41,7 +41,7 @@ class ReplicaConfig(Section):
         1, ge=1, description="Bulk slots a key may always hold, whatever its weighted share among busy keys."
     )
     # The replica keeps no queue: a refused client retries after Retry-After. Without remembering it,
-    # a freed place goes to whoever asks first, mostly the job that just finished one (issue 21).
+    # a freed place goes to whoever asks first, mostly the job that just finished one.
     waiting_window_s: float = Field(
         5.0,
         ge=0,
@@ -197,7 +197,7 @@ class ReplicaConfig(Section):
         description="How often a replica started by `up` checks that `up` still runs; once it does not, "
         "the replica drains and exits as on SIGTERM (0: never).",
     )
-    # Hunyuan-MT-Chimera fusion (issue 19): /translate with "ensemble" samples candidates here and has
+    # Hunyuan-MT-Chimera fusion: /translate with "ensemble" samples candidates here and has
     # the Chimera pool fuse them (POST /fuse). The pool's own config (up's pools) fills chimera_url.
     chimera_url: str | None = Field(
         None,

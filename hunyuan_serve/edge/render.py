@@ -82,7 +82,8 @@ def render_nginx(
     template = (env or environment()).get_template(NGINX_TEMPLATE)
     layout = _layout(cfg, routing, generation, front, resolve_pools(cfg) if pools is None else pools, script)
     secret = peer_secret(cfg.auth)  # sent to every replica; a host's Nginx also asks its callers for it
-    # The bulk cap of each upstream that has one, by name: its zone and its limit_conn (issue 21).
+    # The bulk cap of each upstream that has one, by name: its zone and its limit_conn, so that a full
+    # pool refuses bulk work first and people in the page still get a place.
     bulk = {u.name: u.bulk_conns for u in layout.upstreams if u.bulk_conns}
     bulk_texts = {u.name: u.bulk_texts for u in layout.upstreams if u.bulk_texts}
     return template.render(

@@ -27,7 +27,7 @@ HEAD = (
 )
 CANDIDATE_LINE = "{n}. ```{candidate}```"
 
-# How many candidates a fusion takes: the README's six by default; 2 to 8 (issue 19), as one alone has
+# How many candidates a fusion takes: the README's six by default; 2 to 8, as one alone has
 # nothing to fuse and more only lengthen the prompt beyond what the model was shown.
 DEFAULT_CANDIDATES = 6
 MIN_CANDIDATES = 2

@@ -48,7 +48,8 @@ async def current(request: Request) -> ReplicaContext:
     """The replica serving this request (a FastAPI dependency of every route).
 
     A coroutine, so FastAPI runs it on the loop: a plain function is sent to its thread pool, a thread
-    hand-off per request that was the replica's largest cost outside the routes (issue 18's profile).
+    hand-off per request that was the replica's largest cost outside the routes
+    (threading's Condition wait and notify, in a profile of one string at a time).
     """
     replica = request.app.state.replica
     if not isinstance(replica, ReplicaContext):

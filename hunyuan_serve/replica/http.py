@@ -263,7 +263,7 @@ class Gate:
         key_defaults: Mapping[str, str] | None = None,
     ) -> None:
         self.admission = admission
-        # Each key's default class by key_id, from the keys file's priority= (issue 21).
+        # Each key's default class (interactive or bulk) by key_id, from the keys file's priority=.
         self.key_defaults: Mapping[str, str] = key_defaults or {}
         self.cfg = cfg
         self.metrics = metrics

@@ -27,7 +27,7 @@ class TranslateRequest:
     source: Language
     target: Language
     sampling: Sampling
-    # The optional instructions (issue 9), each for the family's own template; empty means not asked.
+    # The optional instructions (terms, context, style), each for the family's own template; empty: not asked.
     glossary: Terms = ()  # every term the request sent; each text's prompt gets those occurring in it
     context: str = ""
     style: str = ""

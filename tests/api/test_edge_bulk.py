@@ -1,4 +1,4 @@
-"""The edge's bulk cap against the real Nginx (issue 21): a full pool refuses bulk first, in each API's
+"""The edge's bulk cap against the real Nginx: a full pool refuses bulk first, in each API's
 overload shape, while interactive work still gets a place; with several pools, each pool its own cap."""
 
 from __future__ import annotations

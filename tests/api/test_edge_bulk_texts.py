@@ -1,4 +1,4 @@
-"""X-Hunyuan-Bulk-Texts against the real Nginx (issue 18): what a pool's ready engines batch for bulk
+"""X-Hunyuan-Bulk-Texts against the real Nginx: what a pool's ready engines batch for bulk
 work, on each answer a replica gave, from the same readiness the upstream is rendered from."""
 
 from __future__ import annotations

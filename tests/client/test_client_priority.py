@@ -1,4 +1,4 @@
-"""The client marks its requests bulk by default, so a file job leaves people's slots alone (issue 21)."""
+"""The client marks its requests bulk by default, so a file job leaves people's slots alone."""
 
 from __future__ import annotations
 

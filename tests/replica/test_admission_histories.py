@@ -1,4 +1,4 @@
-"""The order of admission over scripted histories on a fake clock (issue 21): clients that come back
+"""The order of admission over scripted histories on a fake clock: clients that come back
 after Retry-After as the translate CLI does, bulk jobs that resubmit the moment a batch is answered.
 
 No sleeps and no timings: events run in (time, order) from a heap, the clock is a number the history

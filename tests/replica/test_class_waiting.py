@@ -1,4 +1,4 @@
-"""Waiting per class (issue 21): an engine request waits until vLLM schedules it, counted by the class
+"""Waiting per class: an engine request waits until vLLM schedules it, counted by the class
 it went in with, and /metrics publishes it beside in-flight and latency per class."""
 
 from __future__ import annotations

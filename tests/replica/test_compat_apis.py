@@ -456,7 +456,7 @@ def test_nothing_here_answers_5xx(client: httpx.Client) -> None:
         ("PATCH", "/v3/glossaries/g", 405, ["message"]),
         ("GET", "/v2/translate", 405, ["message"]),
         ("GET", "/libretranslate/translate", 405, ["error"]),
-        ("POST", "/libretranslate/suggest", 404, ["error"]),  # translate_file exists now (issue 20)
+        ("POST", "/libretranslate/suggest", 404, ["error"]),  # LibreTranslate's, not served here
     ],
 )
 def test_unknown_routes_answer_in_the_dialects_shape(

@@ -1,4 +1,4 @@
-"""Interactive and bulk (issue 21): the class decision, admission histories, the keys file's options."""
+"""Interactive and bulk: the class decision, admission histories, the keys file's options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The edge's bulk cap per pool (issue 21): sized once from max_conns and interactive_reserve, rendered."""
+"""The edge's bulk cap per pool: sized once from max_conns and interactive_reserve, rendered."""
 
 from __future__ import annotations
 
