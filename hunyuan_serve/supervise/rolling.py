@@ -20,16 +20,8 @@ class Refused(Exception):
     """A reload that cannot go ahead; nothing has been touched."""
 
 
-class Stack(Protocol):
-    """What the driver asks of the supervisor: its slots and the replica lifecycle it already runs."""
-
-    @property
-    def stopping(self) -> bool: ...
-
-    @property
-    def cfg(self) -> ServeConfig:
-        """The config the stack runs (effective: models fetched, families placed)."""
-        ...
+class Slots(Protocol):
+    """What the driver asks of the replica set: its slots and the replica lifecycle it already runs."""
 
     def slots(self) -> list[Replica]:
         """The replica in each slot now, by index."""
@@ -57,6 +49,18 @@ class Stack(Protocol):
         """A fresh replica on old's plan and config in slot `index` (a drain-first step that failed)."""
         ...
 
+
+class Host(Protocol):
+    """What the driver asks of the supervisor: whether it is stopping, its config, and taking a new one."""
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def cfg(self) -> ServeConfig:
+        """The config the stack runs (effective: models fetched, families placed)."""
+        ...
+
     async def apply_config(self, prepared: reload.Prepared) -> str | None:
         """The supervisor and Nginx take the new config; None once Nginx has, else why not."""
         ...
@@ -66,8 +70,11 @@ class RollingReload:
     """Requests coalesce behind the running reload; each reload reads the config, checks it, then replaces
     every slot's replica in turn (surge or drain-first) and hands the config to the supervisor and Nginx."""
 
-    def __init__(self, stack: Stack, source: reload.Source | None, emit: Emit, now: Callable[[], float]):
-        self.stack, self.source, self.emit, self.now = stack, source, emit, now
+    def __init__(
+        self, replicas: Slots, host: Host, source: reload.Source | None, emit: Emit, now: Callable[[], float]
+    ) -> None:
+        self.replicas, self.host = replicas, host
+        self.source, self.emit, self.now = source, emit, now
         self.written = source.initial if source else None  # the running config as written
         self.reloads = 0  # the last reload id given out
         self.state: dict[str, Any] | None = None  # what `status` shows of the last reload
@@ -77,7 +84,7 @@ class RollingReload:
 
     def request(self, source: str) -> None:
         """Start a reload now, or queue one behind the running one (every request meanwhile shares it)."""
-        if self.stack.stopping:
+        if self.host.stopping:
             return
         if self._task is None or self._task.done():
             self.reloads += 1
@@ -105,7 +112,7 @@ class RollingReload:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self, rid: int | None) -> None:
-        while rid is not None and not self.stack.stopping:
+        while rid is not None and not self.host.stopping:
             try:
                 await self._reload(rid)
             except Exception as err:  # a bug must still end the reload, or `reload` waits for nothing
@@ -126,7 +133,7 @@ class RollingReload:
         replaced: list[dict[str, Any]] = []
         for index in replace:
             plan = prepared.plans[index]
-            name = self.stack.slots()[index].plan.name
+            name = self.replicas.slots()[index].plan.name
             surge = reload.replace_order(written.supervisor.reload_order, [plan]) == "surge"
             done = await (self._surge if surge else self._drain_first)(rid, index, prepared, plan)
             if isinstance(done, str):
@@ -137,7 +144,7 @@ class RollingReload:
             replaced.append(done)
             self.emit("reload_replaced", reload=rid, **done)
         self.written = written
-        nginx_error = await self.stack.apply_config(prepared)
+        nginx_error = await self.host.apply_config(prepared)
         wall_s = round(self.now() - started, 3)
         extra = {"nginx_error": nginx_error} if nginx_error else {}
         kept = [p.name for i, p in enumerate(prepared.plans) if i not in replace]
@@ -146,12 +153,12 @@ class RollingReload:
 
     def _running(self, index: int, plan: ReplicaPlan) -> dict[str, Any]:
         """What slot `index`'s replica reads: as the last reload that replaced it set it, else the
-        stack's config (the one `up` started with, or the last reload's that kept it)."""
-        return self._runs.get(index) or reload.replica_view(self.stack.cfg, plan.pool)
+        host's config (the one `up` started with, or the last reload's that kept it)."""
+        return self._runs.get(index) or reload.replica_view(self.host.cfg, plan.pool)
 
     def _changed(self, prepared: reload.Prepared) -> list[int]:
         """The slots to replace: those whose replica reads something else under the new config."""
-        running = [self._running(i, r.plan) for i, r in enumerate(self.stack.slots())]
+        running = [self._running(i, r.plan) for i, r in enumerate(self.replicas.slots())]
         return reload.to_replace(running, prepared.cfg, prepared.plans)
 
     async def _check(self, rid: int) -> tuple[reload.Prepared, ServeConfig, list[int]]:
@@ -163,7 +170,7 @@ class RollingReload:
             written = await self.source.read()
         except ConfigError as err:
             raise Refused(str(err)) from None
-        slots = self.stack.slots()
+        slots = self.replicas.slots()
         problems = reload.refusals(self.written, written) + reload.port_refusals(written, len(slots))
         if problems:
             raise Refused("; ".join(problems))
@@ -189,40 +196,40 @@ class RollingReload:
 
     async def _surge(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> _Step:
         """The new replica starts beside the old one; once Nginx routes to it, the old one is retired."""
-        old = self.stack.slots()[index]
+        old = self.replicas.slots()[index]
         new = self._start(rid, index, prepared, plan)
-        error = await self.stack.admitted(new)
+        error = await self.replicas.admitted(new)
         if error is not None:
-            await self.stack.drop(new)
+            await self.replicas.drop(new)
             return f"{error}; the old process keeps serving"
-        self.stack.take_slot(index, new)
-        await self.stack.retire(old)
+        self.replicas.take_slot(index, new)
+        await self.replicas.retire(old)
         return self._replaced(rid, old, new)
 
     async def _drain_first(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> _Step:
         """The old replica is retired first (its devices freed), then the new one starts in its place."""
-        old = self.stack.slots()[index]
+        old = self.replicas.slots()[index]
         self.state = {"reload": rid, "phase": f"draining {old.plan.name} before its replacement"}
-        await self.stack.retire(old)
+        await self.replicas.retire(old)
         new = self._start(rid, index, prepared, plan)
-        error = await self.stack.admitted(new)
+        error = await self.replicas.admitted(new)
         if error is not None:
-            await self.stack.drop(new)
+            await self.replicas.drop(new)
             # Its devices are free again: the slot goes back to its previous config.
-            self.stack.restore_slot(index, old)
+            self.replicas.restore_slot(index, old)
             return f"{error}; {old.plan.name} starts again on its previous config"
-        self.stack.take_slot(index, new)
+        self.replicas.take_slot(index, new)
         return self._replaced(rid, old, new)
 
     def _start(self, rid: int, index: int, prepared: reload.Prepared, plan: ReplicaPlan) -> Replica:
-        old = self.stack.slots()[index]
-        port = reload.next_port(prepared.cfg, index, old.plan.port, len(self.stack.slots()))
+        old = self.replicas.slots()[index]
+        port = reload.next_port(prepared.cfg, index, old.plan.port, len(self.replicas.slots()))
         plan = reload.incoming_plan(plan, port, rid)
         pool = pools_of(prepared.cfg)[plan.pool]
         write_text_atomic(plan.config_path, config_to_yaml(replica_config(pool, port)))
         phase = f"starting {plan.name} on port {port}"
         self.state = {"reload": rid, "phase": phase, "old_pid": old.proc.pid if old.proc else None}
-        return self.stack.start_incoming(plan, rid)
+        return self.replicas.start_incoming(plan, rid)
 
     def _replaced(self, rid: int, old: Replica, new: Replica) -> dict[str, Any]:
         pair = {

@@ -1,10 +1,12 @@
-"""The one supervision loop: observes exits, probes and the clock, applies health.step, acts.
+"""The one supervision loop: signals, observations and the clock in, the parts told what to do.
 
-Facts and where they come from: `transition` events are the replicas' health states (actions.py's
-`_apply`); `admitted`/`evicted` say what Nginx routes to, emitted only once Nginx has taken a config
-(nginx_task.py's `_routed`); `reload_*` events tell a rolling reload (SIGHUP, `hunyuan-serve reload`):
-rolling.RollingReload drives it, one replica at a time through the same paths (slots.py: a new Replica
-started, admitted, then the old one retired).
+The parts it holds, each owning its fields: the replica set (replica_set.py: health.step applied,
+processes launched and probed), the edge (edge_task.py: Nginx rendered, started, reloaded; `admitted`/
+`evicted` once Nginx has taken a config), the rolling reload (rolling.py: SIGHUP, `hunyuan-serve
+reload`, one replica at a time through the replica set) and the state file (state_file.py). They talk
+through the queue (whatever the loop must decide: signals, ticks, observations, Nginx's failure), the
+`reroute` event (the routing changed: the edge renders again) and `changes` (what a waiting step
+re-checks on).
 """
 
 from __future__ import annotations
@@ -17,25 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve import logrotate
-from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.edge.render import environment
-from hunyuan_serve.fleet import health
+from hunyuan_serve.config import ServeConfig, config_to_yaml
 from hunyuan_serve.fleet.plan import ReplicaPlan
 from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober, Runner
+from hunyuan_serve.fleet.state import write_text_atomic
 from hunyuan_serve.supervise import reload
-from hunyuan_serve.supervise.core import Emit, Item, NginxFailed, ReloadRequested, Seen, Signalled, TickDue
-from hunyuan_serve.supervise.nginx_task import NginxTask
-from hunyuan_serve.supervise.replica import Replica
-from hunyuan_serve.supervise.report import Shutdown
+from hunyuan_serve.supervise.changes import Changes
+from hunyuan_serve.supervise.edge_task import EdgeTask
+from hunyuan_serve.supervise.items import Item, NginxFailed, ReloadRequested, Seen, Signalled, TickDue
+from hunyuan_serve.supervise.replica_set import ReplicaSet
 from hunyuan_serve.supervise.rolling import RollingReload
-from hunyuan_serve.supervise.slots import Slots
+from hunyuan_serve.supervise.state_file import StateFile
+
+Emit = Callable[..., None]
 
 
-class Supervisor(Slots, NginxTask, Shutdown):
-    """Runs the replicas and Nginx until a signal (or `request_stop`) asks it to stop; see `run`.
-
-    The parts: core (shared state), actions (per-replica lifecycle), nginx_task (routing and Nginx),
-    slots (what a rolling reload drives), report (the state file and the shutdown)."""
+class Supervisor:
+    """Runs the replicas and Nginx until a signal (or `request_stop`) asks it to stop; see `run`."""
 
     def __init__(
         self,
@@ -56,31 +56,44 @@ class Supervisor(Slots, NginxTask, Shutdown):
         signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
         reload_source: reload.Source | None = None,
     ) -> None:
-        self.cfg, self.sup = cfg, cfg.supervisor
-        self.runner, self.prober, self.nginx, self.clock = runner, prober, nginx, clock
-        self.emit = emit
-        self.run_dir, self.web_root, self.worker_user = run_dir, web_root, worker_user
-        self.base_env, self.info = dict(base_env), dict(info)
-        self.rand = rand
+        self.cfg, self.clock, self.emit, self.run_dir = cfg, clock, emit, run_dir
         self.signals = tuple(signals)
-        self.replicas = [Replica(plan, health.initial(clock.now())) for plan in plans]
-        self.queue = asyncio.Queue()
-        self.reroute = asyncio.Event()
-        self.templates = environment()
-        self.config_generation = 0
-        self.routed = None
+        self.queue: asyncio.Queue[Item] = asyncio.Queue()
+        reroute, changes = asyncio.Event(), Changes(clock)
+        self.replicas = ReplicaSet(
+            plans,
+            cfg.supervisor,
+            runner=runner,
+            prober=prober,
+            clock=clock,
+            emit=emit,
+            rand=rand,
+            base_env=base_env,
+            queue=self.queue,
+            reroute=reroute,
+            changes=changes,
+        )
+        self.edge = EdgeTask(
+            cfg,
+            nginx,
+            clock=clock,
+            emit=emit,
+            run_dir=run_dir,
+            web_root=web_root,
+            worker_user=worker_user,
+            view=self.replicas.routing,
+            targets=self.replicas.targets,
+            routed=self.replicas.routed,
+            failed=lambda error: self.queue.put_nowait(NginxFailed(error)),
+            reroute=reroute,
+            changes=changes,
+        )
+        self.rolling = RollingReload(self.replicas, self, reload_source, emit, clock.now)
+        self.state_file = StateFile(run_dir, clock, info)
         self.stopping = False
         self.exit_code = 0
-        self.started_at = self.clock.wall()
-        self.abandoned = []
-        self._background = []
-        self._nginx_exit = None
-        self.incoming = []
-        self.retiring = []
-        self.rolling = RollingReload(self, reload_source, emit, clock.now)
-        self._cfg_stale = False
-        self._nginx_error = None
-        self._wake = asyncio.Event()
+        self._nginx_logs = nginx.logs  # rotated with the replicas' logs
+        self._background: list[asyncio.Task[None]] = []
 
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
         """What a signal does: enqueue; the loop decides, between two steps, what stopping means."""
@@ -98,17 +111,14 @@ class Supervisor(Slots, NginxTask, Shutdown):
         for sig in self.signals:
             loop.add_signal_handler(sig, self.request_stop, sig)
         try:
-            self._background = [
-                asyncio.create_task(self._ticker()),
-                asyncio.create_task(self._nginx_loop()),
-                asyncio.create_task(self._rotate_logs()),
-            ]
-            self._tick()  # launches every replica
+            self._background = [asyncio.create_task(self._ticker()), asyncio.create_task(self._rotate_logs())]
+            self.edge.start()
+            self.replicas.tick()  # launches every replica
             while not self.stopping:
                 self._handle(await self.queue.get())
                 while not self.queue.empty():  # everything already there, then one tick
                     self._handle(self.queue.get_nowait())
-                self._tick()
+                self.replicas.tick()
                 self._write_state()
             return self.exit_code
         finally:
@@ -117,18 +127,6 @@ class Supervisor(Slots, NginxTask, Shutdown):
             for sig in self.signals:
                 loop.remove_signal_handler(sig)
 
-    async def _ticker(self) -> None:
-        while True:
-            await self.clock.sleep(self.sup.tick_s)
-            self.queue.put_nowait(TickDue())
-
-    async def _rotate_logs(self) -> None:
-        await logrotate.rotate_forever(self._log_files, lambda: self.cfg.logs, self.clock.sleep, self.emit)
-
-    def _log_files(self) -> list[logrotate.LogFile]:
-        """Nginx's logs, and every replica's (those a reload started since the last check too)."""
-        return self.nginx.logs() + logrotate.files_in(self.run_dir / "logs")
-
     def _handle(self, item: Item) -> None:
         if isinstance(item, Signalled) and item.signum == signal.SIGHUP:
             self.rolling.request("SIGHUP")
@@ -136,49 +134,59 @@ class Supervisor(Slots, NginxTask, Shutdown):
             self.rolling.request(item.source)
         elif isinstance(item, Signalled):
             self.emit("signal", signal=signal.Signals(item.signum).name)
-            self.stopping = True
+            self._stop()
         elif isinstance(item, NginxFailed):
             self.emit("nginx_failed", error=item.error)
-            self.stopping, self.exit_code = True, 1
+            self._stop(exit_code=1)
         elif isinstance(item, Seen):
-            self._seen(item)
+            self.replicas.seen(item)
 
-    def _seen(self, item: Seen) -> None:
-        replica = item.replica
-        if item.generation != replica.generation:
-            self._stale(replica, item)
-            return
-        if isinstance(item.obs, health.Exited):
-            if item.pid is not None:  # None: the spawn failed, and replica_spawn_failed said so
-                code = item.obs.returncode
-                retired = {"retired": True} if replica.retiring else {}
-                self.emit("replica_exited", **self._tag(replica), pid=item.pid, returncode=code, **retired)
-            replica.proc = None
-        if replica.retiring:  # its end was asked for: nothing to decide
-            if replica.proc is None and replica in self.retiring:
-                self.retiring.remove(replica)
-            self._wake.set()
-            return
-        if isinstance(item.obs, health.Probe) and item.latency_ms is not None:
-            replica.last_probe_ms = item.latency_ms
-        self._apply(replica, item.obs)
+    def _stop(self, exit_code: int | None = None) -> None:
+        """From now on nothing more is started; the loop ends after this step."""
+        self.stopping = True
+        self.replicas.halt()
+        self.exit_code = self.exit_code if exit_code is None else exit_code
 
-    def _stale(self, replica: Replica, item: Seen) -> None:
-        """An observation of an earlier launch: only an abandoned process finally exiting is news."""
-        if isinstance(item.obs, health.Exited) and item.pid is not None:
-            gone = [a for a in self.abandoned if a.proc is not None and a.proc.pid == item.pid]
-            if gone:
-                self.abandoned.remove(gone[0])
-                self.emit(
-                    "abandoned_exited",
-                    **self._tag(replica),
-                    pid=item.pid,
-                    returncode=item.obs.returncode,
-                )
+    async def _ticker(self) -> None:
+        while True:
+            await self.clock.sleep(self.cfg.supervisor.tick_s)
+            self.queue.put_nowait(TickDue())
 
-    def _tick(self) -> None:
-        if self.stopping:
-            return
-        now = self.clock.now()
-        for replica in self._members():
-            self._apply(replica, health.Tick(now))
+    async def _rotate_logs(self) -> None:
+        await logrotate.rotate_forever(self._log_files, lambda: self.cfg.logs, self.clock.sleep, self.emit)
+
+    def _log_files(self) -> list[logrotate.LogFile]:
+        """Nginx's logs, and every replica's (those a reload started since the last check too)."""
+        return self._nginx_logs() + logrotate.files_in(self.run_dir / "logs")
+
+    def _write_state(self, running: bool = True, phase: str = "running") -> None:
+        replicas, incoming = self.replicas.slots(), list(self.replicas.incoming)
+        nginx = self.edge.describe()
+        self.state_file.write(replicas, incoming, self.rolling.state, nginx, running=running, phase=phase)
+
+    # -- what a rolling reload asks of it (rolling.Host) ---------------------------------------
+
+    async def apply_config(self, prepared: reload.Prepared) -> str | None:
+        """Every replica runs the new config: the supervisor and Nginx take it too (None: Nginx did)."""
+        self.cfg = prepared.cfg
+        self.replicas.configure(prepared.cfg.supervisor)
+        self.state_file.note(prepared.info)
+        write_text_atomic(self.run_dir / "config.yaml", config_to_yaml(prepared.cfg))
+        return await self.edge.take_config(prepared.cfg)
+
+    # -- the end -------------------------------------------------------------------------------
+
+    async def _shutdown(self) -> None:
+        """The reload cancelled, the background tasks ended, Nginx drained, then the replicas stopped."""
+        self._stop()
+        sup = self.cfg.supervisor
+        self.emit("stopping", drain_timeout_s=sup.drain_timeout_s)
+        self._write_state(running=True, phase="draining")
+        await self.rolling.cancel()  # a reload in progress starts nothing more
+        for task in self._background:
+            task.cancel()
+        await self.edge.stop(sup.drain_timeout_s)  # its task is cancelled at once too, then Nginx drained
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.replicas.stop()
+        self._write_state(running=False, phase="stopped")
+        self.emit("stopped")

@@ -404,7 +404,7 @@ async def test_both_pools_are_admitted_each_labelled_with_its_pool(
     assert [(e["replica"], e["pool"]) for e in sim.named("admitted")] == [("a-0", "a"), ("b-0", "b")]
     assert all(e["pool"] == e["replica"][0] for e in sim.events if "replica" in e)  # every replica event
     assert sim.nginx.routed() == ["127.0.0.1:9100", "127.0.0.1:9101"]
-    assert sim.sup is not None and list(sim.sup.routing().pools()) == ["a", "b"]
+    assert sim.sup is not None and list(sim.sup.replicas.routing().pools()) == ["a", "b"]
     assert [(r["name"], r["pool"], r["state"]) for r in sim.state()["replicas"]] == [
         ("a-0", "a", "ready"),
         ("b-0", "b", "ready"),

@@ -543,7 +543,7 @@ async def test_a_config_nginx_cannot_even_render_stops_up_instead_of_hanging(
     def broken(routing: object) -> str:
         raise KeyError("cpu_max_conns")  # e.g. a template that asks for a value nobody passes
 
-    monkeypatch.setattr(sim.sup, "_render", broken)
+    monkeypatch.setattr(sim.sup.edge, "render", broken)
     sim.runner.latest(R0).exit(-9)  # a routing change: Nginx must render again
     await sim.at(3)
     assert sim.task is not None and sim.task.done() and sim.task.result() == 1

@@ -245,7 +245,7 @@ async def test_replica_that_outlives_sigkill_is_abandoned_and_its_late_exit_drop
         sim.addr(R0),
         sim.addr(R1),
     ]
-    assert sim.sup is not None and sim.sup.abandoned == []
+    assert sim.sup is not None and sim.sup.replicas.abandoned == []
     assert await sim.stop() == 0
 
 
