@@ -1,1 +1,1 @@
-"""The Nginx front, whole: dialects, pool layout, capacity, rendering, control, routing and targets."""
+"""The Nginx front, whole: dialects, pool layout, capacity, rendering, control, routing, targets, driver."""

@@ -17,9 +17,8 @@ from typing import Any
 
 from hunyuan_serve import logrotate
 from hunyuan_serve.edge.controller import NginxError
-from hunyuan_serve.edge.layout import GatewayFront
+from hunyuan_serve.edge.driver import EdgeDriver, EdgeView, Move
 from hunyuan_serve.edge.render import environment, render_nginx
-from hunyuan_serve.edge.routing import Routing
 from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober
 from hunyuan_serve.fleet.state import write_json_atomic
 from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
@@ -29,7 +28,6 @@ from hunyuan_serve.gateway.inventory import Inventory
 STATE_FILE = "gateway.json"
 EVENTS_FILE = "gateway-events.jsonl"
 Emit = Callable[..., None]
-View = tuple[Routing, GatewayFront]
 
 
 class Gateway:
@@ -56,11 +54,17 @@ class Gateway:
         self.fleet = Fleet(inventory.hosts, self.gw, clock.now())
         self.queue: asyncio.Queue[int] = asyncio.Queue()
         self.templates = environment()
-        self.generation = 0
-        self.routed: View | None = None  # what Nginx has loaded
-        self.retry_at = 0.0  # after a refused reload: when to try again
+        self.edge = EdgeDriver(
+            nginx,
+            self._render,
+            emit,
+            clock,
+            describe=self._describe,
+            log=run_dir / "logs" / "nginx.log",
+            port=self.cfg.nginx.port,
+            retry_s=self.cfg.nginx.reload_retry_s,
+        )
         self.next_discovery = clock.now()
-        self.nginx_exit: asyncio.Task[int | None] | None = None
         self.rotating: asyncio.Task[None] | None = None
         self.started_at = self.clock.wall()
 
@@ -150,77 +154,52 @@ class Gateway:
 
     # -- nginx -----------------------------------------------------------------------------------
 
-    def view(self) -> View:
-        return self.fleet.routing(), self.fleet.front()
+    def view(self) -> EdgeView:
+        return EdgeView(self.fleet.routing(), self.fleet.front())
 
-    def _render(self, view: View) -> str:
-        routing, front = view
+    def _render(self, view: EdgeView, generation: int) -> str:
         return render_nginx(
             self.cfg,
-            routing,
+            view.routing,
             prefix=self.nginx.prefix,
             web_root=self.web_root,
             worker_user=self.worker_user,
-            generation=self.generation,
+            generation=generation,
             env=self.templates,
-            front=front,
+            front=view.front,
         )
 
     async def start_nginx(self) -> None:
         """Start Nginx on the current view; NginxError when it does not come up."""
-        view = self.view()
-        self.generation += 1
-        pid = await self.nginx.start(self._render(view), self.run_dir / "logs" / "nginx.log")
-        self.emit(
-            "nginx_started", pid=pid, port=self.cfg.nginx.port, ready=view[0].ready, config=self.generation
-        )
-        self._routed(view)
-        self.nginx_exit = asyncio.create_task(self.nginx.wait())
+        await self.edge.start(self.view())
+        self.write_state()
 
     async def sync(self) -> None:
         """Reload Nginx to the current view if it has another; start it again if it exited."""
-        if self.nginx_exit is not None and self.nginx_exit.done():
-            self.emit("nginx_exited", returncode=self.nginx_exit.result())
-            await self.start_nginx()
+        if await self.edge.restart_if_exited(self.view()) is not None:
+            self.write_state()
             return
         view = self.view()
-        if view == self.routed or self.clock.now() < self.retry_at:
-            return
-        self.generation += 1
-        try:
-            timing = await self.nginx.reload(self._render(view), self.generation)
-        except NginxError as err:  # the running Nginx keeps its last good config
-            self.emit("nginx_reload_failed", error=str(err), config=self.generation)
-            self.retry_at = self.clock.now() + self.cfg.nginx.reload_retry_s
-            return
-        self.emit("nginx_reloaded", ready=view[0].ready, config=self.generation, **timing)
-        self._routed(view)
+        if self.edge.due(view) and await self.edge.reload(view) is not None:
+            # At once, not at the next round: status (and whoever waits on it) reads what Nginx routes now.
+            self.write_state()
 
-    def _routed(self, view: View) -> None:
-        """Nginx now routes by this view: the one place admitted and evicted events come from."""
-        before = {(s.name, s.addr): s.down for s in self.routed[0].servers} if self.routed else {}
-        self.routed = view
-        now = {(s.name, s.addr): s.down for s in view[0].servers}
-        for (name, addr), down in now.items():
-            was_down = before.get((name, addr), True)
-            if was_down and not down:
-                self.emit("admitted", replica=name, addr=addr)
-            elif down and not was_down:
-                self.emit("evicted", replica=name, addr=addr)
-        for (name, addr), down in before.items():
-            if (name, addr) not in now and not down:
-                self.emit("evicted", replica=name, addr=addr, reason="no longer listed by its host")
-        # At once, not at the next round: status (and whoever waits on it) reads what Nginx routes now.
-        self.write_state()
+    @staticmethod
+    def _describe(move: Move) -> dict[str, Any]:
+        """A move's event: the replica (host/name) and its address; why, when its host stopped listing it."""
+        fields: dict[str, Any] = {"replica": move.server.name, "addr": move.server.addr}
+        if move.kind == "unlisted":
+            fields["reason"] = "no longer listed by its host"
+        return fields
 
     # -- shutdown and state ----------------------------------------------------------------------
 
     async def _shutdown(self) -> None:
         self.emit("stopping", drain_timeout_s=self.gw.drain_timeout_s)
-        for task in (self.nginx_exit, self.rotating):
-            if task is not None:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+        await self.edge.stop_watching()
+        if self.rotating is not None:
+            self.rotating.cancel()
+            await asyncio.gather(self.rotating, return_exceptions=True)
         await self.nginx.stop(self.gw.drain_timeout_s)
         self.emit("nginx_stopped")
         for closing in (self.prober.aclose, self.discovery.aclose):
@@ -258,7 +237,7 @@ class Gateway:
         }
 
     def write_state(self, running: bool = True) -> None:
-        routing = self.routed[0] if self.routed else None
+        routing = self.edge.routed.routing if self.edge.routed else None
         state = {
             "pid": os.getpid(),
             "running": running,
@@ -271,7 +250,7 @@ class Gateway:
                 "port": self.cfg.nginx.port,
                 "ready": routing.ready if routing else 0,
                 "replicas": len(routing.servers) if routing else 0,
-                "config_generation": self.generation,
+                "config_generation": self.edge.generation,
                 **self.nginx.describe(),
             },
         }
