@@ -16,17 +16,26 @@ ROOT = REPO / "hunyuan_serve"
 PROGRAMS = {"supervise", "gateway", "k8s", "replica", "client"}
 # Who may not be imported by whom (importer -> forbidden). Function-level imports count too.
 FORBIDDEN: dict[str, set[str]] = {
-    "fleet": PROGRAMS | {"render_command", "cli"},
+    # The Nginx front sits on fleet/ (health states, the seams) and is driven by the programs that run an
+    # Nginx (supervise, gateway), render one (k8s, render_command) or answer in its error shapes
+    # (replica, auth: edge/dialects.py only, see EDGE_FOR_SHAPES); it imports none of them, fleet/ never
+    # imports it, and the client reaches it over HTTP only.
+    "edge": PROGRAMS | {"render_command", "cli"},
+    "fleet": PROGRAMS | {"render_command", "cli", "edge"},
     "supervise": PROGRAMS - {"supervise"},
     "gateway": PROGRAMS - {"gateway"},
     "k8s": PROGRAMS - {"k8s"},
     # Document jobs translate files with the CLI's own formats and localize() (one pipeline, issue 20).
     "replica": (PROGRAMS - {"replica", "client"}) | {"fleet"},
-    "client": (PROGRAMS - {"client"}) | {"fleet"},
-    "families": PROGRAMS - {"client"},  # `prompt --glossary` reads glossary files with the client's parser
-    "config": PROGRAMS | {"fleet", "families"},
-    "languages": PROGRAMS | {"fleet", "families", "config"},
+    "client": (PROGRAMS - {"client"}) | {"fleet", "edge"},
+    # `prompt --glossary` reads glossary files with the client's parser
+    "families": (PROGRAMS - {"client"}) | {"edge"},
+    "config": PROGRAMS | {"fleet", "families", "edge"},
+    "languages": PROGRAMS | {"fleet", "families", "config", "edge"},
 }
+# Who may import only the edge's error shapes, not the rest of the front: the replica answers in each
+# API's shape from the same table Nginx renders its own errors from; auth refuses keys in it.
+EDGE_FOR_SHAPES = {"replica", "auth"}
 
 
 # The top-level trees: tests may import bench (its helpers: netns, pool stubs), never the other way round:
@@ -61,6 +70,32 @@ def violations(root: Path) -> list[str]:
     return found
 
 
+def _edge_modules(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, module of edge/) for each import of one, `from hunyuan_serve.edge import x` included."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "hunyuan_serve.edge":
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hunyuan_serve.edge."):
+            yield node.lineno, (node.module or "").split(".")[2]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("hunyuan_serve.edge."):
+                    yield node.lineno, alias.name.split(".")[2]
+
+
+def edge_violations(root: Path) -> list[str]:
+    """Imports of an edge module other than dialects by a package that may use only the error shapes."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        importer = _package(root, path)
+        if importer not in EDGE_FOR_SHAPES:
+            continue
+        for line, module in _edge_modules(ast.parse(path.read_text(encoding="utf-8"))):
+            if module != "dialects":
+                found.append(f"{path.relative_to(root.parent)}:{line}: {importer} imports edge.{module}")
+    return found
+
+
 def _top_level(tree: ast.AST) -> Iterator[tuple[int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -81,6 +116,34 @@ def tree_violations(repo: Path) -> list[str]:
 
 def test_no_package_imports_what_its_rules_forbid() -> None:
     assert violations(ROOT) == []
+
+
+def test_the_replica_and_auth_take_only_the_error_shapes_from_the_edge() -> None:
+    assert edge_violations(ROOT) == []
+
+
+@pytest.mark.parametrize(
+    ("rel", "source", "expected"),
+    [
+        (
+            "replica/x.py",
+            "from hunyuan_serve.edge.render import render_nginx\n",
+            "replica imports edge.render",
+        ),
+        ("auth.py", "def f():\n    from hunyuan_serve.edge import layout\n", "auth imports edge.layout"),
+    ],
+)
+def test_an_edge_import_past_the_shapes_is_reported(
+    tmp_path: Path, rel: str, source: str, expected: str
+) -> None:
+    root = tmp_path / "hunyuan_serve"
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_text(source, encoding="utf-8")
+    (root / "replica").mkdir(exist_ok=True)
+    (root / "replica" / "ok.py").write_text(
+        "from hunyuan_serve.edge.dialects import NATIVE\n", encoding="utf-8"
+    )
+    assert [v.split(": ", 1)[1] for v in edge_violations(root)] == [expected]
 
 
 def test_bench_and_the_package_never_import_the_tests() -> None:
@@ -110,6 +173,9 @@ def test_a_forbidden_tree_import_is_reported(tmp_path: Path, rel: str, source: s
         ("gateway/x.py", "from hunyuan_serve.supervise.command import x\n", "gateway imports supervise"),
         ("fleet/x.py", "def f():\n    from hunyuan_serve import gateway\n", "fleet imports gateway"),
         ("k8s/x.py", "import hunyuan_serve.supervise.plan\n", "k8s imports supervise"),
+        ("edge/x.py", "from hunyuan_serve.gateway.loop import Gateway\n", "edge imports gateway"),
+        ("fleet/x.py", "from hunyuan_serve.edge.routing import Routing\n", "fleet imports edge"),
+        ("client/x.py", "from hunyuan_serve.edge import dialects\n", "client imports edge"),
     ],
 )
 def test_a_forbidden_import_is_reported(tmp_path: Path, rel: str, source: str, expected: str) -> None:
