@@ -7,7 +7,7 @@ from typing import Protocol
 
 import httpx
 
-from hunyuan_serve.gateway.fleet import HostListing, parse_listing
+from hunyuan_serve.gateway.hosts import HostListing, parse_listing
 
 LISTING_PATH = "/_hs/replicas"
 

@@ -22,7 +22,7 @@ from hunyuan_serve.edge.render import environment, render_nginx
 from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober
 from hunyuan_serve.fleet.state import write_json_atomic
 from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
-from hunyuan_serve.gateway.fleet import Event, Fleet, HostListing, HostView
+from hunyuan_serve.gateway.hosts import Event, Fleet, HostListing, HostView
 from hunyuan_serve.gateway.inventory import Inventory
 
 STATE_FILE = "gateway.json"

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hunyuan_serve.config import GatewayConfig
-from hunyuan_serve.gateway.fleet import HostListing, ListedReplica, parse_listing
+from hunyuan_serve.gateway.hosts import HostListing, ListedReplica, parse_listing
 from hunyuan_serve.gateway.inventory import parse_inventory
 from hunyuan_serve.gateway.loop import Gateway
 from tests.support.fakes import FakeClock, FakeDiscovery, FakeNginx, FakeProber

@@ -17,7 +17,7 @@ from hunyuan_serve.edge.controller import NginxController
 from hunyuan_serve.edge.layout import model_pool
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.fleet.rundir import worker_user
-from hunyuan_serve.gateway.fleet import Fleet, parse_listing
+from hunyuan_serve.gateway.hosts import Fleet, parse_listing
 from hunyuan_serve.gateway.inventory import parse_inventory
 from tests.support.stacks import free_port
 

@@ -23,7 +23,7 @@ from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas
 from hunyuan_serve.fleet.probe import ProbeResult
 from hunyuan_serve.fleet.seams import Proc
 from hunyuan_serve.gateway.discovery import DiscoveryError
-from hunyuan_serve.gateway.fleet import HostListing
+from hunyuan_serve.gateway.hosts import HostListing
 from hunyuan_serve.logrotate import LogFile
 from hunyuan_serve.models import ModelError
 from hunyuan_serve.supervise.reload import Prepared, Source
