@@ -25,7 +25,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "supervise": PROGRAMS - {"supervise"},
     "gateway": PROGRAMS - {"gateway"},
     "k8s": PROGRAMS - {"k8s"},
-    # Document jobs translate files with the CLI's own formats and localize() (one pipeline, issue 20).
+    # Document jobs translate files with the CLI's own formats and localize(): one pipeline for
+    # files, whichever API they come through.
     "replica": (PROGRAMS - {"replica", "client"}) | {"fleet"},
     "client": (PROGRAMS - {"client"}) | {"fleet", "edge"},
     # `prompt --glossary` reads glossary files with the client's parser
@@ -36,6 +37,33 @@ FORBIDDEN: dict[str, set[str]] = {
 # Who may import only the edge's error shapes, not the rest of the front: the replica answers in each
 # API's shape from the same table Nginx renders its own errors from; auth refuses keys in it.
 EDGE_FOR_SHAPES = {"replica", "auth"}
+
+# The modules at the top of the package (and the packages without a rule above): each may import only
+# the top-level modules it imports today, so a leaf stays a leaf and a new dependency is a decision.
+TOP_LEVEL = {p.stem for p in ROOT.glob("*.py")} | {p.parent.name for p in ROOT.glob("*/__init__.py")}
+ONLY: dict[str, set[str]] = {
+    "__init__": set(),  # the version, nothing else
+    "__main__": {"cli"},  # `python -m hunyuan_serve` is the CLI
+    "cli": {"config"},  # the subcommands' modules are named in COMMAND_MODULES and imported by name
+    "cores": set(),
+    "gpu": set(),
+    "sqlite_in": set(),
+    "demo_model": set(),  # models imports it, so it must not import models back
+    "templating": set(),
+    "detect": {"languages"},
+    "logrotate": {"config"},
+    "auth": {"config", "edge"},  # keys from the config, refusals in each API's shape
+    "cache": {"config", "sqlite_in"},
+    "storage": {"cache", "config"},  # the cache's Redis settings and client: one connection setup
+    "models": {"config", "demo_model", "families"},
+    "tiny_model": {"families"},
+    "systemd_unit": {"config", "templating"},
+    # `doctor` checks what `up` will place: ports and plans, GPUs, models, the replica's device environment.
+    "doctor": {"config", "fleet", "gpu", "models", "replica"},
+    # `render` writes what `up` and k8s would run: it composes them, nobody imports it.
+    "render_command": {"config", "edge", "fleet", "k8s", "supervise", "systemd_unit"},
+}
+FORBIDDEN.update({name: TOP_LEVEL - allowed for name, allowed in ONLY.items()})
 
 
 # The top-level trees: tests may import bench (its helpers: netns, pool stubs), never the other way round:
@@ -186,3 +214,15 @@ def test_a_forbidden_import_is_reported(tmp_path: Path, rel: str, source: str, e
     (root / "fleet").mkdir(exist_ok=True)
     (root / "fleet" / "ok.py").write_text("from hunyuan_serve.config import ServeConfig\n", encoding="utf-8")
     assert [v.split(": ", 1)[1] for v in violations(root)] == [expected]
+
+
+def test_every_top_level_module_has_a_rule() -> None:
+    assert sorted(TOP_LEVEL - set(FORBIDDEN)) == []
+
+
+def test_a_leaf_that_imports_the_package_is_reported(tmp_path: Path) -> None:
+    root = tmp_path / "hunyuan_serve"
+    root.mkdir()
+    (root / "cores.py").write_text("from hunyuan_serve.config import ServeConfig\n", encoding="utf-8")
+    (root / "detect.py").write_text("from hunyuan_serve.languages import AUTO\n", encoding="utf-8")
+    assert [v.split(": ", 1)[1] for v in violations(root)] == ["cores imports config"]
