@@ -13,7 +13,7 @@ from hunyuan_serve.config import ConfigError
 # Each module defines add_parser(subparsers) and sets `func` (args -> exit code) on its parser.
 # Modules are imported here only for their parsers: heavy imports (vllm, torch) stay inside `func`.
 COMMAND_MODULES = (
-    "hunyuan_serve.supervise.command",  # up, status, reload, config
+    "hunyuan_serve.supervise.flags",  # up, status, reload, config
     "hunyuan_serve.render_command",  # render nginx / systemd / k8s
     "hunyuan_serve.replica.command",  # replica
     "hunyuan_serve.tiny_model",  # tiny-model

@@ -12,7 +12,8 @@ from hunyuan_serve.config import ConfigError, ServeConfig, config_from_args
 from hunyuan_serve.fleet.rundir import run_dir_of, web_root, worker_user
 from hunyuan_serve.k8s.command import add_flags as add_k8s_flags
 from hunyuan_serve.k8s.command import wants_k8s
-from hunyuan_serve.supervise.command import placed_here, plan_here, serve_flags
+from hunyuan_serve.supervise.flags import serve_flags
+from hunyuan_serve.supervise.placement import placed_here, plan_here
 
 if TYPE_CHECKING:
     from hunyuan_serve.fleet.plan import ReplicaPlan

@@ -15,14 +15,14 @@ import yaml
 
 from hunyuan_serve import render_command
 from hunyuan_serve.config import ConfigError
-from hunyuan_serve.supervise import command
+from hunyuan_serve.supervise import flags, reload_client
 from tests.gpu.test_cuda_untouched import _model
 
 
 def _run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser()
     subparsers = parser.add_subparsers(dest="command", required=True)
-    command.add_parser(subparsers)
+    flags.add_parser(subparsers)
     render_command.add_parser(subparsers)
     args = parser.parse_args(argv)
     return int(args.func(args))
@@ -113,9 +113,9 @@ def test_reload_wait_gives_up_at_its_deadline_on_the_injected_clock(
     clock = _StepClock()
     events = tmp_path / "events.jsonl"
     events.write_text('{"event": "reload_requested", "reload": 3}\n', encoding="utf-8")
-    code = command._await_reload(events, 0, os.getpid(), 1.0, now=clock.now, sleep=clock.sleep)
+    code = reload_client._await_reload(events, 0, os.getpid(), 1.0, now=clock.now, sleep=clock.sleep)
     assert code == 1 and clock.t >= 1.0
-    assert clock.sleeps == math.ceil(1.0 / command.RELOAD_POLL_S)
+    assert clock.sleeps == math.ceil(1.0 / reload_client.RELOAD_POLL_S)
     assert "reload 3 has not ended within 1s" in capsys.readouterr().err
 
 
@@ -129,6 +129,6 @@ def test_reload_wait_prints_the_outcome_once_the_events_have_it(
         {"event": "reload_refused", "reload": 2, "error": "bad key"},
     ]
     events.write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
-    code = command._await_reload(events, 0, os.getpid(), 1.0, now=clock.now, sleep=clock.sleep)
+    code = reload_client._await_reload(events, 0, os.getpid(), 1.0, now=clock.now, sleep=clock.sleep)
     assert code == 1 and clock.sleeps == 0
     assert "reload 2 refused, nothing was changed: bad key" in capsys.readouterr().err

@@ -16,7 +16,7 @@ import pytest
 
 from hunyuan_serve.config import build_config
 from hunyuan_serve.fleet.procs import children, cmdline, pid_alive
-from hunyuan_serve.supervise.command import clear_leftovers
+from hunyuan_serve.supervise.preflight import clear_leftovers
 from tests.support.stacks import free_port
 
 NGINX = Path("/usr/sbin/nginx")

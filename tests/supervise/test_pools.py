@@ -577,7 +577,7 @@ def test_a_pool_with_a_chimera_pool_sends_its_ensembles_to_that_pools_route(tmp_
 def test_a_pools_role_must_fit_its_family(
     pools: list[dict[str, Any]], extra: dict[str, Any], families: dict[str, str], message: str
 ) -> None:
-    from hunyuan_serve.supervise.command import check_pool_roles
+    from hunyuan_serve.supervise.placement import check_pool_roles
 
     cfg = build_config({"pools": pools, **extra, "replica": {"chimera_url": None}}, {})
     with pytest.raises(ConfigError, match=re.escape(message)):
@@ -585,7 +585,7 @@ def test_a_pools_role_must_fit_its_family(
 
 
 def test_roles_that_fit_pass() -> None:
-    from hunyuan_serve.supervise.command import check_pool_roles
+    from hunyuan_serve.supervise.placement import check_pool_roles
 
     cfg = build_config({"pools": [{"name": "mt", "chimera_pool": "c"}, {"name": "c"}]}, {})
     check_pool_roles(cfg, {"mt": "hunyuan-mt", "c": "chimera"})

@@ -14,7 +14,6 @@ OVER_THE_CAP = {
     "hunyuan_serve/replica/engine.py": "types, device environment, vLLM adapter, stats logger: to split",
     "hunyuan_serve/cache.py": "the translation cache's key, LRU, SQLite and Redis layers: to split",
     "hunyuan_serve/client/api.py": "the sync and async HTTP clients with their retry rules: to split",
-    "hunyuan_serve/supervise/command.py": "flags, start-up stages and the reload client: being split",
 }
 
 
