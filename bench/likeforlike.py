@@ -45,7 +45,7 @@ def engine_pins(hw: Hardware, count: int, cores: Sequence[int]) -> list[Pin]:
         if len(hw.gpus) < count:
             raise ValueError(f"{count} engines need {count} GPUs; {len(hw.gpus)} visible")
         return [Pin(gpu=gpu) for gpu in hw.gpus[:count]]
-    from hunyuan_serve.fleet.plan import cpu_groups
+    from hunyuan_serve.run.plan import cpu_groups
 
     return [Pin(cores=tuple(group[0])) for group in cpu_groups(count, 1, cores)]
 

@@ -59,7 +59,7 @@ def inventory(urls: Sequence[tuple[str, str]], secret: Path, port: int) -> dict[
 
 
 def _host_ready(run_dir: Path) -> bool:
-    from hunyuan_serve.fleet.state import read_state
+    from hunyuan_serve.run.state import read_state
 
     state = read_state(run_dir)
     if state is None or not state.get("running"):

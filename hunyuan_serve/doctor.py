@@ -281,8 +281,8 @@ def gather(
 ) -> Facts:
     """Ask the host: packages, nvidia-smi, the model's config (one small file), disk, nginx, ports."""
     from hunyuan_serve import models
-    from hunyuan_serve.fleet.ports import port_problem
     from hunyuan_serve.gpu import query_gpus
+    from hunyuan_serve.run.ports import port_problem
 
     cache = models.hub_cache_dir(cfg.engine)
     config, error = None, None
@@ -352,7 +352,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     from hunyuan_serve import gpu, models
     from hunyuan_serve.config import resolve_pools
-    from hunyuan_serve.fleet.plan import plan_replicas
+    from hunyuan_serve.run.plan import plan_replicas
 
     cfg = config_from_args(args)
     facts = gpu.query_gpus()

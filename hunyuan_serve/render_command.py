@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hunyuan_serve.config import ConfigError, ServeConfig, config_from_args
-from hunyuan_serve.fleet.rundir import run_dir_of, web_root, worker_user
 from hunyuan_serve.k8s.command import add_flags as add_k8s_flags
 from hunyuan_serve.k8s.command import wants_k8s
+from hunyuan_serve.run.rundir import run_dir_of, web_root, worker_user
 from hunyuan_serve.supervise.flags import serve_flags
 from hunyuan_serve.supervise.placement import placed_here, plan_here
 
 if TYPE_CHECKING:
-    from hunyuan_serve.fleet.plan import ReplicaPlan
+    from hunyuan_serve.run.plan import ReplicaPlan
 
 SYSTEMD_CONFIG = "/etc/hunyuan-serve/config.yaml"
 # The generation of the first config `up` writes: its supervisor counts the configs it renders from 1.
@@ -79,7 +79,7 @@ def nginx_of(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, *, s
     (starting: every replica down, generation 1) or with every replica ready."""
     from hunyuan_serve.edge.render import render_nginx
     from hunyuan_serve.edge.routing import routing_from_states
-    from hunyuan_serve.fleet.health import State
+    from hunyuan_serve.run.health import State
 
     state = State.STARTING if starting else State.READY
     routing = routing_from_states(

@@ -9,7 +9,7 @@ from types import TracebackType
 
 from hunyuan_serve.client.settings import ClientSettings
 
-# Sent by the service's Nginx with each proxied answer (fleet/render.py edge_bulk_texts).
+# Sent by the service's Nginx with each proxied answer (edge/capacity.py edge_bulk_texts).
 BULK_TEXTS_HEADER = "X-Hunyuan-Bulk-Texts"
 
 

@@ -238,7 +238,7 @@ class ReplicaConfig(Section):
         """Of `slots` places, those bulk work may hold: all but the interactive reserve, at least one.
 
         The one formula of the replica's admission (replica/priority.py, over max_in_flight) and of
-        the edge's bulk cap (fleet/render.py, over a pool's max_conns)."""
+        the edge's bulk cap (edge/capacity.py, over a pool's max_conns)."""
         return bulk_slots(slots, self.interactive_reserve)
 
     @field_validator("cache_redis_url")

@@ -12,10 +12,10 @@ from pathlib import Path
 import httpx
 
 from hunyuan_serve.config import NginxConfig
-from hunyuan_serve.fleet import procs
-from hunyuan_serve.fleet.plan import loopback_for
-from hunyuan_serve.fleet.state import write_text_atomic
 from hunyuan_serve.logrotate import LogFile
+from hunyuan_serve.run import procs
+from hunyuan_serve.run.plan import loopback_for
+from hunyuan_serve.run.state import write_text_atomic
 
 
 class NginxError(RuntimeError):

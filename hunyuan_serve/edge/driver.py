@@ -11,7 +11,7 @@ from typing import Any
 from hunyuan_serve.edge.controller import NginxError
 from hunyuan_serve.edge.layout import GatewayFront
 from hunyuan_serve.edge.routing import Routing, UpstreamServer
-from hunyuan_serve.fleet.seams import Clock, NginxControl
+from hunyuan_serve.run.seams import Clock, NginxControl
 
 Emit = Callable[..., None]
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hunyuan_serve.config import DEFAULT_POOL
-from hunyuan_serve.fleet.health import State
+from hunyuan_serve.run.health import State
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve.edge.routing import Routing
-from hunyuan_serve.fleet.state import write_json_atomic
+from hunyuan_serve.run.state import write_json_atomic
 
 TARGETS_DIR = "prometheus"
 REPLICAS_FILE = "replicas.json"  # the scrape job of the replicas' /metrics

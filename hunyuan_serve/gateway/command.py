@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from hunyuan_serve.config import default_run_dir
 
 if TYPE_CHECKING:
-    from hunyuan_serve.fleet.events import JsonEvents
     from hunyuan_serve.gateway.inventory import Inventory
     from hunyuan_serve.gateway.loop import Gateway
+    from hunyuan_serve.run.events import JsonEvents
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,7 +59,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
 def _problems(inventory: Inventory) -> list[str]:
     """Why the gateway cannot start: an unguarded public front, a busy port."""
     from hunyuan_serve.auth import open_listen_problem
-    from hunyuan_serve.fleet.ports import port_problem
+    from hunyuan_serve.run.ports import port_problem
 
     cfg = inventory.serve_config()
     problems = [
@@ -83,7 +83,7 @@ def check_files(inventory: Inventory) -> None:
 def run_gateway(inventory: Inventory, run_dir: Path) -> int:
     import asyncio
 
-    from hunyuan_serve.fleet.rundir import lock_run_dir
+    from hunyuan_serve.run.rundir import lock_run_dir
 
     check_files(inventory)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -103,8 +103,8 @@ def run_gateway(inventory: Inventory, run_dir: Path) -> int:
 
 
 def _open_events(inventory: Inventory, run_dir: Path) -> JsonEvents:
-    from hunyuan_serve.fleet.events import JsonEvents
     from hunyuan_serve.gateway.loop import EVENTS_FILE
+    from hunyuan_serve.run.events import JsonEvents
 
     path = run_dir / EVENTS_FILE
     path.write_text("", encoding="utf-8")
@@ -118,11 +118,11 @@ def build_gateway(inventory: Inventory, run_dir: Path, emit: JsonEvents) -> Gate
     """The gateway on the real adapters: HTTP discovery and probes with the peer secret, Nginx, the clock."""
     from hunyuan_serve.auth import peer_headers
     from hunyuan_serve.edge.controller import NginxController
-    from hunyuan_serve.fleet.probe import HttpProber
-    from hunyuan_serve.fleet.rundir import web_root, worker_user
-    from hunyuan_serve.fleet.seams import RealClock
     from hunyuan_serve.gateway.discovery import HttpDiscovery
     from hunyuan_serve.gateway.loop import Gateway
+    from hunyuan_serve.run.probe import HttpProber
+    from hunyuan_serve.run.rundir import web_root, worker_user
+    from hunyuan_serve.run.seams import RealClock
 
     cfg, gw = inventory.serve_config(), inventory.gateway
     headers = peer_headers(cfg.auth)
@@ -143,9 +143,9 @@ def build_gateway(inventory: Inventory, run_dir: Path, emit: JsonEvents) -> Gate
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from hunyuan_serve.fleet.procs import pid_alive
     from hunyuan_serve.gateway.inventory import load_inventory
     from hunyuan_serve.gateway.loop import STATE_FILE
+    from hunyuan_serve.run.procs import pid_alive
 
     run_dir = gateway_run_dir(args, load_inventory(args.inventory) if args.inventory else None)
     try:

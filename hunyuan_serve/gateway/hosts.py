@@ -1,6 +1,6 @@
 """The gateway's view of its hosts and their replicas: listings and probes in, routing out; no I/O."""
 
-# Each replica runs through the supervisor's own health machine (fleet/health.py). The gateway owns
+# Each replica runs through the supervisor's own health machine (run/health.py). The gateway owns
 # no process, so where the machine says Kill it counts the replica as gone at once (evicted), and its
 # "restart" is the readmission probe after a backoff. A host that cannot be polled host_down_after times
 # in a row is down: every replica of it is evicted together, and probed again once the host answers.
@@ -16,9 +16,9 @@ from typing import Any
 from hunyuan_serve.config import DEFAULT_POOL, GatewayConfig, SupervisorConfig
 from hunyuan_serve.edge.layout import GatewayFront, model_pool
 from hunyuan_serve.edge.routing import Routing, UpstreamServer
-from hunyuan_serve.fleet import health
-from hunyuan_serve.fleet.health import Health, Kill, State
 from hunyuan_serve.gateway.inventory import HostEntry
+from hunyuan_serve.run import health
+from hunyuan_serve.run.health import Health, Kill, State
 
 # What a host lists goes into the gateway's Nginx config: only plain names and HOST:PORT addresses.
 _ADDR = re.compile(r"^([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$")

@@ -19,11 +19,11 @@ from hunyuan_serve import logrotate
 from hunyuan_serve.edge.controller import NginxError
 from hunyuan_serve.edge.driver import EdgeDriver, EdgeView, Move
 from hunyuan_serve.edge.render import environment, render_nginx
-from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober
-from hunyuan_serve.fleet.state import write_json_atomic
 from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
 from hunyuan_serve.gateway.hosts import Event, Fleet, HostListing, HostView
 from hunyuan_serve.gateway.inventory import Inventory
+from hunyuan_serve.run.seams import Clock, NginxControl, Prober
+from hunyuan_serve.run.state import write_json_atomic
 
 STATE_FILE = "gateway.json"
 EVENTS_FILE = "gateway-events.jsonl"

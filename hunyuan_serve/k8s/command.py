@@ -108,7 +108,7 @@ def revision_problem(cfg: ServeConfig) -> str | None:
 
 def web_files() -> dict[str, str]:
     """The page Nginx serves at / (hunyuan_serve/web), for its ConfigMap."""
-    from hunyuan_serve.fleet.rundir import web_root
+    from hunyuan_serve.run.rundir import web_root
 
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(web_root().iterdir()) if p.is_file()}
 

@@ -10,8 +10,8 @@ from hunyuan_serve.config import DEFAULT_POOL, ConfigError, ServeConfig, resolve
 from hunyuan_serve.config import Pool as ConfigPool
 from hunyuan_serve.edge.routing import Routing, routing_from_states
 from hunyuan_serve.families import DEFAULT_HUB_MODEL
-from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas, with_replica_engine
+from hunyuan_serve.run.health import State
+from hunyuan_serve.run.plan import ReplicaPlan, plan_replicas, with_replica_engine
 
 NAME = "hunyuan-serve"  # app.kubernetes.io/name, and the prefix of every resource's name
 # Where each replica pod mounts the replicas' ConfigMap: its own directory, since /etc/hunyuan-serve is

@@ -37,7 +37,7 @@ class LeaseLost(Exception):
 
 
 def front_url(cfg: ServeConfig) -> str:
-    """replica.document_front_url, else this host's Nginx on loopback (as fleet.plan.loopback_for
+    """replica.document_front_url, else this host's Nginx on loopback (as run.plan.loopback_for
     reaches it): its retries and least_conn spread the segments over every ready replica."""
     if cfg.replica.document_front_url:
         return cfg.replica.document_front_url.rstrip("/")

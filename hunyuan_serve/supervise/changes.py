@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from hunyuan_serve.fleet.seams import Clock
+from hunyuan_serve.run.seams import Clock
 
 _T = TypeVar("_T")
 

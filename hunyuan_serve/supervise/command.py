@@ -20,14 +20,14 @@ from hunyuan_serve.config import (
     load_config_file,
 )
 from hunyuan_serve.config.replica import PARENT_PID_ENV
-from hunyuan_serve.fleet.rundir import lock_run_dir, make_run_dir, run_dir_of, web_root, worker_user
+from hunyuan_serve.run.rundir import lock_run_dir, make_run_dir, run_dir_of, web_root, worker_user
 from hunyuan_serve.supervise.placement import place_pools, plan_here, pool_info, pool_models, prepare_reload
 from hunyuan_serve.supervise.preflight import busy_ports, clear_leftovers
 from hunyuan_serve.supervise.reload_client import SOURCE_FILE
 
 if TYPE_CHECKING:
-    from hunyuan_serve.fleet.events import JsonEvents
-    from hunyuan_serve.fleet.plan import ReplicaPlan
+    from hunyuan_serve.run.events import JsonEvents
+    from hunyuan_serve.run.plan import ReplicaPlan
     from hunyuan_serve.supervise.reload import Prepared, Source
     from hunyuan_serve.supervise.supervisor import Supervisor
 
@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 def write_configs(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path) -> None:
     """The effective config of `up` and of each replica (its pool's, on its own port), where they will
     read them."""
-    from hunyuan_serve.fleet.plan import pools_of, replica_config
-    from hunyuan_serve.fleet.state import write_text_atomic
+    from hunyuan_serve.run.plan import pools_of, replica_config
+    from hunyuan_serve.run.state import write_text_atomic
 
     pools = pools_of(cfg)
     for plan in plans:
@@ -48,7 +48,7 @@ def open_events(
     cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, info: Mapping[str, Any]
 ) -> JsonEvents:
     """A new events file for this `up`, its first event naming what it runs (each pool's model)."""
-    from hunyuan_serve.fleet.events import JsonEvents
+    from hunyuan_serve.run.events import JsonEvents
 
     path = run_dir / "events.jsonl"
     path.write_text("", encoding="utf-8")
@@ -79,9 +79,9 @@ def build_supervisor(
     """The supervisor on the real adapters: subprocesses, HTTP probes, Nginx, the monotonic clock."""
     from hunyuan_serve.auth import peer_headers
     from hunyuan_serve.edge.controller import NginxController
-    from hunyuan_serve.fleet.probe import HttpProber
-    from hunyuan_serve.fleet.procs import SubprocessRunner
-    from hunyuan_serve.fleet.seams import RealClock
+    from hunyuan_serve.run.probe import HttpProber
+    from hunyuan_serve.run.procs import SubprocessRunner
+    from hunyuan_serve.run.seams import RealClock
     from hunyuan_serve.supervise.supervisor import Supervisor
 
     return Supervisor(
@@ -189,8 +189,8 @@ def reload_source(args: argparse.Namespace, written: ServeConfig, run_dir: Path)
     import asyncio
 
     from hunyuan_serve.config import overrides_from_args
-    from hunyuan_serve.fleet.ports import port_problem
-    from hunyuan_serve.fleet.state import write_json_atomic
+    from hunyuan_serve.run.ports import port_problem
+    from hunyuan_serve.run.state import write_json_atomic
     from hunyuan_serve.supervise.reload import Source
 
     path = str(Path(args.config).resolve()) if getattr(args, "config", None) else None

@@ -17,7 +17,7 @@ from hunyuan_serve.edge.controller import NginxError
 from hunyuan_serve.edge.render import environment, render_nginx
 from hunyuan_serve.edge.routing import Routing
 from hunyuan_serve.edge.targets import write_targets
-from hunyuan_serve.fleet.seams import Clock, NginxControl
+from hunyuan_serve.run.seams import Clock, NginxControl
 from hunyuan_serve.supervise.changes import Changes
 
 Emit = Callable[..., None]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hunyuan_serve.fleet import health
+from hunyuan_serve.run import health
 from hunyuan_serve.supervise.replica import Replica
 
 

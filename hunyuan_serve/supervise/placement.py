@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 from hunyuan_serve.config import ConfigError, ServeConfig
 
 if TYPE_CHECKING:
-    from hunyuan_serve.fleet.plan import ReplicaPlan
+    from hunyuan_serve.run.plan import ReplicaPlan
     from hunyuan_serve.supervise.reload import Prepared
 
 
 def plan_here(cfg: ServeConfig, run_dir: Path) -> list[ReplicaPlan]:
     """The replicas' plans on this machine's GPUs (as CUDA_VISIBLE_DEVICES limits them) or cores."""
     from hunyuan_serve import gpu
-    from hunyuan_serve.fleet.plan import plan_replicas
+    from hunyuan_serve.run.plan import plan_replicas
 
     facts = gpu.query_gpus()
     return plan_replicas(
@@ -69,8 +69,8 @@ def place_pools(
     `status` shows of each pool. fetch False (`render`): a hub model is not downloaded, only its
     config.json read for the family; what Nginx is given (served name, family, device) is the same."""
     from hunyuan_serve.config import resolve_pools
-    from hunyuan_serve.fleet.plan import pool_engine, with_pool_engine
     from hunyuan_serve.models import fetch_model
+    from hunyuan_serve.run.plan import pool_engine, with_pool_engine
 
     ready, described = cfg, []
     for pool in resolve_pools(cfg):

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from hunyuan_serve.config import ServeConfig
 
 if TYPE_CHECKING:
-    from hunyuan_serve.fleet.plan import ReplicaPlan
+    from hunyuan_serve.run.plan import ReplicaPlan
 
 
 def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
     """Why the public port or a replica's port cannot be bound now (empty: all free)."""
-    from hunyuan_serve.fleet.ports import port_problem
+    from hunyuan_serve.run.ports import port_problem
 
     busy = [port_problem(cfg.nginx.listen, cfg.nginx.port)]
     busy += [port_problem(p.host, p.port) for p in plans]  # each pool's replica.host
@@ -31,7 +31,7 @@ def clear_leftovers(cfg: ServeConfig, run_dir: Path) -> tuple[list[dict[str, Any
     stop. Returns the events to record, and why `up` cannot start (replicas still running) or None."""
     from hunyuan_serve.config import resolve_pools
     from hunyuan_serve.edge.controller import NginxController
-    from hunyuan_serve.fleet import procs
+    from hunyuan_serve.run import procs
 
     sup, found = cfg.supervisor, []
     nginx = NginxController(cfg.nginx, run_dir / "nginx")

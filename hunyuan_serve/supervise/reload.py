@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hunyuan_serve.config import ServeConfig, resolve_pools
-from hunyuan_serve.fleet.plan import ReplicaPlan, pools_of
+from hunyuan_serve.run.plan import ReplicaPlan, pools_of
 
 # The one table of settings a reload cannot apply: changing any of them is refused, naming the key.
 # Every other setting is applied: the replicas whose settings changed are replaced, and Nginx and the

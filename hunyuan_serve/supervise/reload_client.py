@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hunyuan_serve.config import ConfigError, build_config, default_run_dir, load_config_file
-from hunyuan_serve.fleet.rundir import run_dir_of
+from hunyuan_serve.run.rundir import run_dir_of
 
 SOURCE_FILE = "reload-source.json"  # in the run dir: the config file and flags `up` was started with
 
@@ -46,9 +46,9 @@ def _recorded_config(run_dir: Path) -> str | None:
 def cmd_reload(args: argparse.Namespace) -> int:
     import signal
 
-    from hunyuan_serve.fleet.events import read_events
-    from hunyuan_serve.fleet.procs import pid_alive
-    from hunyuan_serve.fleet.state import EVENTS_FILE, read_state
+    from hunyuan_serve.run.events import read_events
+    from hunyuan_serve.run.procs import pid_alive
+    from hunyuan_serve.run.state import EVENTS_FILE, read_state
 
     run_dir, timeout_s = _reload_target(args)
     state = read_state(run_dir)
@@ -71,8 +71,8 @@ def _await_reload(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Follow the events until reload's outcome; now/sleep are the clock (a fake one in tests)."""
-    from hunyuan_serve.fleet.events import read_events
-    from hunyuan_serve.fleet.procs import pid_alive
+    from hunyuan_serve.run.events import read_events
+    from hunyuan_serve.run.procs import pid_alive
     from hunyuan_serve.supervise.reload import outcome, reload_id
 
     deadline = now() + timeout_s

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from hunyuan_serve.fleet.health import Health
-from hunyuan_serve.fleet.plan import ReplicaPlan
-from hunyuan_serve.fleet.seams import Proc
+from hunyuan_serve.run.health import Health
+from hunyuan_serve.run.plan import ReplicaPlan
+from hunyuan_serve.run.seams import Proc
 
 
 @dataclass(eq=False)  # compared by identity: a reload has two of one slot's name for a while

@@ -13,10 +13,10 @@ from typing import Any
 
 from hunyuan_serve.config import SupervisorConfig
 from hunyuan_serve.edge.routing import Routing, routing_from_states
-from hunyuan_serve.fleet import health
-from hunyuan_serve.fleet.health import Abandon, Kill, Reroute, Start, State
-from hunyuan_serve.fleet.plan import ReplicaPlan
-from hunyuan_serve.fleet.seams import Clock, Prober, Runner
+from hunyuan_serve.run import health
+from hunyuan_serve.run.health import Abandon, Kill, Reroute, Start, State
+from hunyuan_serve.run.plan import ReplicaPlan
+from hunyuan_serve.run.seams import Clock, Prober, Runner
 from hunyuan_serve.supervise.changes import Changes
 from hunyuan_serve.supervise.items import Item, Seen
 from hunyuan_serve.supervise.replica import Abandoned, Replica

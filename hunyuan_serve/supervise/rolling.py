@@ -7,8 +7,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from hunyuan_serve.config import ConfigError, ServeConfig, config_to_yaml
-from hunyuan_serve.fleet.plan import ReplicaPlan, pools_of, replica_config
-from hunyuan_serve.fleet.state import write_text_atomic
+from hunyuan_serve.run.plan import ReplicaPlan, pools_of, replica_config
+from hunyuan_serve.run.state import write_text_atomic
 from hunyuan_serve.supervise import reload
 from hunyuan_serve.supervise.replica import Replica
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hunyuan_serve.fleet.seams import Clock
-from hunyuan_serve.fleet.state import STATE_FILE, write_json_atomic
+from hunyuan_serve.run.seams import Clock
+from hunyuan_serve.run.state import STATE_FILE, write_json_atomic
 from hunyuan_serve.supervise.replica import Replica
 
 

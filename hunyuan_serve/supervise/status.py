@@ -10,9 +10,9 @@ import httpx
 
 from hunyuan_serve.auth import PEER_HEADER, load_peer_secret
 from hunyuan_serve.config import DEFAULT_POOL, ConfigError
-from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.procs import pid_alive
-from hunyuan_serve.fleet.state import read_state
+from hunyuan_serve.run.health import State
+from hunyuan_serve.run.procs import pid_alive
+from hunyuan_serve.run.state import read_state
 
 _IN_FLIGHT = re.compile(r"^hunyuan_requests_in_flight(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
 

@@ -20,9 +20,9 @@ from typing import Any
 
 from hunyuan_serve import logrotate
 from hunyuan_serve.config import ServeConfig, config_to_yaml
-from hunyuan_serve.fleet.plan import ReplicaPlan
-from hunyuan_serve.fleet.seams import Clock, NginxControl, Prober, Runner
-from hunyuan_serve.fleet.state import write_text_atomic
+from hunyuan_serve.run.plan import ReplicaPlan
+from hunyuan_serve.run.seams import Clock, NginxControl, Prober, Runner
+from hunyuan_serve.run.state import write_text_atomic
 from hunyuan_serve.supervise import reload
 from hunyuan_serve.supervise.changes import Changes
 from hunyuan_serve.supervise.edge_task import EdgeTask

@@ -11,8 +11,8 @@ import pytest
 from bench.pool_stubs import routed_edge
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.rundir import worker_user
+from hunyuan_serve.run.health import State
+from hunyuan_serve.run.rundir import worker_user
 from tests.api.test_edge import client
 from tests.api.test_edge_bulk import JS_MODULE, _two_pools
 from tests.support.edge import edge_config, upstreams

@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from hunyuan_serve.families.chimera import fusion_prompt
-from hunyuan_serve.fleet.state import read_state
 from hunyuan_serve.languages import find_language
+from hunyuan_serve.run.state import read_state
 from tests.support.load import Load
 from tests.support.stacks import cli, free_ports, started, tiny_engine, wait_until
 

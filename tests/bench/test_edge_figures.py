@@ -14,7 +14,7 @@ from bench.targets import Hardware
 from hunyuan_serve.config import NginxConfig, build_config
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
+from hunyuan_serve.run.health import State
 
 
 @pytest.mark.parametrize(

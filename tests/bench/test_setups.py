@@ -228,7 +228,7 @@ def test_the_bench_modules_import_each_other_without_a_cycle() -> None:
 def test_the_stacks_replicas_are_metered_at_the_addresses_up_wrote(tmp_path: Path) -> None:
     import os
 
-    from hunyuan_serve.fleet.state import STATE_FILE, write_json_atomic
+    from hunyuan_serve.run.state import STATE_FILE, write_json_atomic
 
     assert (targets.replica_metrics(tmp_path), targets.ready_replicas(tmp_path)) == ([], 0)  # no state yet
     # Port 1 on loopback refuses at once: status's live in-flight probe finds nothing there.

@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from hunyuan_serve.edge.dialects import PEER_REFUSED
-from hunyuan_serve.fleet.events import read_events
-from hunyuan_serve.fleet.state import read_state
+from hunyuan_serve.run.events import read_events
+from hunyuan_serve.run.state import read_state
 from tests.support.gateway import GatewayRun
 from tests.support.load import Load
 from tests.support.stacks import cli, free_ports, started, tiny_up, wait_until

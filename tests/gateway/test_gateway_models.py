@@ -16,9 +16,9 @@ from hunyuan_serve.config import GatewayConfig, NginxConfig, build_config
 from hunyuan_serve.edge.controller import NginxController
 from hunyuan_serve.edge.layout import model_pool
 from hunyuan_serve.edge.render import render_nginx
-from hunyuan_serve.fleet.rundir import worker_user
 from hunyuan_serve.gateway.hosts import Fleet, parse_listing
 from hunyuan_serve.gateway.inventory import parse_inventory
+from hunyuan_serve.run.rundir import worker_user
 from tests.support.stacks import free_port
 
 MT, SMALL = "tencent/Hunyuan-MT-7B", "tencent/HY-MT1.5-1.8B"

@@ -19,8 +19,8 @@ from hunyuan_serve.edge.controller import NginxController
 from hunyuan_serve.edge.layout import GatewayFront
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.rundir import worker_user
+from hunyuan_serve.run.health import State
+from hunyuan_serve.run.rundir import worker_user
 from tests.support.edge import upstreams
 from tests.support.stacks import free_port
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from hunyuan_serve.config import build_config
-from hunyuan_serve.fleet.plan import plan_replicas
+from hunyuan_serve.run.plan import plan_replicas
 from tests.support.stacks import free_port
 
 TORCH_INIT = """

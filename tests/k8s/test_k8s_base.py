@@ -15,9 +15,9 @@ from hunyuan_serve.cli import build_parser
 from hunyuan_serve.config import build_config, config_from_args
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.plan import plan_replicas
 from hunyuan_serve.k8s import manifests
+from hunyuan_serve.run.health import State
+from hunyuan_serve.run.plan import plan_replicas
 
 from .kube import Doc, build, configmap_of, container, mount_of, of_kind, pod_spec, render, validate
 

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from bench import netns
-from hunyuan_serve.fleet.state import read_state
+from hunyuan_serve.run.state import read_state
 from tests.support.gateway import GatewayRun
 from tests.support.load import Load, Sent
 from tests.support.stacks import cli, free_ports, started, tiny_engine, wait_until

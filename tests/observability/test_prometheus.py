@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from hunyuan_serve.edge.targets import NGINX_FILE, REPLICAS_FILE, TARGETS_DIR
-from hunyuan_serve.fleet.events import read_events
-from hunyuan_serve.fleet.state import read_state
+from hunyuan_serve.run.events import read_events
+from hunyuan_serve.run.state import read_state
 from tests.support.stacks import cli, free_ports, started, tiny_engine, wait_until
 
 START_TIMEOUT_S = 420.0

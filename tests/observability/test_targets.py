@@ -10,8 +10,8 @@ import pytest
 
 from hunyuan_serve.edge.routing import routing_from_states
 from hunyuan_serve.edge.targets import NGINX_FILE, REPLICAS_FILE, TARGETS_DIR, write_targets
-from hunyuan_serve.fleet import state
-from hunyuan_serve.fleet.health import State
+from hunyuan_serve.run import state
+from hunyuan_serve.run.health import State
 
 NAMES = [("replica-0", "cpu:0"), ("replica-1", "cuda:1")]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from hunyuan_serve.config import ServeConfig, build_config
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.plan import plan_replicas
+from hunyuan_serve.run.health import State
+from hunyuan_serve.run.plan import plan_replicas
 from hunyuan_serve.systemd_unit import render_systemd
 
 REPO = Path(__file__).resolve().parents[2]

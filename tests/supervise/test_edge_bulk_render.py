@@ -9,8 +9,8 @@ import pytest
 from hunyuan_serve.config import build_config
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
 from hunyuan_serve.replica import priority
+from hunyuan_serve.run.health import State
 
 
 def _render(tmp_path: Path, overrides: dict[str, object], states: list[State]) -> str:

@@ -10,7 +10,7 @@ from hunyuan_serve.config import NginxConfig, build_config
 from hunyuan_serve.edge.capacity import edge_max_conns
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
+from hunyuan_serve.run.health import State
 from tests.support.edge import NGINX, nginx_t
 
 CPU_CAP = NginxConfig().cpu_max_conns

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hunyuan_serve.config import SupervisorConfig
-from hunyuan_serve.fleet import health
-from hunyuan_serve.fleet.health import Abandon, Exited, Kill, Probe, Reroute, Start, State, Tick
+from hunyuan_serve.run import health
+from hunyuan_serve.run.health import Abandon, Exited, Kill, Probe, Reroute, Start, State, Tick
 
 CFG = SupervisorConfig(
     unhealthy_threshold=3,

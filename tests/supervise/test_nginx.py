@@ -14,9 +14,9 @@ from hunyuan_serve.config import build_config
 from hunyuan_serve.edge.controller import NginxController, NginxError
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
-from hunyuan_serve.fleet.procs import pid_alive
-from hunyuan_serve.fleet.rundir import worker_user
+from hunyuan_serve.run.health import State
+from hunyuan_serve.run.procs import pid_alive
+from hunyuan_serve.run.rundir import worker_user
 from tests.support.stacks import free_port
 
 pytestmark = [

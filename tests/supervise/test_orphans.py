@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.config import build_config
-from hunyuan_serve.fleet.procs import children, cmdline, pid_alive
+from hunyuan_serve.run.procs import children, cmdline, pid_alive
 from hunyuan_serve.supervise.preflight import clear_leftovers
 from tests.support.stacks import free_port
 

@@ -18,8 +18,8 @@ import psutil
 import pytest
 import yaml
 
-from hunyuan_serve.fleet.events import read_events
-from hunyuan_serve.fleet.state import read_state
+from hunyuan_serve.run.events import read_events
+from hunyuan_serve.run.state import read_state
 from tests.support.stacks import alive, cli, free_ports, http_ok, spawn, started, stop, tail, wait_until
 
 READY_TIMEOUT_S = 300.0  # `up`, Nginx and a stand-in replica on a loaded two-core machine

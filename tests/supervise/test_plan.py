@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.config import ConfigError, build_config
-from hunyuan_serve.fleet.plan import cpu_groups, plan_replicas, with_replica_engine
+from hunyuan_serve.run.plan import cpu_groups, plan_replicas, with_replica_engine
 
 RUN = Path("/run/hs")
 
@@ -176,8 +176,8 @@ def test_replica_port_may_not_be_the_public_port() -> None:
 
 
 PURE = (
-    "fleet/health.py",
-    "fleet/plan.py",
+    "run/health.py",
+    "run/plan.py",
     "edge/routing.py",
     "edge/render.py",
     "edge/layout.py",
@@ -199,8 +199,8 @@ def test_pure_modules_import_no_effects(name: str) -> None:
             imported.add(node.module)
             imported.add(node.module.split(".")[0])
     assert not imported & FORBIDDEN
-    assert not {m for m in imported if m.startswith(("hunyuan_serve.fleet.", "hunyuan_serve.edge."))} - {
-        "hunyuan_serve.fleet.health",
-        "hunyuan_serve.fleet.plan",
+    assert not {m for m in imported if m.startswith(("hunyuan_serve.run.", "hunyuan_serve.edge."))} - {
+        "hunyuan_serve.run.health",
+        "hunyuan_serve.run.plan",
         *(f"hunyuan_serve.{p.removesuffix('.py').replace('/', '.')}" for p in PURE if p.startswith("edge/")),
     }

@@ -17,7 +17,7 @@ from hunyuan_serve import cli
 from hunyuan_serve.config import ConfigError, build_config, pool_from_flag, resolve_pools
 from hunyuan_serve.doctor import preflight_pools
 from hunyuan_serve.edge.targets import REPLICAS_FILE, TARGETS_DIR
-from hunyuan_serve.fleet.plan import plan_replicas, pools_of, with_pool_engine
+from hunyuan_serve.run.plan import plan_replicas, pools_of, with_pool_engine
 from hunyuan_serve.supervise import reload, status
 from hunyuan_serve.supervise.command import write_configs
 from tests.support.fakes import FakeSource

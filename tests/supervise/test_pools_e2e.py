@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from hunyuan_serve.edge.targets import REPLICAS_FILE, TARGETS_DIR
-from hunyuan_serve.fleet.events import read_events
-from hunyuan_serve.fleet.state import EVENTS_FILE, read_state
+from hunyuan_serve.run.events import read_events
+from hunyuan_serve.run.state import EVENTS_FILE, read_state
 from tests.support.load import Load
 from tests.support.stacks import alive, cli, free_ports, started, tiny_engine, wait_until
 

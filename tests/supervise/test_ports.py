@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from hunyuan_serve.fleet.ports import port_holders, port_problem
-from hunyuan_serve.fleet.state import read_state, write_json_atomic
+from hunyuan_serve.run.ports import port_holders, port_problem
+from hunyuan_serve.run.state import read_state, write_json_atomic
 from hunyuan_serve.supervise.status import collect_status, format_status, parse_in_flight
 from tests.support.stacks import free_port
 

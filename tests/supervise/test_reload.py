@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from hunyuan_serve.config import ServeConfig, build_config, resolve_pools
-from hunyuan_serve.fleet.plan import plan_replicas, replica_config
+from hunyuan_serve.run.plan import plan_replicas, replica_config
 from hunyuan_serve.supervise import reload, status
 from tests.support.fakes import FakeSource
 from tests.support.supervisor_sim import SETTINGS, Sim, Sims, settings_with

@@ -18,7 +18,7 @@ from hunyuan_serve.config import ConfigError, NginxConfig, build_config
 from hunyuan_serve.edge import dialects, filters, layout, render
 from hunyuan_serve.edge.layout import route_script
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
+from hunyuan_serve.run.health import State
 from tests.support.edge import NGINX, nginx_t
 
 from . import golden

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from hunyuan_serve.fleet.events import read_events
+from hunyuan_serve.run.events import read_events
 from tests.gpu.test_cuda_untouched import _model, _stubs
 from tests.gpu.test_gpu_facts import LISTING, QUERY
 from tests.support.stacks import cli, free_ports, started, wait_event

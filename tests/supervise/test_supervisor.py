@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.config import build_config
-from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas
-from hunyuan_serve.fleet.procs import SubprocessRunner
+from hunyuan_serve.run.plan import ReplicaPlan, plan_replicas
+from hunyuan_serve.run.procs import SubprocessRunner
 from tests.support.fakes import settle
 from tests.support.supervisor_sim import Sim, Sims, settings_with
 

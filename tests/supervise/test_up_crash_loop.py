@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 import hunyuan_serve.replica.command  # noqa: F401  # the replicas' own entry: a broken import chain fails here
-from hunyuan_serve.fleet.events import read_events
-from hunyuan_serve.fleet.state import read_state
+from hunyuan_serve.run.events import read_events
+from hunyuan_serve.run.state import read_state
 from tests.support.stacks import alive, cli, free_ports, started, stop, wait_until
 
 pytestmark = [

@@ -23,7 +23,7 @@ from hunyuan_serve.auth import KeyCheck
 from hunyuan_serve.config import ServeConfig, build_config
 from hunyuan_serve.edge.controller import NginxController
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.fleet.health import State
+from hunyuan_serve.run.health import State
 from tests.support.stacks import free_port
 
 KEYS = ("key-alpha-0123456789", "key-beta-9876543210")

@@ -1,4 +1,4 @@
-"""The fakes of the supervisor's and the gateway's seams (fleet.seams, reload.Source, discovery): one set.
+"""The fakes of the supervisor's and the gateway's seams (run.seams, reload.Source, discovery): one set.
 
 No sleeps, no processes, no sockets. The clock either wakes sleepers in deadline order when the test
 advances it (the supervisor's histories) or lets each sleep pass its time at once (`instant`: the gateway's
@@ -19,13 +19,13 @@ from typing import Any
 
 from hunyuan_serve.config import ConfigError, ServeConfig, build_config
 from hunyuan_serve.edge.controller import NginxError
-from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas
-from hunyuan_serve.fleet.probe import ProbeResult
-from hunyuan_serve.fleet.seams import Proc
 from hunyuan_serve.gateway.discovery import DiscoveryError
 from hunyuan_serve.gateway.hosts import HostListing
 from hunyuan_serve.logrotate import LogFile
 from hunyuan_serve.models import ModelError
+from hunyuan_serve.run.plan import ReplicaPlan, plan_replicas
+from hunyuan_serve.run.probe import ProbeResult
+from hunyuan_serve.run.seams import Proc
 from hunyuan_serve.supervise.reload import Prepared, Source
 
 

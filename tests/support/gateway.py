@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
-from hunyuan_serve.fleet.events import read_events
 from hunyuan_serve.gateway.loop import EVENTS_FILE, STATE_FILE
+from hunyuan_serve.run.events import read_events
 from tests.support.stacks import cli, wait_event
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve.config import ServeConfig, build_config
-from hunyuan_serve.fleet.plan import ReplicaPlan, plan_replicas
+from hunyuan_serve.run.plan import ReplicaPlan, plan_replicas
 from hunyuan_serve.supervise.reload import Source
 from hunyuan_serve.supervise.supervisor import Supervisor
 from tests.support.fakes import FakeClock, FakeNginx, FakeProber, FakeRunner

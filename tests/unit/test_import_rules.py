@@ -1,4 +1,4 @@
-"""Which package of hunyuan_serve may import which: the programs are peers over fleet/ and the pure core."""
+"""Which package of hunyuan_serve may import which: the programs are peers over run/ and the pure core."""
 
 from __future__ import annotations
 
@@ -16,23 +16,23 @@ ROOT = REPO / "hunyuan_serve"
 PROGRAMS = {"supervise", "gateway", "k8s", "replica", "client"}
 # Who may not be imported by whom (importer -> forbidden). Function-level imports count too.
 FORBIDDEN: dict[str, set[str]] = {
-    # The Nginx front sits on fleet/ (health states, the seams) and is driven by the programs that run an
+    # The Nginx front sits on run/ (health states, the seams) and is driven by the programs that run an
     # Nginx (supervise, gateway), render one (k8s, render_command) or answer in its error shapes
-    # (replica, auth: edge/dialects.py only, see EDGE_FOR_SHAPES); it imports none of them, fleet/ never
+    # (replica, auth: edge/dialects.py only, see EDGE_FOR_SHAPES); it imports none of them, run/ never
     # imports it, and the client reaches it over HTTP only.
     "edge": PROGRAMS | {"render_command", "cli"},
-    "fleet": PROGRAMS | {"render_command", "cli", "edge"},
+    "run": PROGRAMS | {"render_command", "cli", "edge"},
     "supervise": PROGRAMS - {"supervise"},
     "gateway": PROGRAMS - {"gateway"},
     "k8s": PROGRAMS - {"k8s"},
     # Document jobs translate files with the CLI's own formats and localize(): one pipeline for
     # files, whichever API they come through.
-    "replica": (PROGRAMS - {"replica", "client"}) | {"fleet"},
-    "client": (PROGRAMS - {"client"}) | {"fleet", "edge"},
+    "replica": (PROGRAMS - {"replica", "client"}) | {"run"},
+    "client": (PROGRAMS - {"client"}) | {"run", "edge"},
     # `prompt --glossary` reads glossary files with the client's parser
     "families": (PROGRAMS - {"client"}) | {"edge"},
-    "config": PROGRAMS | {"fleet", "families", "edge"},
-    "languages": PROGRAMS | {"fleet", "families", "config", "edge"},
+    "config": PROGRAMS | {"run", "families", "edge"},
+    "languages": PROGRAMS | {"run", "families", "config", "edge"},
 }
 # Who may import only the edge's error shapes, not the rest of the front: the replica answers in each
 # API's shape from the same table Nginx renders its own errors from; auth refuses keys in it.
@@ -59,9 +59,9 @@ ONLY: dict[str, set[str]] = {
     "tiny_model": {"families"},
     "systemd_unit": {"config", "templating"},
     # `doctor` checks what `up` will place: ports and plans, GPUs, models, the replica's device environment.
-    "doctor": {"config", "fleet", "gpu", "models", "replica"},
+    "doctor": {"config", "run", "gpu", "models", "replica"},
     # `render` writes what `up` and k8s would run: it composes them, nobody imports it.
-    "render_command": {"config", "edge", "fleet", "k8s", "supervise", "systemd_unit"},
+    "render_command": {"config", "edge", "run", "k8s", "supervise", "systemd_unit"},
 }
 FORBIDDEN.update({name: TOP_LEVEL - allowed for name, allowed in ONLY.items()})
 
@@ -199,10 +199,10 @@ def test_a_forbidden_tree_import_is_reported(tmp_path: Path, rel: str, source: s
     ("rel", "source", "expected"),
     [
         ("gateway/x.py", "from hunyuan_serve.supervise.command import x\n", "gateway imports supervise"),
-        ("fleet/x.py", "def f():\n    from hunyuan_serve import gateway\n", "fleet imports gateway"),
+        ("run/x.py", "def f():\n    from hunyuan_serve import gateway\n", "run imports gateway"),
         ("k8s/x.py", "import hunyuan_serve.supervise.plan\n", "k8s imports supervise"),
         ("edge/x.py", "from hunyuan_serve.gateway.loop import Gateway\n", "edge imports gateway"),
-        ("fleet/x.py", "from hunyuan_serve.edge.routing import Routing\n", "fleet imports edge"),
+        ("run/x.py", "from hunyuan_serve.edge.routing import Routing\n", "run imports edge"),
         ("client/x.py", "from hunyuan_serve.edge import dialects\n", "client imports edge"),
     ],
 )
@@ -211,8 +211,8 @@ def test_a_forbidden_import_is_reported(tmp_path: Path, rel: str, source: str, e
     root = tmp_path / "hunyuan_serve"
     (root / rel).parent.mkdir(parents=True)
     (root / rel).write_text(source, encoding="utf-8")
-    (root / "fleet").mkdir(exist_ok=True)
-    (root / "fleet" / "ok.py").write_text("from hunyuan_serve.config import ServeConfig\n", encoding="utf-8")
+    (root / "run").mkdir(exist_ok=True)
+    (root / "run" / "ok.py").write_text("from hunyuan_serve.config import ServeConfig\n", encoding="utf-8")
     assert [v.split(": ", 1)[1] for v in violations(root)] == [expected]
 
 

@@ -14,8 +14,8 @@ import pytest
 
 from hunyuan_serve.config import LogsConfig, NginxConfig, build_config
 from hunyuan_serve.edge.controller import NginxController
-from hunyuan_serve.fleet.rundir import worker_user
 from hunyuan_serve.logrotate import LogFile, due, files_in, rotate, rotate_due, rotated_names
+from hunyuan_serve.run.rundir import worker_user
 from tests.support.stacks import free_port
 
 

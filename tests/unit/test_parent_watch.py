@@ -11,9 +11,9 @@ import pytest
 from hunyuan_serve.config import build_config
 from hunyuan_serve.config.replica import PARENT_PID_ENV
 from hunyuan_serve.edge.controller import leftover_master
-from hunyuan_serve.fleet.procs import replicas_of
 from hunyuan_serve.replica.command import watch_parent
 from hunyuan_serve.replica.lifecycle import parent_gone, watched_parent
+from hunyuan_serve.run.procs import replicas_of
 
 CONF = Path("/run/hs/nginx/nginx.conf")
 MASTER = f"nginx: master process /usr/sbin/nginx -p /run/hs/nginx -c {CONF} -e /run/hs/nginx/logs/error.log"

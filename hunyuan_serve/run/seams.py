@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from hunyuan_serve.fleet.plan import ReplicaPlan
-from hunyuan_serve.fleet.probe import ProbeResult
 from hunyuan_serve.logrotate import LogFile
+from hunyuan_serve.run.plan import ReplicaPlan
+from hunyuan_serve.run.probe import ProbeResult
 
 
 class Proc(Protocol):

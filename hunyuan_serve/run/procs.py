@@ -10,8 +10,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
-from hunyuan_serve.fleet.plan import ReplicaPlan
-from hunyuan_serve.fleet.seams import Proc
+from hunyuan_serve.run.plan import ReplicaPlan
+from hunyuan_serve.run.seams import Proc
 
 
 async def spawn(

@@ -1,0 +1,1 @@
+"""Planning, running and watching replica processes: plans, ports, procs, probes, the health machine."""
