@@ -8,13 +8,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hunyuan_serve import __version__
 from hunyuan_serve.config import ConfigError, ServeConfig, config_from_args
 
 if TYPE_CHECKING:  # the builders load Jinja and the plan: only when a base is rendered, not per command line
     from hunyuan_serve.k8s.manifests import PodOptions
 
-DEFAULT_IMAGE = "hunyuan-serve:latest"
-DEFAULT_NGINX_IMAGE = "docker.io/library/nginx:1.26"
+# The images deploy/container/ builds (`make image`), tagged with the package's version.
+FRONT_IMAGE = f"hunyuan-serve-front:{__version__}"
 DEFAULT_NAMESPACE = "hunyuan-serve"
 DEFAULT_POD_CPU = "4"
 DEFAULT_POD_MEMORY = "16Gi"  # also the limit
@@ -31,13 +32,24 @@ device plugin picks the GPUs; each pod requests nvidia.com/gpu: tensor_parallel_
 are never read."""
 
 
+def replica_image(gpu: bool) -> str:
+    """This version's service image of the flavour a pool needs (deploy/container/build.sh tags it so;
+    a registry's name comes with --image)."""
+    return f"hunyuan-serve:{__version__}-{'gpu' if gpu else 'cpu'}"
+
+
 def add_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of `render k8s` (refused with the other render targets)."""
     group = parser.add_argument_group("k8s options (render k8s only)", POOLS_HELP)
     add = group.add_argument
     add("--out", metavar="DIR", help="Directory of the base: new, empty, or a previous render (replaced).")
-    add("--image", metavar="IMAGE", help=f"Replica image, yours to build (default {DEFAULT_IMAGE}).")
-    add("--nginx-image", metavar="IMAGE", help=f"Front Nginx image (default {DEFAULT_NGINX_IMAGE}).")
+    add(
+        "--image",
+        metavar="IMAGE",
+        help=f"Replica image (default {replica_image(False)} or {replica_image(True)} by the pool's "
+        "device: what `make image` builds).",
+    )
+    add("--nginx-image", metavar="IMAGE", help=f"Front Nginx image (default {FRONT_IMAGE}: `make image`).")
     add("--namespace", metavar="NS", help=f"Namespace of every object (default {DEFAULT_NAMESPACE}).")
     add("--pod-cpu", metavar="Q", help=f"CPU request of a replica pod (default {DEFAULT_POD_CPU}).")
     add(
@@ -69,8 +81,8 @@ def pod_options(args: argparse.Namespace) -> PodOptions:
     from hunyuan_serve.k8s.pools import dns_label
 
     return PodOptions(
-        image=_checked(args.image, DEFAULT_IMAGE, _IMAGE, "--image"),
-        nginx_image=_checked(args.nginx_image, DEFAULT_NGINX_IMAGE, _IMAGE, "--nginx-image"),
+        image=None if args.image is None else _checked(args.image, "", _IMAGE, "--image"),
+        nginx_image=_checked(args.nginx_image, FRONT_IMAGE, _IMAGE, "--nginx-image"),
         cpu=_checked(args.pod_cpu, DEFAULT_POD_CPU, _QUANTITY, "--pod-cpu"),
         memory=_checked(args.pod_memory, DEFAULT_POD_MEMORY, _QUANTITY, "--pod-memory"),
         model_pvc=dns_label(args.model_pvc, "--model-pvc") if args.model_pvc else None,

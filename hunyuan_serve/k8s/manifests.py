@@ -9,6 +9,7 @@ from typing import Any
 
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.gpu import CUDA_ENV
+from hunyuan_serve.k8s.command import replica_image
 from hunyuan_serve.k8s.pools import CONFIG_DIR, NAME, Pool
 
 Doc = dict[str, Any]
@@ -31,7 +32,7 @@ POOL_LABEL = f"{NAME}/pool"
 class PodOptions:
     """What Kubernetes needs beyond the config: images, pod sizes, where a model path comes from."""
 
-    image: str
+    image: str | None  # None: this version's image of the pool's flavour (replica_image)
     nginx_image: str
     cpu: str
     memory: str
@@ -162,7 +163,7 @@ def replica_container(pool: Pool, opts: PodOptions, mounts: list[Doc]) -> Doc:
     """`up`'s replica process as a container: the same argv, its config from the ConfigMap."""
     return {
         "name": "replica",
-        "image": opts.image,
+        "image": opts.image or replica_image(pool.gpus > 0),
         "imagePullPolicy": "IfNotPresent",
         "command": list(pool.plan.argv),
         "env": replica_env(pool),
