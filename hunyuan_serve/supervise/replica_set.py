@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hunyuan_serve.config import SupervisorConfig
+from hunyuan_serve.edge.driver import Move
 from hunyuan_serve.edge.routing import Routing, routing_from_states
 from hunyuan_serve.run import health
 from hunyuan_serve.run.health import Abandon, Kill, Reroute, Start, State
@@ -91,17 +92,18 @@ class ReplicaSet:
         return self._routed is not None and any(s.addr == addr and not s.down for s in self._routed.servers)
 
     def routed(self, routing: Routing) -> None:
-        """Nginx now routes by `routing`: the one place admitted and evicted events come from."""
-        was = {s.addr: not s.down for s in self._routed.servers} if self._routed else {}
-        now = {s.addr: not s.down for s in routing.servers}
+        """Nginx now routes by `routing` (the edge says so once a config took)."""
         self._routed = routing
-        for replica in self.known():  # by address: a reload adds servers and takes them away
-            addr, tag = replica.plan.addr, self._tag(replica)
-            if now.get(addr, False) and not was.get(addr, False):
-                self.emit("admitted", **tag, pid=replica.proc.pid if replica.proc else None)
-            elif was.get(addr, False) and not now.get(addr, False):
-                reason = "replaced by a reload" if replica.retiring else replica.health.reason
-                self.emit("evicted", **tag, state=replica.health.state.value, reason=reason)
+
+    def describe(self, move: Move) -> dict[str, Any] | None:
+        """What the admitted or evicted event of a server says of its replica; None: not one of ours."""
+        replica = next((r for r in self.known() if r.plan.addr == move.server.addr), None)
+        if replica is None:
+            return None
+        if move.kind == "admitted":
+            return {**self._tag(replica), "pid": replica.proc.pid if replica.proc else None}
+        reason = "replaced by a reload" if replica.retiring else replica.health.reason
+        return {**self._tag(replica), "state": replica.health.state.value, "reason": reason}
 
     # -- observations --------------------------------------------------------------------------
 

@@ -1,12 +1,12 @@
 """The one supervision loop: signals, observations and the clock in, the parts told what to do.
 
 The parts it holds, each owning its fields: the replica set (replica_set.py: health.step applied,
-processes launched and probed), the edge (edge_task.py: Nginx rendered, started, reloaded; `admitted`/
-`evicted` once Nginx has taken a config), the rolling reload (rolling.py: SIGHUP, `hunyuan-serve
-reload`, one replica at a time through the replica set) and the state file (state_file.py). They talk
-through the queue (whatever the loop must decide: signals, ticks, observations, Nginx's failure), the
-`reroute` event (the routing changed: the edge renders again) and `changes` (what a waiting step
-re-checks on).
+processes launched and probed), the edge task (edge_task.py: edge/driver.py's EdgeDriver kept on the
+latest routing; `admitted`/`evicted` once Nginx has taken a config), the rolling reload (rolling.py:
+SIGHUP, `hunyuan-serve reload`, one replica at a time through the replica set) and the state file
+(state_file.py). They talk through the queue (whatever the loop must decide: signals, ticks,
+observations, Nginx's failure), the `reroute` event (the routing changed: the edge renders again) and
+`changes` (what a waiting step re-checks on).
 """
 
 from __future__ import annotations
@@ -83,6 +83,7 @@ class Supervisor:
             worker_user=worker_user,
             view=self.replicas.routing,
             targets=self.replicas.targets,
+            describe=self.replicas.describe,
             routed=self.replicas.routed,
             failed=lambda error: self.queue.put_nowait(NginxFailed(error)),
             reroute=reroute,
