@@ -121,6 +121,9 @@ main() {
   if has_gpu; then
     flavour=gpu
     check_gpu_host
+    # Triton (vllm 0.33 compiles Hunyuan-MT with torch.compile) builds its CUDA driver module with a C
+    # compiler and the interpreter's headers on first use; without them the first start fails.
+    APT_PACKAGES+=(gcc libc6-dev "$(basename "$PYTHON")-dev")
   fi
   install_apt_packages
   prepare_venv "$VENV" "$flavour"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hunyuan_serve.compile_cache import check_first_start, check_triton_build, compile_facts
 from hunyuan_serve.config import ServeConfig, add_config_flags, config_from_args
 from hunyuan_serve.gpu import DeviceId, GpuFacts, find_gpu, memory_shortfall
 
@@ -52,6 +53,11 @@ class Facts:
     nginx: str | None = None  # path of the binary, None when missing
     nginx_binary: str = "nginx"
     ports: tuple[tuple[str, int, str | None], ...] = field(default_factory=tuple)
+    compiler: str | None = "cc"  # the C compiler Triton finds (cc on PATH), None when missing
+    python_headers: bool = True  # Python.h of this interpreter, which Triton's driver module includes
+    compiles: bool = True  # torch.compile at start (engine.enforce_eager off on a GPU)
+    startup_timeout_s: float = 900.0
+    compile_cache: str = ""  # where vLLM keeps compiled graphs (VLLM_CACHE_ROOT)
 
 
 @dataclass(frozen=True)
@@ -225,6 +231,8 @@ CHECKS: tuple[Callable[[Facts], Check], ...] = (
     check_nginx,
     check_ports,
     check_model,
+    check_triton_build,
+    check_first_start,
 )
 
 
@@ -314,6 +322,7 @@ def gather(
         nginx=shutil.which(cfg.nginx.binary),
         nginx_binary=cfg.nginx.binary,
         ports=tuple((host, port, port_problem(host, port)) for host, port in ports),
+        **compile_facts(cfg, device),
     )
 
 

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from hunyuan_serve.compile_cache import apply_compile_cache_env
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.families.base import Prompt
@@ -139,6 +140,7 @@ def apply_cuda_env(environ: MutableMapping[str, str]) -> None:
     started by hand gets it here): see hunyuan_serve.gpu.CUDA_ENV for why each one."""
     for key, value in CUDA_ENV:
         environ.setdefault(key, value)
+    apply_compile_cache_env(environ)
 
 
 @dataclass(frozen=True)

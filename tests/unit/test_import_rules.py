@@ -59,7 +59,9 @@ ONLY: dict[str, set[str]] = {
     "tiny_model": {"families"},
     "systemd_unit": {"config", "templating"},
     # `doctor` checks what `up` will place: ports and plans, GPUs, models, the replica's device environment.
-    "doctor": {"config", "run", "gpu", "models", "replica"},
+    "doctor": {"config", "run", "gpu", "models", "replica", "compile_cache"},
+    # The first compile's cache paths (the replica sets them) and doctor's rows on it, built as doctor's.
+    "compile_cache": {"config", "doctor"},
     # `render` writes what `up` and k8s would run: it composes them, nobody imports it.
     "render_command": {"config", "edge", "run", "k8s", "supervise", "systemd_unit"},
 }
