@@ -6,6 +6,7 @@ import os
 import resource
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 from collections.abc import Sequence
@@ -112,7 +113,8 @@ def pip_settings(config: str) -> dict[str, str]:
 def pip_mounts(scratch: Path) -> list[str]:
     """Build flags that hand this host's pip setup (its CA bundle, wheel store, local indexes,
     constraints) to the image's pip as read-only mounts, named by PIP_CONFIG_FILE: nothing in a layer."""
-    listed = subprocess.run(["pip", "config", "list"], capture_output=True, text=True, check=False).stdout
+    pip = [sys.executable, "-m", "pip", "config", "list"]
+    listed = subprocess.run(pip, capture_output=True, text=True, check=False).stdout
     settings = pip_settings(listed)
     conf = ConfigParser()
     conf["global"] = {}

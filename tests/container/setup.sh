@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the image test needs on the host, from Debian's packages: podman, runc (crun refuses hybrid
 # cgroup hosts such as CI's) and mmdebstrap (a base image where no registry can be reached).
+# catatonit: the pause process of the pods `podman kube play` starts.
 set -euo pipefail
-PACKAGES=(podman runc mmdebstrap uidmap)
+PACKAGES=(podman runc mmdebstrap uidmap catatonit)
 missing=()
 for pkg in "${PACKAGES[@]}"; do dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg"); done
 [ ${#missing[@]} -gt 0 ] || exit 0

@@ -17,7 +17,8 @@ import yaml
 from tests.container import podman
 from tests.container.podman import KEY
 
-pytestmark = [pytest.mark.container]
+# The first test of a cold cache waits for the image build (about 4 min here) in its setup.
+pytestmark = [pytest.mark.container, pytest.mark.timeout(1800)]
 
 COMPOSE = podman.ROOT / "deploy" / "compose"
 PROJECT = "hs-compose-test"

@@ -22,7 +22,8 @@ import pytest
 from tests.container import podman
 from tests.container.podman import KEY
 
-pytestmark = [pytest.mark.container]
+# The first test of a cold cache waits for the image build (about 4 min here) in its setup.
+pytestmark = [pytest.mark.container, pytest.mark.timeout(1800)]
 
 
 CHECKPOINT = "/models/hunyuan-mt-tiny"  # named like its generation: the prompt family is read from it
