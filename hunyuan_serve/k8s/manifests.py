@@ -21,6 +21,14 @@ KEYS_SECRET = f"{NAME}-keys"  # the user's (`kubectl create secret`); keys are n
 KEYS_SECRET_KEY = "keys.txt"
 HF_SECRET = f"{NAME}-hf"  # optional: key HF_TOKEN, for gated or private hub models
 HF_HOME = "/var/cache/huggingface"
+# vLLM's, Inductor's and Triton's compile caches on an emptyDir: it outlives a container's restart in
+# its pod, so a replica restarted by its liveness probe loads the compiled graphs instead of compiling.
+COMPILE_CACHE = "/var/cache/hunyuan-serve/compile"
+COMPILE_ENV = (
+    ("VLLM_CACHE_ROOT", f"{COMPILE_CACHE}/vllm"),
+    ("TORCHINDUCTOR_CACHE_DIR", f"{COMPILE_CACHE}/inductor"),
+    ("TRITON_CACHE_DIR", f"{COMPILE_CACHE}/triton"),
+)
 NGINX_CONF_DIR = "/etc/hunyuan-serve/nginx"
 NGINX_PREFIX = "/run/hunyuan-serve/nginx"  # Nginx's pid, logs/ and temp/ (emptyDirs)
 WEB_ROOT = "/usr/share/hunyuan-serve/web"
@@ -105,6 +113,7 @@ def replica_env(pool: Pool) -> list[Doc]:
     cache, and an optional hub token from a Secret."""
     env: list[Doc] = [{"name": k, "value": v} for k, v in CUDA_ENV] if pool.gpus else []
     env.append({"name": "HF_HOME", "value": HF_HOME})
+    env.extend({"name": k, "value": v} for k, v in COMPILE_ENV)
     token = {"secretKeyRef": {"name": HF_SECRET, "key": "HF_TOKEN", "optional": True}}
     env.append({"name": "HF_TOKEN", "valueFrom": token})
     return env
@@ -112,7 +121,7 @@ def replica_env(pool: Pool) -> list[Doc]:
 
 def mount_clashes(cfg: ServeConfig) -> list[str]:
     """Paths of the config that would land inside a directory the replica pod mounts for itself."""
-    own = (CONFIG_DIR, PurePosixPath("/dev/shm"), PurePosixPath(HF_HOME))
+    own = (CONFIG_DIR, PurePosixPath("/dev/shm"), PurePosixPath(HF_HOME), PurePosixPath(COMPILE_CACHE))
     asked = {
         "engine.model": cfg.engine.model if (cfg.engine.model or "").startswith("/") else None,
         "auth.keys_file": cfg.auth.keys_file,
@@ -134,11 +143,13 @@ def replica_volumes(cfg: ServeConfig, opts: PodOptions) -> tuple[list[Doc], list
         {"name": "config", "configMap": {"name": REPLICA_CONFIGMAP}},
         {"name": "shm", "emptyDir": {"medium": "Memory"}},
         {"name": "hf-cache", "emptyDir": {}},
+        {"name": "compile-cache", "emptyDir": {}},
     ]
     mounts: list[Doc] = [
         {"name": "config", "mountPath": str(CONFIG_DIR), "readOnly": True},
         {"name": "shm", "mountPath": "/dev/shm"},
         {"name": "hf-cache", "mountPath": HF_HOME},
+        {"name": "compile-cache", "mountPath": COMPILE_CACHE},
     ]
     model = cfg.engine.model or ""
     if model.startswith("/"):

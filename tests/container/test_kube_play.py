@@ -158,3 +158,5 @@ def test_the_rendered_base_runs_under_kube_play(image: str, checkpoint: Path, tm
             if path.exists():
                 podman.run(["kube", "down", str(path)], check=False, timeout=180)
         podman.run(["network", "rm", "-f", NETWORK], check=False)
+        # kube play keeps each ConfigMap as a volume of its name; kube down leaves them.
+        podman.remove_volumes(*of_kind(docs, "ConfigMap"))
