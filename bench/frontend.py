@@ -35,7 +35,8 @@ async def measure(model: str, count: int, core: int) -> dict[str, float | str]:
     from bench.targets import ENGINE  # the checkout's own: every one since 8177a55 has it
     from hunyuan_serve.families.build import build_prompt
     from hunyuan_serve.languages import find_language
-    from hunyuan_serve.replica.engine import Sampling, VllmEngine
+    from hunyuan_serve.replica.engine import VllmEngine
+    from hunyuan_serve.replica.engine_types import Sampling
 
     os.sched_setaffinity(0, {core})
     engine = VllmEngine(ENGINE, model, ignore_eos=True)

@@ -24,7 +24,8 @@ from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.families.detect import family_from_config, read_model_config
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine import Sampling, VllmEngine
+from hunyuan_serve.replica.engine import VllmEngine
+from hunyuan_serve.replica.engine_types import Sampling
 from hunyuan_serve.replica.sampling import replica_sampling
 
 

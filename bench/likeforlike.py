@@ -16,7 +16,7 @@ from hunyuan_serve.cores import core_ranges
 @dataclass(frozen=True)
 class Pin:
     """Where one engine or server runs: CPU cores (taskset plus vLLM's OpenMP binding, as `up` pins
-    its replicas: supervise/plan.py and replica.engine.apply_cpu_env), or one GPU."""
+    its replicas: supervise/plan.py and replica.device_env.apply_cpu_env), or one GPU."""
 
     cores: tuple[int, ...] = ()
     gpu: str = ""

@@ -189,7 +189,7 @@ def baseline_env(
     one-replica stack's) unless extra names one, numbered as nvidia-smi numbers it, with the rest of a
     GPU replica's environment; on CPU what vLLM's CPU build needs, ENGINE's KV-cache size included,
     its OpenMP threads bound to `cores` (default: every core this process may use)."""
-    from hunyuan_serve.replica.engine import apply_cpu_env, apply_cuda_env
+    from hunyuan_serve.replica.device_env import apply_cpu_env, apply_cuda_env
 
     env = server_env(extra)
     if hw.on_gpu:

@@ -41,7 +41,7 @@ class SerialEngine:
     ) -> tuple[str, int]:
         from hunyuan_serve.families.build import build_prompt
         from hunyuan_serve.languages import find_language
-        from hunyuan_serve.replica.engine import Sampling
+        from hunyuan_serve.replica.engine_types import Sampling
 
         prompt = build_prompt(self.family, find_language(source), find_language(target), text)
         # The lock is the baseline: one request through the model at a time, so nothing is batched.

@@ -22,7 +22,7 @@ from hunyuan_serve.replica import ops, priority
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.documents_worker import DocumentWorker
-from hunyuan_serve.replica.engine import Engine, Generation, Sampling
+from hunyuan_serve.replica.engine_types import Engine, Generation, Sampling
 from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Admission, Gate

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from hunyuan_serve.config import ServeConfig, add_config_flags, config_from_args
 
 if TYPE_CHECKING:
-    from hunyuan_serve.replica.engine import Engine
+    from hunyuan_serve.replica.engine_types import Engine
 
 # Test-only knob: random-weight checkpoints emit EOS at once, so tests that need long generations
 # (abort on disconnect, concurrent batching) make the engine ignore EOS. Never set in production.

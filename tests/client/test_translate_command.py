@@ -27,7 +27,7 @@ from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine import Generation, Sampling
+from hunyuan_serve.replica.engine_types import Generation, Sampling
 from tests.replica.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 UI = {

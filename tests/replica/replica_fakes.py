@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families.base import Prompt
-from hunyuan_serve.replica.engine import Delta, EngineStats, Generation, Sampling
+from hunyuan_serve.replica.engine_types import Delta, EngineStats, Generation, Sampling
 from tests.support.stacks import free_port
 
 

@@ -19,7 +19,7 @@ from hunyuan_serve.cache import (
     encode_answer,
 )
 from hunyuan_serve.families.base import Prompt
-from hunyuan_serve.replica.engine import Generation, Sampling
+from hunyuan_serve.replica.engine_types import Generation, Sampling
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.service import Translator
 from tests.support.redis_server import redis_server

@@ -10,7 +10,7 @@ from hunyuan_serve.cache import TranslationCache
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.languages import find_language
-from hunyuan_serve.replica.engine import Generation, Sampling
+from hunyuan_serve.replica.engine_types import Generation, Sampling
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.replica.service import Translator

@@ -10,14 +10,8 @@ import pytest
 
 from hunyuan_serve.cli import build_parser
 from hunyuan_serve.config import ConfigError, EngineConfig, config_from_args
-from hunyuan_serve.replica.engine import (
-    TorchFacts,
-    apply_cpu_env,
-    apply_cuda_env,
-    device_mismatch,
-    engine_kwargs,
-    stop_token_ids,
-)
+from hunyuan_serve.replica.device_env import TorchFacts, apply_cpu_env, apply_cuda_env, device_mismatch
+from hunyuan_serve.replica.engine import engine_kwargs, stop_token_ids
 
 
 def test_cpu_mapping_uses_float32_and_one_process_executor() -> None:

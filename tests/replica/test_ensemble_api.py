@@ -19,7 +19,7 @@ from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.chimera import fusion_prompt
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine import Generation, Sampling
+from hunyuan_serve.replica.engine_types import Generation, Sampling
 from hunyuan_serve.replica.ensemble import Fused, answer_fields, fusion_header, refusal_reason
 
 EN, ZH = find_language("en"), find_language("zh")

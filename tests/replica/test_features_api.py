@@ -17,7 +17,7 @@ from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine import Generation, Sampling
+from hunyuan_serve.replica.engine_types import Generation, Sampling
 
 # Small limits, so each bound is reachable in a test (and shown to come from the config).
 LIMITS = {

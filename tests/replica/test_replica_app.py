@@ -21,7 +21,7 @@ from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.build import canonical_family
 from hunyuan_serve.replica.apis import native
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine import Sampling
+from hunyuan_serve.replica.engine_types import Sampling
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.schema import default_max_tokens, parse_sampling

@@ -17,7 +17,7 @@ from hunyuan_serve.languages import AUTO, LANGUAGES
 from hunyuan_serve.replica import ensemble
 from hunyuan_serve.replica.apis import compat, sse
 from hunyuan_serve.replica.context import ReplicaContext, current
-from hunyuan_serve.replica.engine import Delta
+from hunyuan_serve.replica.engine_types import Delta
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.schema import TranslateRequest, parse_fuse, parse_translate

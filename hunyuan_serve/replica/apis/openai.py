@@ -17,7 +17,7 @@ from hunyuan_serve.edge.dialects import OPENAI
 from hunyuan_serve.replica.apis import sse
 from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR, Parsed, parse_chat, parse_completion
 from hunyuan_serve.replica.context import ReplicaContext, current
-from hunyuan_serve.replica.engine import Delta, Generation
+from hunyuan_serve.replica.engine_types import Delta, Generation
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.service import Completion, Outcome

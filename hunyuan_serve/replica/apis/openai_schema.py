@@ -15,7 +15,7 @@ from hunyuan_serve.families.build import families_with, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import Language, UnknownLanguage, find_language
 from hunyuan_serve.replica.context import ReplicaContext
-from hunyuan_serve.replica.engine import Sampling
+from hunyuan_serve.replica.engine_types import Sampling
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.schema import TranslateRequest, decode_body, parse_sampling
 

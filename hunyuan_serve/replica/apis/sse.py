@@ -11,7 +11,7 @@ from typing import Any
 
 from fastapi.responses import StreamingResponse
 
-from hunyuan_serve.replica.engine import Delta
+from hunyuan_serve.replica.engine_types import Delta
 from hunyuan_serve.replica.errors import ApiError, request_fault
 from hunyuan_serve.replica.http import Call
 
