@@ -131,12 +131,21 @@ def test_replica_flags_and_the_issue_spelling_of_port_and_host() -> None:
 
 
 def test_cuda_env_is_set_for_a_replica_started_by_hand_and_keeps_what_up_set() -> None:
-    environ = {"VLLM_WORKER_MULTIPROC_METHOD": "spawn", "CUDA_DEVICE_ORDER": "FASTEST_FIRST"}
+    environ = {
+        "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
+        "CUDA_DEVICE_ORDER": "FASTEST_FIRST",
+        "HOME": "/home/u",
+        "TRITON_CACHE_DIR": "/var/cache/triton",
+    }
     apply_cuda_env(environ)
     assert environ == {
         "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
         "CUDA_DEVICE_ORDER": "FASTEST_FIRST",
+        "HOME": "/home/u",
         "PYTORCH_NVML_BASED_CUDA_CHECK": "1",
+        # The first compile's caches beside vLLM's own (compile_cache.py), what is set kept.
+        "TORCHINDUCTOR_CACHE_DIR": "/home/u/.cache/vllm/inductor",
+        "TRITON_CACHE_DIR": "/var/cache/triton",
     }
 
 
