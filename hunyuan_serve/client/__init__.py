@@ -6,22 +6,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hunyuan_serve.client.api import (
-        AsyncTranslateClient,
-        Language,
-        TranslateClient,
-        TranslateError,
-        Translation,
-    )
+    from hunyuan_serve.client.api import AsyncTranslateClient, TranslateClient
     from hunyuan_serve.client.settings import ClientSettings
+    from hunyuan_serve.client.wire import Language, TranslateError, Translation
 
 # Loaded on first use, so `hunyuan-serve --help` does not pay for httpx.
 _EXPORTS = {
     "AsyncTranslateClient": "hunyuan_serve.client.api",
-    "Language": "hunyuan_serve.client.api",
+    "Language": "hunyuan_serve.client.wire",
     "TranslateClient": "hunyuan_serve.client.api",
-    "TranslateError": "hunyuan_serve.client.api",
-    "Translation": "hunyuan_serve.client.api",
+    "TranslateError": "hunyuan_serve.client.wire",
+    "Translation": "hunyuan_serve.client.wire",
     "ClientSettings": "hunyuan_serve.client.settings",
 }
 

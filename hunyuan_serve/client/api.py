@@ -6,12 +6,12 @@ import asyncio
 import random
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpx
 
-from hunyuan_serve.client.settings import FINAL_CODES, ClientSettings, parse_retry_after, retry_delay
+from hunyuan_serve.client.retry import RetryHook, RetryPolicy
+from hunyuan_serve.client.settings import ClientSettings
 from hunyuan_serve.client.width import (
     BULK_TEXTS_HEADER,
     Width,
@@ -19,175 +19,25 @@ from hunyuan_serve.client.width import (
     parse_bulk_texts,
     requests_in_flight,
 )
+from hunyuan_serve.client.wire import (
+    Instructions,
+    Language,
+    Terms,
+    Translation,
+    http_options,
+    parse_batch,
+    parse_languages,
+    parse_one,
+    payload,
+)
 
 T = TypeVar("T")
 Progress = Callable[[int, int], None]  # (texts done, texts total)
-RetryHook = Callable[[int, float, "TranslateError"], None]  # (attempt, delay, error)
 Sleep = Callable[[float], Awaitable[None]]  # how a retry waits; tests record the delays instead
-# A glossary the service applies itself: {term: translation}, or [{"source": term, "target": translation}].
-Terms = Mapping[str, str] | Sequence[Mapping[str, str]]
-
-
-class TranslateError(Exception):
-    """A request the service refused or that could not be completed after the retries allowed."""
-
-    def __init__(self, status: int | None, code: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(f"{status or 'no response'} {code}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.retry_after = retry_after
-
-
-@dataclass(frozen=True)
-class Translation:
-    text: str
-    result: str
-    cached: bool = False
-    latency_ms: float | None = None
-    request_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Language:
-    code: str
-    name: str
-    native_name: str = ""
-
-
-@dataclass(frozen=True)
-class Instructions:
-    """What the service is told besides the text; each field is sent only when given."""
-
-    glossary: Terms | None = None
-    context: str | None = None  # the text that comes before, for the family's contextual prompt
-    style: str | None = None  # the style the translation should take (families with a style prompt)
-
-    def fields(self) -> dict[str, Any]:
-        """The /translate body fields: a mapping glossary as an object, a list as a list of objects."""
-        fields: dict[str, Any] = {}
-        if self.glossary:
-            glossary = self.glossary
-            fields["glossary"] = (
-                dict(glossary) if isinstance(glossary, Mapping) else [dict(t) for t in glossary]
-            )
-        fields.update(
-            {key: value for key, value in (("context", self.context), ("style", self.style)) if value}
-        )
-        return fields
-
-
-def _payload(
-    texts: str | Sequence[str],
-    target: str,
-    source: str | None,
-    options: Mapping[str, Any] | None,
-    instructions: Instructions,
-) -> dict[str, Any]:
-    body: dict[str, Any] = {"text": texts} if isinstance(texts, str) else {"texts": list(texts)}
-    body["target_lang"] = target
-    if source:
-        body["source_lang"] = source
-    body.update(instructions.fields())
-    body.update({k: v for k, v in (options or {}).items() if v is not None})
-    return body
-
-
-def error_from_response(response: httpx.Response) -> TranslateError:
-    """The service's {"error": {"code", "message"}} as an exception (or the raw body when not JSON)."""
-    retry_after = parse_retry_after(response.headers.get("Retry-After"))
-    code, message = "http_error", response.text.strip()[:500] or response.reason_phrase
-    try:
-        data = response.json()
-    except ValueError:
-        data = None
-    if isinstance(data, dict) and isinstance(data.get("error"), dict):
-        code = str(data["error"].get("code", code))
-        message = str(data["error"].get("message", message))
-    elif isinstance(data, dict) and "detail" in data:
-        message = str(data["detail"])
-    return TranslateError(response.status_code, code, message, retry_after)
-
-
-def _parse_batch(response: httpx.Response, texts: Sequence[str]) -> list[Translation]:
-    data = response.json()
-    results = data.get("results") if isinstance(data, dict) else None
-    if not isinstance(results, list) or len(results) != len(texts):
-        raise TranslateError(response.status_code, "bad_response", f"expected {len(texts)} results")
-    cached = data.get("cached")
-    flags = cached if isinstance(cached, list) and len(cached) == len(texts) else [False] * len(texts)
-    return [
-        Translation(text, str(result), bool(flag), data.get("latency_ms"), data.get("request_id"))
-        for text, result, flag in zip(texts, results, flags, strict=True)
-    ]
-
-
-def _parse_one(response: httpx.Response, text: str) -> Translation:
-    data = response.json()
-    if not isinstance(data, dict) or not isinstance(data.get("result"), str):
-        raise TranslateError(response.status_code, "bad_response", "no 'result' in the response")
-    return Translation(
-        text, data["result"], bool(data.get("cached")), data.get("latency_ms"), data.get("request_id")
-    )
-
-
-def _parse_languages(response: httpx.Response) -> list[Language]:
-    data = response.json()
-    return [
-        Language(str(item["code"]), str(item.get("name", item["code"])), str(item.get("native_name", "")))
-        for item in data.get("languages", [])
-    ]
 
 
 def _chunks(texts: Sequence[str], size: int) -> list[list[str]]:
     return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
-
-
-def _http_options(settings: ClientSettings) -> dict[str, Any]:
-    headers = {"User-Agent": settings.user_agent, "X-Priority": settings.priority}
-    if settings.api_key is not None:
-        headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
-    return {
-        "base_url": settings.base_url,
-        "timeout": httpx.Timeout(
-            connect=settings.connect_timeout_s,
-            read=settings.read_timeout_s,
-            write=settings.write_timeout_s,
-            pool=settings.pool_timeout_s,
-        ),
-        "limits": httpx.Limits(
-            max_connections=settings.max_connections,
-            max_keepalive_connections=settings.max_keepalive_connections,
-            keepalive_expiry=settings.keepalive_expiry_s,
-        ),
-        "headers": headers,
-    }
-
-
-class _RetryPolicy:
-    """Decides after each try whether to retry and how long to wait first."""
-
-    def __init__(self, settings: ClientSettings, on_retry: RetryHook | None, rand: Callable[[], float]):
-        self.settings = settings
-        self.on_retry = on_retry
-        self.rand = rand
-
-    def failure(self, response: httpx.Response | None, err: httpx.TransportError | None) -> TranslateError:
-        if response is None:
-            return TranslateError(None, "connection_error", f"{type(err).__name__}: {err}")
-        return error_from_response(response)
-
-    def delay(self, attempt: int, failure: TranslateError) -> float | None:
-        """Seconds to wait before retrying, or None when the failure is final."""
-        retryable = failure.status is None or (
-            failure.status in self.settings.retry_statuses and failure.code not in FINAL_CODES
-        )
-        if not retryable or attempt >= self.settings.max_retries:
-            return None
-        seconds = retry_delay(self.settings, attempt, failure.retry_after, self.rand)
-        if self.on_retry is not None:
-            self.on_retry(attempt + 1, seconds, failure)
-        return seconds
 
 
 class AsyncTranslateClient:
@@ -203,13 +53,13 @@ class AsyncTranslateClient:
         headers: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings or ClientSettings()
-        self._policy = _RetryPolicy(self.settings, on_retry, rand)
+        self._policy = RetryPolicy(self.settings, on_retry, rand)
         self._sleep = sleep
         # One request holds a slot per try, not while it backs off: a waiting retry blocks no one.
         self._slots = Width(requests_in_flight(self.settings, None))
         # map_batches' workers take a batch only inside this one, so a batch is taken when it can be sent.
         self._workers = Width(self._slots.limit)
-        options = _http_options(self.settings)
+        options = http_options(self.settings)
         # headers: sent with every request (a replica's document job sends its owner's API key so).
         options["headers"] = {**options["headers"], **(headers or {})}
         self._http = httpx.AsyncClient(**options)
@@ -252,8 +102,8 @@ class AsyncTranslateClient:
         context: str | None = None,
         style: str | None = None,
     ) -> Translation:
-        body = _payload(text, target, source, options, Instructions(glossary, context, style))
-        return _parse_one(await self._request("POST", "/translate", body), text)
+        body = payload(text, target, source, options, Instructions(glossary, context, style))
+        return parse_one(await self._request("POST", "/translate", body), text)
 
     async def translate_texts(
         self,
@@ -269,8 +119,8 @@ class AsyncTranslateClient:
         """One batch request; the service bounds how many texts it takes at once."""
         if not texts:
             return []
-        body = _payload(texts, target, source, options, Instructions(glossary, context, style))
-        return _parse_batch(await self._request("POST", "/translate", body), texts)
+        body = payload(texts, target, source, options, Instructions(glossary, context, style))
+        return parse_batch(await self._request("POST", "/translate", body), texts)
 
     async def map_batches(
         self,
@@ -336,7 +186,7 @@ class AsyncTranslateClient:
         return [t for batch in await self.map_batches(texts, one, progress) for t in batch]
 
     async def languages(self) -> list[Language]:
-        return _parse_languages(await self._request("GET", "/languages"))
+        return parse_languages(await self._request("GET", "/languages"))
 
     async def health(self) -> tuple[int, dict[str, Any]]:
         """Status code and body of GET /health, without retries (a 503 is an answer here)."""

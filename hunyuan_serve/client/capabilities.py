@@ -69,7 +69,7 @@ async def check_request(client: Any, args: argparse.Namespace, terms: Any = None
 
     Found before any batch is sent, or else every segment would be refused one by one.
     """
-    from hunyuan_serve.client.api import TranslateError
+    from hunyuan_serve.client.wire import TranslateError
 
     instructed = bool(args.context or args.style or terms)
     if not instructed and await _languages_known(client, args.target, args.source):
@@ -95,7 +95,7 @@ async def check_request(client: Any, args: argparse.Namespace, terms: Any = None
 
 async def _languages_known(client: Any, target: str, source: str | None) -> bool:
     """Whether /languages lists both codes (or the service has no /languages: the first batch will tell)."""
-    from hunyuan_serve.client.api import TranslateError
+    from hunyuan_serve.client.wire import TranslateError
 
     try:
         languages = await client.languages()

@@ -11,10 +11,11 @@ from typing import Any
 
 import httpx
 
-from hunyuan_serve.client.api import AsyncTranslateClient, Progress, TranslateError, Translation
+from hunyuan_serve.client.api import AsyncTranslateClient, Progress
 from hunyuan_serve.client.glossary import Glossary
 from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment
 from hunyuan_serve.client.store import TranslationStore, cache_profile
+from hunyuan_serve.client.wire import TranslateError, Translation
 from hunyuan_serve.families.format_tags import wrap
 
 _Send = Callable[[list[str]], Awaitable[list[Translation]]]  # one batch request, all else bound

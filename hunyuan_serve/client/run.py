@@ -69,9 +69,10 @@ def _same_file(a: str, b: str) -> bool:
 async def translate(
     args: argparse.Namespace, settings: ClientSettings, loaded: Any, glossary: Any, options: dict[str, Any]
 ) -> int:
-    from hunyuan_serve.client.api import AsyncTranslateClient, TranslateError
+    from hunyuan_serve.client.api import AsyncTranslateClient
     from hunyuan_serve.client.localize import localize
     from hunyuan_serve.client.store import TranslationStore, default_cache_path
+    from hunyuan_serve.client.wire import TranslateError
 
     def on_retry(attempt: int, delay: float, error: TranslateError) -> None:
         if attempt == 1 or attempt == settings.max_retries:

@@ -7,9 +7,9 @@ import argparse
 import httpx
 import pytest
 
-from hunyuan_serve.client.api import _http_options
 from hunyuan_serve.client.cli import add_parser, settings_from_args
 from hunyuan_serve.client.settings import API_KEY_ENV, ClientSettings
+from hunyuan_serve.client.wire import http_options
 
 KEY = "sk-client-key-3e2d1c"
 
@@ -21,7 +21,7 @@ def _sent_authorization(settings: ClientSettings) -> str | None:
         seen.append(request.headers.get("authorization"))
         return httpx.Response(200, json={})
 
-    with httpx.Client(transport=httpx.MockTransport(answer), **_http_options(settings)) as client:
+    with httpx.Client(transport=httpx.MockTransport(answer), **http_options(settings)) as client:
         client.post("/translate", json={"text": "x"})
     return seen[0]
 

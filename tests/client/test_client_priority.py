@@ -6,8 +6,8 @@ import httpx
 import pydantic
 import pytest
 
-from hunyuan_serve.client.api import _http_options
 from hunyuan_serve.client.settings import ClientSettings
+from hunyuan_serve.client.wire import http_options
 
 
 def _sent_header(settings: ClientSettings) -> str:
@@ -17,7 +17,7 @@ def _sent_header(settings: ClientSettings) -> str:
         seen.append(request.headers["x-priority"])
         return httpx.Response(200, json={})
 
-    with httpx.Client(transport=httpx.MockTransport(answer), **_http_options(settings)) as client:
+    with httpx.Client(transport=httpx.MockTransport(answer), **http_options(settings)) as client:
         client.post("/translate", json={"text": "x"})
     return seen[0]
 

@@ -1,0 +1,146 @@
+"""The service's request bodies and answers as the clients send and read them, and their HTTP options."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from hunyuan_serve.client.settings import ClientSettings, parse_retry_after
+
+# A glossary the service applies itself: {term: translation}, or [{"source": term, "target": translation}].
+Terms = Mapping[str, str] | Sequence[Mapping[str, str]]
+
+
+class TranslateError(Exception):
+    """A request the service refused or that could not be completed after the retries allowed."""
+
+    def __init__(self, status: int | None, code: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(f"{status or 'no response'} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Translation:
+    text: str
+    result: str
+    cached: bool = False
+    latency_ms: float | None = None
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str
+    name: str
+    native_name: str = ""
+
+
+@dataclass(frozen=True)
+class Instructions:
+    """What the service is told besides the text; each field is sent only when given."""
+
+    glossary: Terms | None = None
+    context: str | None = None  # the text that comes before, for the family's contextual prompt
+    style: str | None = None  # the style the translation should take (families with a style prompt)
+
+    def fields(self) -> dict[str, Any]:
+        """The /translate body fields: a mapping glossary as an object, a list as a list of objects."""
+        fields: dict[str, Any] = {}
+        if self.glossary:
+            glossary = self.glossary
+            fields["glossary"] = (
+                dict(glossary) if isinstance(glossary, Mapping) else [dict(t) for t in glossary]
+            )
+        fields.update(
+            {key: value for key, value in (("context", self.context), ("style", self.style)) if value}
+        )
+        return fields
+
+
+def payload(
+    texts: str | Sequence[str],
+    target: str,
+    source: str | None,
+    options: Mapping[str, Any] | None,
+    instructions: Instructions,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"text": texts} if isinstance(texts, str) else {"texts": list(texts)}
+    body["target_lang"] = target
+    if source:
+        body["source_lang"] = source
+    body.update(instructions.fields())
+    body.update({k: v for k, v in (options or {}).items() if v is not None})
+    return body
+
+
+def error_from_response(response: httpx.Response) -> TranslateError:
+    """The service's {"error": {"code", "message"}} as an exception (or the raw body when not JSON)."""
+    retry_after = parse_retry_after(response.headers.get("Retry-After"))
+    code, message = "http_error", response.text.strip()[:500] or response.reason_phrase
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and isinstance(data.get("error"), dict):
+        code = str(data["error"].get("code", code))
+        message = str(data["error"].get("message", message))
+    elif isinstance(data, dict) and "detail" in data:
+        message = str(data["detail"])
+    return TranslateError(response.status_code, code, message, retry_after)
+
+
+def parse_batch(response: httpx.Response, texts: Sequence[str]) -> list[Translation]:
+    data = response.json()
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list) or len(results) != len(texts):
+        raise TranslateError(response.status_code, "bad_response", f"expected {len(texts)} results")
+    cached = data.get("cached")
+    flags = cached if isinstance(cached, list) and len(cached) == len(texts) else [False] * len(texts)
+    return [
+        Translation(text, str(result), bool(flag), data.get("latency_ms"), data.get("request_id"))
+        for text, result, flag in zip(texts, results, flags, strict=True)
+    ]
+
+
+def parse_one(response: httpx.Response, text: str) -> Translation:
+    data = response.json()
+    if not isinstance(data, dict) or not isinstance(data.get("result"), str):
+        raise TranslateError(response.status_code, "bad_response", "no 'result' in the response")
+    return Translation(
+        text, data["result"], bool(data.get("cached")), data.get("latency_ms"), data.get("request_id")
+    )
+
+
+def parse_languages(response: httpx.Response) -> list[Language]:
+    data = response.json()
+    return [
+        Language(str(item["code"]), str(item.get("name", item["code"])), str(item.get("native_name", "")))
+        for item in data.get("languages", [])
+    ]
+
+
+def http_options(settings: ClientSettings) -> dict[str, Any]:
+    headers = {"User-Agent": settings.user_agent, "X-Priority": settings.priority}
+    if settings.api_key is not None:
+        headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    return {
+        "base_url": settings.base_url,
+        "timeout": httpx.Timeout(
+            connect=settings.connect_timeout_s,
+            read=settings.read_timeout_s,
+            write=settings.write_timeout_s,
+            pool=settings.pool_timeout_s,
+        ),
+        "limits": httpx.Limits(
+            max_connections=settings.max_connections,
+            max_keepalive_connections=settings.max_keepalive_connections,
+            keepalive_expiry=settings.keepalive_expiry_s,
+        ),
+        "headers": headers,
+    }
