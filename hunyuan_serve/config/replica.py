@@ -76,8 +76,8 @@ class ReplicaConfig(Section):
     cache_busy_timeout_s: float = Field(
         5.0, gt=0, description="Longest wait for another replica's lock on the cache file; then a miss."
     )
-    # The cache shared across hosts (hunyuan_serve/cache.py RedisCache). Its timeouts are short: Redis
-    # trouble costs a miss, never a held request.
+    # The cache shared across hosts (hunyuan_serve/cache/redis_layer.py RedisCache). Its timeouts are
+    # short: Redis trouble costs a miss, never a held request.
     cache_redis_url: str | None = Field(
         None,
         description="Redis cache shared by every host, e.g. redis://10.0.0.9:6379/0 (instead of cache_path).",

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from hunyuan_serve import auth
-from hunyuan_serve.cache import TranslationCache
+from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.edge.dialects import dialect_of
 from hunyuan_serve.families.base import Family

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
-from hunyuan_serve.cache import TranslationCache
+from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import SamplingDefaults
 from hunyuan_serve.families.base import Family

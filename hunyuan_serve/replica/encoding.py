@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from hunyuan_serve.cache import LruCache
+from hunyuan_serve.cache.memory import LruCache
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.replica.errors import NoChatTemplate
 

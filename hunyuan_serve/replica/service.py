@@ -12,15 +12,9 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hunyuan_serve.cache import (
-    CachedAnswer,
-    TranslationCache,
-    cache_key,
-    decode_answer,
-    encode_answer,
-    key_prefix,
-    keyed_text,
-)
+from hunyuan_serve.cache.entry import CachedAnswer, decode_answer, encode_answer
+from hunyuan_serve.cache.key import cache_key, key_prefix, keyed_text
+from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.families import format_tags
 from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hunyuan_serve.cache import RedisSettings
+from hunyuan_serve.cache.redis_layer import RedisSettings
 from hunyuan_serve.config import ServeConfig, default_run_dir
 from hunyuan_serve.storage.jobs import Documents
 from hunyuan_serve.storage.jobs_redis import RedisDocumentJobs

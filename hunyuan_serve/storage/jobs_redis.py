@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from hunyuan_serve.cache import RedisSettings, redacted, redis_errors
+from hunyuan_serve.cache.redis_layer import RedisSettings, redacted, redis_errors
 from hunyuan_serve.storage.backend import StoreUnavailable
 from hunyuan_serve.storage.jobs import JOB_FIELDS, Job
 

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from hunyuan_serve.cache import RedisSettings, redacted, redis_client, redis_errors
+from hunyuan_serve.cache.redis_layer import RedisSettings, redacted, redis_client, redis_errors
 from hunyuan_serve.storage.backend import StoreUnavailable, open_wal
 from hunyuan_serve.storage.glossary import Glossary
 

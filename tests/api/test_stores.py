@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve import auth
-from hunyuan_serve.cache import RedisSettings
+from hunyuan_serve.cache.redis_layer import RedisSettings
 from hunyuan_serve.config import ConfigError, ServeConfig
 from hunyuan_serve.replica import glossaries as g
 from hunyuan_serve.storage.backend import StoreUnavailable

@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hunyuan_serve.cache import cache_key, key_prefix, keyed_text
+from hunyuan_serve.cache.key import cache_key, key_prefix, keyed_text
 
 
 def one_dump(

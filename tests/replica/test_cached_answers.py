@@ -10,14 +10,9 @@ from pathlib import Path
 import pytest
 from replica_fakes import FakeEngine
 
-from hunyuan_serve.cache import (
-    ANSWER_FORMAT,
-    CachedAnswer,
-    RedisSettings,
-    TranslationCache,
-    decode_answer,
-    encode_answer,
-)
+from hunyuan_serve.cache.entry import ANSWER_FORMAT, CachedAnswer, decode_answer, encode_answer
+from hunyuan_serve.cache.layers import TranslationCache
+from hunyuan_serve.cache.redis_layer import RedisSettings
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.replica.engine_types import Generation, Sampling
 from hunyuan_serve.replica.metrics import Metrics

@@ -6,7 +6,7 @@ import asyncio
 
 from replica_fakes import FakeEngine
 
-from hunyuan_serve.cache import TranslationCache
+from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.languages import find_language

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
-from hunyuan_serve.cache import cache_key
+from hunyuan_serve.cache.key import cache_key
 from hunyuan_serve.families import sampling_defaults
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.chimera import fusion_prompt

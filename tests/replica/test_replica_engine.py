@@ -21,7 +21,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from hunyuan_serve.cache import decode_answer
+from hunyuan_serve.cache.entry import decode_answer
 from tests.support.bodies import check, raw_bytes
 from tests.support.stacks import cli, free_port, started, stop, wait_until
 

@@ -6,7 +6,9 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from hunyuan_serve.cache import LruCache, TranslationCache, cache_key
+from hunyuan_serve.cache.key import cache_key
+from hunyuan_serve.cache.layers import TranslationCache
+from hunyuan_serve.cache.memory import LruCache
 from hunyuan_serve.families import HUNYUAN_MT, sampling_defaults
 
 SAMPLING = {**sampling_defaults(HUNYUAN_MT).as_dict(), "max_tokens": 64}

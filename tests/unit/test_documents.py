@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hunyuan_serve.cache import RedisSettings
+from hunyuan_serve.cache.redis_layer import RedisSettings
 from hunyuan_serve.replica import documents as d
 from hunyuan_serve.replica.documents_files import read
 from hunyuan_serve.storage.jobs import Documents, Job
