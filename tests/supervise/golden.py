@@ -19,7 +19,7 @@ SAMPLE_CONFIG = "/etc/hunyuan-serve/config.yaml"
 GOLDEN_NGINX = REPO / "deploy" / "nginx" / "example-3gpu.conf"
 GOLDEN_SYSTEMD = REPO / "deploy" / "systemd" / "hunyuan-serve.service"
 GOLDEN_POOLS = REPO / "deploy" / "nginx" / "example-2pools.conf"
-SAMPLE_ROUTE_JS = SAMPLE_WEB_ROOT.parent / "templates" / "nginx" / "route.js"
+SAMPLE_ROUTE_JS = SAMPLE_WEB_ROOT.parent / "edge" / "templates" / "route.js"
 
 
 def sample_config() -> ServeConfig:
