@@ -105,8 +105,9 @@ BULK_ERRORS = {
 
 
 def edge_status(code: str) -> int:
-    """The status of an error Nginx makes itself (EDGE_ERRORS, POOL_ERRORS); 500 for any other code."""
-    return {**EDGE_ERRORS, **POOL_ERRORS}.get(code, (500, ""))[0]
+    """The status of an error Nginx makes itself (EDGE_ERRORS, POOL_ERRORS, BULK_ERRORS); 500 for any
+    other code."""
+    return {**EDGE_ERRORS, **POOL_ERRORS, **BULK_ERRORS}.get(code, (500, ""))[0]
 
 
 # The replicas' own route to one pool (/_hs/pool/NAME/) refuses every other caller with this, natively.

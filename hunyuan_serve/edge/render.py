@@ -120,7 +120,7 @@ def edge_errors(cfg: ServeConfig, *, pooled: bool = False, bulk: bool = False) -
     errors = {**EDGE_ERRORS, **(POOL_ERRORS if pooled else {}), **(BULK_ERRORS if bulk else {})}
     for code, (status, message) in errors.items():
         text = message.format(limit=cfg.nginx.client_max_body_size, model="{model}")
-        bodies = {d.name: nginx_json(d.error(code, text)) for d in DIALECTS}
+        bodies = {d.name: nginx_json(d.error(code, text, status)) for d in DIALECTS}
         table[code] = {"status": status, "bodies": bodies, "page": code not in POOL_ERRORS}
     return table
 
