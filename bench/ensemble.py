@@ -157,7 +157,7 @@ def report(rounds: list[Round], args: argparse.Namespace) -> str:
     single_rps, ens_rps = med("single", "per_s"), med("ensemble", "per_s")
     single_p95, ens_p95 = med("single", "p95_ms"), med("ensemble", "p95_ms")
     lines = [
-        "# Ensemble requests against single ones (issue 19)",
+        "# Ensemble requests against single ones",
         "",
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. One `up`, pools `mt` (tiny Hunyuan-MT, "
         f"core 0) and `chimera` (tiny Hunyuan-MT-Chimera, core 1), one replica each; {args.requests} unique "

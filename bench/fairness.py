@@ -139,7 +139,7 @@ def report(f: Figures, args: argparse.Namespace) -> str:
     """The Markdown report: the setup, every phase's figures, and each target met or not."""
     a, b = f.pair
     lines = [
-        "# Interactive and bulk work on one stack (issue 21)",
+        "# Interactive and bulk work on one stack",
         "",
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. `up --replicas 2` (CPU, tiny model, "
         "engine.scheduling_policy priority, cache off, EOS ignored, max_tokens "

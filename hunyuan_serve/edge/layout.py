@@ -53,7 +53,7 @@ class EdgePool:
         return sum(not s.down for s in self.upstream.servers)
 
 
-def served_name(cfg: ServeConfig) -> str:
+def pool_model_name(cfg: ServeConfig) -> str:
     """The model a pool's replicas report (in /v1/models and every answer's `model`), and so the one
     name the edge routes to them: engine.served_model_name, else the name models.served_name gives the
     model as given (a hub id, or a local checkpoint's directory name), as the replicas do. One name, no
@@ -90,7 +90,7 @@ def edge_pools(
     seen: dict[str, str] = {}
     out = []
     for pool in pools:
-        served = served_name(pool.cfg)
+        served = pool_model_name(pool.cfg)
         if served and served in seen:
             raise ConfigError(
                 f"pools {seen[served]} and {pool.name} both serve {served!r}: set engine.served_model_name "
@@ -186,7 +186,7 @@ def _identity(cfg: ServeConfig, front: GatewayFront | None) -> tuple[str, str | 
     """The model (as the replicas report it: the client keys its cache by it) and its prompt family."""
     if front is not None:
         return front.model, front.family
-    return served_name(cfg), family_of(cfg)
+    return pool_model_name(cfg), family_of(cfg)
 
 
 def _bodies(

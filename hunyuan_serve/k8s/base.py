@@ -27,7 +27,7 @@ from hunyuan_serve.k8s.manifests import (
     replica_pdb,
     service,
 )
-from hunyuan_serve.k8s.pools import Pool, edge_pools, front_config, front_routing
+from hunyuan_serve.k8s.pools import PodPlan, edge_pools, front_config, front_routing
 
 KUSTOMIZATION = "kustomization.yaml"
 HEADER = (
@@ -39,7 +39,7 @@ def dump(docs: Sequence[Doc]) -> str:
     return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
-def front_nginx_conf(pools: list[Pool], cfg: ServeConfig | None = None) -> str:
+def front_nginx_conf(pools: list[PodPlan], cfg: ServeConfig | None = None) -> str:
     """up's nginx.conf, from the same template, with every pool's Service as an upstream server (with
     several config pools, one upstream each and route.js from the same ConfigMap)."""
     prefix, web_root = Path(NGINX_PREFIX), Path(WEB_ROOT)
@@ -72,7 +72,7 @@ def kustomization(namespace: str, generated: Mapping[str, Sequence[str]], resour
 
 
 def render_base(
-    pools: list[Pool],
+    pools: list[PodPlan],
     opts: PodOptions,
     namespace: str,
     web: Mapping[str, str],

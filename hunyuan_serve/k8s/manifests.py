@@ -10,7 +10,7 @@ from typing import Any
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.gpu import CUDA_ENV
 from hunyuan_serve.k8s.command import replica_image
-from hunyuan_serve.k8s.pools import CONFIG_DIR, NAME, Pool
+from hunyuan_serve.k8s.pools import CONFIG_DIR, NAME, PodPlan
 
 Doc = dict[str, Any]
 
@@ -47,13 +47,13 @@ class PodOptions:
     model_pvc: str | None = None
 
 
-def labels(component: str, pool: Pool | None = None) -> dict[str, str]:
+def labels(component: str, pool: PodPlan | None = None) -> dict[str, str]:
     """The one label set: every object has name and component; a replica pod also its pool."""
     found = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/component": component}
     return found | ({POOL_LABEL: pool.plan.name} if pool else {})
 
 
-def meta(name: str, component: str, pool: Pool | None = None) -> Doc:
+def meta(name: str, component: str, pool: PodPlan | None = None) -> Doc:
     return {"name": name, "labels": labels(component, pool)}
 
 
@@ -99,7 +99,7 @@ def front_grace_s(cfg: ServeConfig) -> int:
     return seconds(cfg.supervisor.drain_timeout_s + cfg.supervisor.kill_timeout_s)
 
 
-def resources(pool: Pool, opts: PodOptions) -> Doc:
+def resources(pool: PodPlan, opts: PodOptions) -> Doc:
     """CPU and memory requests (memory also the limit); a GPU pool's pod also its nvidia.com/gpu."""
     requests: dict[str, Any] = {"cpu": opts.cpu, "memory": opts.memory}
     limits: dict[str, Any] = {"memory": opts.memory}
@@ -108,7 +108,7 @@ def resources(pool: Pool, opts: PodOptions) -> Doc:
     return {"requests": requests, "limits": limits}
 
 
-def replica_env(pool: Pool) -> list[Doc]:
+def replica_env(pool: PodPlan) -> list[Doc]:
     """up's CUDA environment for a GPU replica (not CUDA_VISIBLE_DEVICES: the device plugin's), the hub
     cache, and an optional hub token from a Secret."""
     env: list[Doc] = [{"name": k, "value": v} for k, v in CUDA_ENV] if pool.gpus else []
@@ -170,7 +170,7 @@ def replica_volumes(cfg: ServeConfig, opts: PodOptions) -> tuple[list[Doc], list
     return volumes, mounts
 
 
-def replica_container(pool: Pool, opts: PodOptions, mounts: list[Doc]) -> Doc:
+def replica_container(pool: PodPlan, opts: PodOptions, mounts: list[Doc]) -> Doc:
     """`up`'s replica process as a container: the same argv, its config from the ConfigMap."""
     return {
         "name": "replica",
@@ -185,7 +185,7 @@ def replica_container(pool: Pool, opts: PodOptions, mounts: list[Doc]) -> Doc:
     }
 
 
-def replica_deployment(pool: Pool, opts: PodOptions) -> Doc:
+def replica_deployment(pool: PodPlan, opts: PodOptions) -> Doc:
     """One pool: one pod. A new pod starts and gets ready before the old one stops (maxSurge 1)."""
     volumes, mounts = replica_volumes(pool.config, opts)
     spec: Doc = {
@@ -209,7 +209,7 @@ def replica_deployment(pool: Pool, opts: PodOptions) -> Doc:
     }
 
 
-def service(name: str, component: str, port: int, pool: Pool | None = None) -> Doc:
+def service(name: str, component: str, port: int, pool: PodPlan | None = None) -> Doc:
     return {
         "apiVersion": "v1",
         "kind": "Service",

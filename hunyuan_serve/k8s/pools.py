@@ -24,7 +24,7 @@ _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
-class Pool:
+class PodPlan:
     """One replica of `up` as one pod: its plan (port, argv, config path), GPUs and config."""
 
     plan: ReplicaPlan
@@ -71,7 +71,7 @@ def model_of(cfg: ServeConfig, on_gpu: bool) -> str:
     raise ConfigError("render k8s on CPU needs --model (a hub id, or a path on a volume of the pods)")
 
 
-def plan_pools(cfg: ServeConfig) -> list[Pool]:
+def plan_pools(cfg: ServeConfig) -> list[PodPlan]:
     """The pods of this config, from `up`'s own plan (names, ports, argv), never this machine's GPUs:
     with several config pools each pool's replicas, named after their pool."""
     pools = resolve_pools(cfg)
@@ -88,7 +88,7 @@ def plan_pools(cfg: ServeConfig) -> list[Pool]:
     return [pod for pool in pools for pod in _pods(pool.cfg, pool.name)]
 
 
-def _pods(cfg: ServeConfig, pool: str | None) -> list[Pool]:
+def _pods(cfg: ServeConfig, pool: str | None) -> list[PodPlan]:
     tp = cfg.engine.tensor_parallel_size
     pods = gpu_pods(cfg)
     # Device ids stand in for the GPUs of a node so the plan groups them; its env (CUDA_VISIBLE_DEVICES,
@@ -99,7 +99,7 @@ def _pods(cfg: ServeConfig, pool: str | None) -> list[Pool]:
         plans = [_in_pool(plan, pool) for plan in plans]
     model = model_of(cfg, bool(pods))
     served = with_replica_engine(cfg, plans, model, model)
-    return [Pool(plan, tp if plan.gpus else 0, replica_config(served, plan)) for plan in plans]
+    return [PodPlan(plan, tp if plan.gpus else 0, replica_config(served, plan)) for plan in plans]
 
 
 def _in_pool(plan: ReplicaPlan, pool: str) -> ReplicaPlan:
@@ -117,14 +117,14 @@ def replica_config(cfg: ServeConfig, plan: ReplicaPlan) -> ServeConfig:
     return ServeConfig.model_validate(data)
 
 
-def front_config(pools: list[Pool], cfg: ServeConfig | None = None) -> ServeConfig:
+def front_config(pools: list[PodPlan], cfg: ServeConfig | None = None) -> ServeConfig:
     """Nginx's config: the replicas' own (so /health names their model), or with several config pools
     the whole config (which pool is the default, the dialects'), listening on the pod's address."""
     front = cfg if cfg is not None and len(cfg.pools) > 1 else pools[0].config
     return front.model_copy(update={"nginx": front.nginx.model_copy(update={"listen": POD_BIND})})
 
 
-def front_routing(pools: list[Pool]) -> Routing:
+def front_routing(pools: list[PodPlan]) -> Routing:
     """Every pool's Service, all up: Kubernetes keeps a pod out of its Service until it is ready."""
     if all(pool.plan.pool == DEFAULT_POOL for pool in pools):
         return routing_from_states([(pool.addr, State.READY) for pool in pools])
@@ -132,7 +132,7 @@ def front_routing(pools: list[Pool]) -> Routing:
     return routing_from_states(members, [p.plan.name for p in pools], [p.plan.pool for p in pools])
 
 
-def edge_pools(pools: list[Pool]) -> list[ConfigPool]:
+def edge_pools(pools: list[PodPlan]) -> list[ConfigPool]:
     """Each config pool as the front routes to it: the config its replicas read (their served name)."""
     first: dict[str, ServeConfig] = {}
     for pool in pools:

@@ -21,7 +21,7 @@ class Phase(str, Enum):
     FAILED = "failed"
 
 
-class Health(str, Enum):
+class ReportedHealth(str, Enum):
     """What /health reports: the phase, or for a ready replica what its engine shows (dead, hung)."""
 
     LOADING = "loading"
@@ -51,12 +51,12 @@ class InvalidTransition(RuntimeError):
 class Reading:
     """One health reading: the status and, unless ready, why not."""
 
-    health: Health
+    health: ReportedHealth
     reason: str = ""
 
     @property
     def ok(self) -> bool:
-        return self.health is Health.READY
+        return self.health is ReportedHealth.READY
 
 
 class Lifecycle:
@@ -86,16 +86,16 @@ def read_health(
 ) -> Reading:
     """The reading of a phase and the engine's facts: a ready replica is dead or hung when its engine is."""
     if phase is not Phase.READY:
-        return Reading(Health(phase.value), reason)
+        return Reading(ReportedHealth(phase.value), reason)
     if not engine_alive:
-        return Reading(Health.DEAD, "engine loop stopped")
+        return Reading(ReportedHealth.DEAD, "engine loop stopped")
     if stall_timeout_s > 0 and stalled_s >= stall_timeout_s:
         return Reading(
-            Health.HUNG,
+            ReportedHealth.HUNG,
             f"engine took no step for {stalled_s:.0f}s with {unfinished} request(s) unfinished "
             f"(stall_timeout_s={stall_timeout_s:g})",
         )
-    return Reading(Health.READY)
+    return Reading(ReportedHealth.READY)
 
 
 async def load(

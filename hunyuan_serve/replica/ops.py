@@ -14,7 +14,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from hunyuan_serve.families.build import probe_prompt
 from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.engine_types import Sampling
-from hunyuan_serve.replica.lifecycle import Health, Reading, read_health
+from hunyuan_serve.replica.lifecycle import Reading, ReportedHealth, read_health
 from hunyuan_serve.replica.standin import STAND_IN, StandInEngine
 
 router = APIRouter()
@@ -44,10 +44,12 @@ async def deep_probe(replica: ReplicaContext) -> Reading:
             replica.engine.generate(prompt, PROBE_SAMPLING, f"probe-{uuid.uuid4().hex[:12]}"), timeout_s
         )
     except TimeoutError:
-        return Reading(Health.HUNG, f"one-token generation took over health_deep_timeout_s={timeout_s:g}s")
+        return Reading(
+            ReportedHealth.HUNG, f"one-token generation took over health_deep_timeout_s={timeout_s:g}s"
+        )
     except Exception as err:  # a failing engine is exactly what the probe is for
-        return Reading(Health.HUNG, f"probe generation failed: {type(err).__name__}: {err}"[:300])
-    return Reading(Health.READY)
+        return Reading(ReportedHealth.HUNG, f"probe generation failed: {type(err).__name__}: {err}"[:300])
+    return Reading(ReportedHealth.READY)
 
 
 @router.get("/health")

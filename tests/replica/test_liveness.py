@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hunyuan_serve.replica.lifecycle import Health, InvalidTransition, Lifecycle, Phase, read_health
+from hunyuan_serve.replica.lifecycle import InvalidTransition, Lifecycle, Phase, ReportedHealth, read_health
 from hunyuan_serve.replica.liveness import ProgressWatch
 
 # Each history: the (engine steps, unfinished requests, seconds) of successive checks -> stall seen.
@@ -87,18 +87,30 @@ def test_a_new_lifecycle_is_loading_with_a_reason() -> None:
 
 # (phase, engine alive, seconds stalled, unfinished, stall_timeout_s) -> health, words in the reason
 READINGS = {
-    "loading says so, whatever the engine shows": ((Phase.LOADING, False, 99.0, 1, 5.0), Health.LOADING, "x"),
-    "warming says so": ((Phase.WARMING, True, 0.0, 1, 5.0), Health.WARMING, "x"),
-    "failed keeps its reason, even with a live engine": (
-        (Phase.FAILED, True, 0.0, 0, 5.0),
-        Health.FAILED,
+    "loading says so, whatever the engine shows": (
+        (Phase.LOADING, False, 99.0, 1, 5.0),
+        ReportedHealth.LOADING,
         "x",
     ),
-    "ready and moving": ((Phase.READY, True, 4.9, 1, 5.0), Health.READY, ""),
-    "ready, engine loop gone: dead": ((Phase.READY, False, 0.0, 0, 5.0), Health.DEAD, "engine loop stopped"),
-    "dead wins over hung": ((Phase.READY, False, 60.0, 2, 5.0), Health.DEAD, "engine loop stopped"),
-    "stalled to the limit: hung": ((Phase.READY, True, 5.0, 2, 5.0), Health.HUNG, "no step for 5s with 2"),
-    "stall rule off (0)": ((Phase.READY, True, 600.0, 2, 0.0), Health.READY, ""),
+    "warming says so": ((Phase.WARMING, True, 0.0, 1, 5.0), ReportedHealth.WARMING, "x"),
+    "failed keeps its reason, even with a live engine": (
+        (Phase.FAILED, True, 0.0, 0, 5.0),
+        ReportedHealth.FAILED,
+        "x",
+    ),
+    "ready and moving": ((Phase.READY, True, 4.9, 1, 5.0), ReportedHealth.READY, ""),
+    "ready, engine loop gone: dead": (
+        (Phase.READY, False, 0.0, 0, 5.0),
+        ReportedHealth.DEAD,
+        "engine loop stopped",
+    ),
+    "dead wins over hung": ((Phase.READY, False, 60.0, 2, 5.0), ReportedHealth.DEAD, "engine loop stopped"),
+    "stalled to the limit: hung": (
+        (Phase.READY, True, 5.0, 2, 5.0),
+        ReportedHealth.HUNG,
+        "no step for 5s with 2",
+    ),
+    "stall rule off (0)": ((Phase.READY, True, 600.0, 2, 0.0), ReportedHealth.READY, ""),
 }
 
 
@@ -106,7 +118,7 @@ READINGS = {
 def test_health_reading(name: str) -> None:
     (phase, alive, stalled, unfinished, timeout), health, words = READINGS[name]
     reading = read_health(phase, "x", alive, stalled, unfinished, timeout)
-    assert reading.health is health and reading.ok == (health is Health.READY)
+    assert reading.health is health and reading.ok == (health is ReportedHealth.READY)
     if words:
         assert words in reading.reason
     else:
@@ -114,4 +126,4 @@ def test_health_reading(name: str) -> None:
 
 
 def test_every_phase_reads_as_the_health_of_the_same_name() -> None:
-    assert {phase.value for phase in Phase} < {health.value for health in Health}
+    assert {phase.value for phase in Phase} < {health.value for health in ReportedHealth}

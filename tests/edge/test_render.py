@@ -25,7 +25,7 @@ from . import golden
 
 
 def test_golden_files_in_deploy_are_current() -> None:
-    # Regenerate with: .venv/bin/python tests/supervise/golden.py
+    # Regenerate with: .venv/bin/python tests/edge/golden.py
     assert golden.GOLDEN_NGINX.read_text(encoding="utf-8") == golden.sample_nginx()
     assert golden.GOLDEN_SYSTEMD.read_text(encoding="utf-8") == golden.sample_systemd()
     assert golden.GOLDEN_POOLS.read_text(encoding="utf-8") == golden.sample_pools_nginx()
