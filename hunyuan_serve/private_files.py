@@ -1,0 +1,21 @@
+"""Secret files (API keys, the peer secret, TLS keys) must not be readable by other users."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+# Group or other may neither read nor write a secret: anyone on the host could copy it, or swap it.
+_OPEN_BITS = stat.S_IRWXG | stat.S_IRWXO
+
+
+def exposed_problem(path: str | Path, what: str) -> str | None:
+    """Why the secret file at path is unsafe to start with (readable or writable by others), with the
+    fix; None when only its owner can read it, or when it does not exist (its reader says so)."""
+    try:
+        mode = stat.S_IMODE(Path(path).stat().st_mode)
+    except OSError:
+        return None
+    if mode & _OPEN_BITS == 0:
+        return None
+    return f"{what} {path} has mode {mode:04o}: others may read it; run: chmod 600 {path}"
