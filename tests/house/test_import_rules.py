@@ -48,6 +48,7 @@ ONLY: dict[str, set[str]] = {
     "cores": set(),
     "gpu": set(),
     "sqlite_in": set(),
+    "private_files": set(),  # a leaf: every reader of a secret file asks it
     "demo_model": set(),  # models imports it, so it must not import models back
     "templating": set(),
     "detect": {"languages"},
