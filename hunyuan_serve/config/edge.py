@@ -135,7 +135,7 @@ class AuthConfig(Section):
         "keys_file or peer_secret_file (anyone may call).",
     )
     # Multi-host: the secret the gateway's Nginx sends to every replica (X-Hunyuan-Peer), which the
-    # replicas, the supervisor's probes and the host's own Nginx check (hunyuan_serve/auth.py).
+    # replicas, the supervisor's probes and the host's own Nginx check (hunyuan_serve/auth/).
     peer_secret_file: str | None = Field(
         None,
         description="File holding the secret shared by the gateway and its hosts; set: every replica "

@@ -53,7 +53,7 @@ ONLY: dict[str, set[str]] = {
     "templating": set(),
     "detect": {"languages"},
     "logrotate": {"config"},
-    "auth": {"config", "edge"},  # keys from the config, refusals in each API's shape
+    "auth": {"config", "edge", "private_files"},  # keys from the config, refusals in each API's shape
     "cache": {"config", "sqlite_in"},
     "storage": {"cache", "config"},  # the cache's Redis settings and client: one connection setup
     "models": {"config", "demo_model", "families"},
@@ -161,7 +161,7 @@ def test_the_replica_and_auth_take_only_the_error_shapes_from_the_edge() -> None
             "from hunyuan_serve.edge.render import render_nginx\n",
             "replica imports edge.render",
         ),
-        ("auth.py", "def f():\n    from hunyuan_serve.edge import layout\n", "auth imports edge.layout"),
+        ("auth/x.py", "def f():\n    from hunyuan_serve.edge import layout\n", "auth imports edge.layout"),
     ],
 )
 def test_an_edge_import_past_the_shapes_is_reported(
