@@ -4,7 +4,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 ARGS ?=
 
-.PHONY: install up test lint typecheck unit bench clean image image-test
+.PHONY: install up test lint typecheck unit bench clean image image-test settings-doc
 
 install: $(STAMP)
 
@@ -55,6 +55,12 @@ image:
 image-test: install
 	bash tests/container/setup.sh
 	$(BIN)/python -m pytest -q -rs -m container tests/container -p no:cacheprovider
+
+# docs/settings.md from the config's Field descriptions (tests/config/test_reference_doc.py checks it):
+# run it after adding or changing a config field, and commit the page with the field.
+settings-doc: install
+	$(BIN)/python -m hunyuan_serve.config.reference > docs/settings.md.tmp
+	mv docs/settings.md.tmp docs/settings.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
