@@ -57,8 +57,9 @@ image-test: install
 	$(BIN)/python -m pytest -q -rs -m container tests/container -p no:cacheprovider
 
 # docs/settings.md from the config's Field descriptions (tests/config/test_reference_doc.py checks it):
-# run it after adding or changing a config field, and commit the page with the field.
-settings-doc: install
+# run it after adding or changing a config field, and commit the page with the field (it needs the
+# venv of `make install`, and installs nothing itself).
+settings-doc:
 	$(BIN)/python -m hunyuan_serve.config.reference > docs/settings.md.tmp
 	mv docs/settings.md.tmp docs/settings.md
 

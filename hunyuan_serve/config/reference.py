@@ -127,9 +127,14 @@ def rows(part: Part) -> Iterator[str]:
         yield "| " + " | ".join(_cell(cell) for cell in cells) + " |"
 
 
+def anchor(title: str) -> str:
+    """The anchor GitHub gives a heading: lowercase, spaces to '-', punctuation but '-' and '_' dropped."""
+    return "".join(c for c in title.lower().replace(" ", "-") if c.isalnum() or c in "-_")
+
+
 def render(parts: Sequence[Part], header: str = HEADER) -> str:
     """The whole page: the header, a contents line, then one titled table per part."""
-    contents = " · ".join(f"[{p.title}](#{p.title.lower().replace(' ', '-')})" for p in parts)
+    contents = " · ".join(f"[{p.title}](#{anchor(p.title)})" for p in parts)
     out = [header.rstrip("\n"), "", contents, ""]
     for part in parts:
         out += [f"## {part.title}", "", part.intro, "", *rows(part), ""]
@@ -150,21 +155,23 @@ def config_flags() -> dict[str, str]:
     return flags
 
 
+def section_parts(model: type[BaseModel], prefix: str, flags: Mapping[str, str]) -> list[Part]:
+    """A table for each section field of `model`, then for the sections inside each, depth first."""
+    out = []
+    for name, info in model.model_fields.items():
+        if not _is_section(info):
+            continue
+        section = typing.cast("type[BaseModel]", info.annotation)
+        key = prefix + name
+        out.append(Part(f"{key} section", (section.__doc__ or "").strip(), section, f"{key}.", flags))
+        out += section_parts(section, f"{key}.", flags)
+    return out
+
+
 def parts() -> list[Part]:
     """The reference's tables: the top level, each section of ServeConfig, a pool, the gateway."""
     flags = config_flags()
     top = Part("Top level", "Devices, replicas, ports and pools of `up`.", ServeConfig, "", flags)
-    sections = [
-        Part(
-            f"{name} section",
-            (info.annotation.__doc__ or "").strip() if isinstance(info.annotation, type) else "",
-            typing.cast("type[BaseModel]", info.annotation),
-            f"{name}.",
-            flags,
-        )
-        for name, info in ServeConfig.model_fields.items()
-        if _is_section(info)
-    ]
     pool = Part(
         "pools entries",
         "Each entry of `pools` (or one `--pool` flag): a model with replicas of its own; its `engine` and "
@@ -179,7 +186,7 @@ def parts() -> list[Part]:
         GatewayConfig,
         "gateway.",
     )
-    return [top, *sections, pool, gateway]
+    return [top, *section_parts(ServeConfig, "", flags), pool, gateway]
 
 
 def main() -> int:
