@@ -26,8 +26,20 @@ _SECTIONS: dict[str, type[Section]] = {
     "logs": LogsConfig,
 }
 
-# Flags whose short name would be ambiguous across sections get the section as prefix.
-_AMBIGUOUS = {"port", "host", "retry_after_s", "listen", "binary"}
+
+def _shared_fields(sections: dict[str, type[Section]]) -> set[str]:
+    """Field names more than one section declares (nginx.tls_cert beside replica.tls_cert)."""
+    seen: dict[str, int] = {}
+    for section in sections.values():
+        for name in section.model_fields:
+            seen[name] = seen.get(name, 0) + 1
+    return {name for name, count in seen.items() if count > 1}
+
+
+# Flags whose short name would be ambiguous across sections get the section as prefix: every name two
+# sections share, found rather than listed, so a new field can never make two flags collide; and a
+# few whose bare name would read as the whole service's (--host, --listen, --binary).
+_AMBIGUOUS = {"host", "listen", "binary"} | _shared_fields(_SECTIONS)
 
 
 def _flag_name(section: str | None, field: str) -> str:
