@@ -25,6 +25,7 @@ from hunyuan_serve.replica.documents_worker import DocumentWorker
 from hunyuan_serve.replica.engine_types import Engine, Generation, Sampling
 from hunyuan_serve.replica.ensemble import Fusion
 from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.gated_engine import GatedEngine, bulk_gate
 from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle, load
 from hunyuan_serve.replica.liveness import ProgressWatch
@@ -42,17 +43,21 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
     rcfg = cfg.replica
     lifecycle = Lifecycle()
     specs = auth.key_specs_by_id(cfg.auth)
+    weights: dict[str | None, int] = {kid: spec.weight for kid, spec in specs.items()}
     admission = Admission(
         lifecycle,
         rcfg.max_in_flight,
         rcfg.retry_after_s,
         interactive_reserve=rcfg.interactive_reserve,
         bulk_key_share_min=rcfg.bulk_key_share_min,
-        weights={kid: spec.weight for kid, spec in specs.items()},
+        weights=weights,
         waiting=priority.Waiting(rcfg.waiting_window_s),
     )
     metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
     metrics.count_class(lambda: admission.by_class)
+    # What runs inside the engine, apart from what HTTP admits: bulk over the width waits here.
+    width = bulk_gate(rcfg, cfg.engine.max_num_seqs, rcfg.interactive_reserve, weights)
+    metrics.count_width(width.width, lambda: width.bulk, width.waiting)
     cache = TranslationCache.from_config(rcfg, metrics)
     store = store_from_config(cfg)
     usage = Usage(auth.key_limits(cfg.auth), store, metrics.registry)
@@ -64,7 +69,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
         lifecycle=lifecycle,
         admission=admission,
         gate=Gate(admission, rcfg, metrics, usage, auth.key_priorities(specs)),
-        translator=Translator(engine, family, cache, metrics),
+        translator=Translator(GatedEngine(engine, width), family, cache, metrics),
         metrics=metrics,
         cache=cache,
         progress=ProgressWatch(),

@@ -1,10 +1,9 @@
-"""The vLLM adapter behind the Engine protocol: the one module that imports vllm (lazily)."""
+"""The vLLM adapter behind the Engine protocol (with engine_args and engine_stats, all that imports vllm)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import threading
 import time
@@ -15,78 +14,14 @@ from typing import Any
 
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.families.base import Prompt
-from hunyuan_serve.gpu import query_gpus, resolve_device
+from hunyuan_serve.gpu import resolve_device
 from hunyuan_serve.models import served_name
-from hunyuan_serve.replica.device_env import (
-    DeviceMismatch,
-    TorchFacts,
-    apply_cpu_env,
-    apply_cuda_env,
-    device_mismatch,
-)
+from hunyuan_serve.replica.device_env import DeviceMismatch, apply_cpu_env, apply_cuda_env, device_mismatch
 from hunyuan_serve.replica.encoding import PromptEncoder
+from hunyuan_serve.replica.engine_args import engine_kwargs, stop_token_ids, torch_facts
 from hunyuan_serve.replica.engine_fork import forks_engine_core, use_fork
+from hunyuan_serve.replica.engine_stats import quiet_step_lines, stats_logger_factory
 from hunyuan_serve.replica.engine_types import ENCODED_MEMO_SIZE, Delta, EngineStats, Generation, Sampling
-
-
-def _torch_facts() -> TorchFacts:
-    """Asked after `import vllm`, which sets PYTORCH_NVML_BASED_CUDA_CHECK (vllm/env_override.py)."""
-    import torch
-    import vllm
-    from vllm.platforms import current_platform
-
-    available = torch.version.cuda is not None and bool(torch.cuda.is_available())
-    driver = None if available else query_gpus().driver_version
-    return TorchFacts(
-        str(torch.__version__),
-        torch.version.cuda,
-        available,
-        str(current_platform.device_type),
-        str(getattr(vllm, "__version__", "?")),
-        driver,
-    )
-
-
-def engine_kwargs(cfg: EngineConfig, model: str, on_cpu: bool) -> dict[str, Any]:
-    """EngineConfig -> AsyncEngineArgs keyword arguments (pure, table-tested)."""
-    kwargs: dict[str, Any] = {
-        "model": model,
-        "tokenizer": cfg.tokenizer,
-        "served_model_name": cfg.served_model_name,
-        "dtype": cfg.dtype,
-        "max_model_len": cfg.max_model_len,
-        "quantization": cfg.quantization,
-        "kv_cache_dtype": cfg.kv_cache_dtype,
-        "tensor_parallel_size": cfg.tensor_parallel_size,
-        "max_num_seqs": cfg.max_num_seqs,
-        # vLLM 0.32 EngineArgs.scheduling_policy -> SchedulerConfig.policy ("fcfs" | "priority").
-        "scheduling_policy": cfg.scheduling_policy,
-        # Graph capture pays off on GPUs; on CPU it adds minutes of start-up for little gain.
-        "enforce_eager": on_cpu if cfg.enforce_eager is None else cfg.enforce_eager,
-        "seed": cfg.seed,
-        "trust_remote_code": cfg.trust_remote_code,
-    }
-    if on_cpu:
-        # bfloat16 falls back to slow kernels on AVX2-only CPUs; float32 is faster there.
-        if cfg.dtype == "auto":
-            kwargs["dtype"] = "float32"
-        kwargs["distributed_executor_backend"] = "uni"
-    else:
-        kwargs["gpu_memory_utilization"] = cfg.gpu_memory_utilization
-    if cfg.kv_cache_memory_bytes is not None:
-        kwargs["kv_cache_memory_bytes"] = cfg.kv_cache_memory_bytes
-    return {key: value for key, value in kwargs.items() if value is not None}
-
-
-def stop_token_ids(model_dir: Path) -> list[int]:
-    """eos ids of the checkpoint's generation_config.json (Hunyuan-MT lists several)."""
-    path = model_dir / "generation_config.json"
-    if not path.is_file():
-        return []
-    value = json.loads(path.read_text(encoding="utf-8")).get("eos_token_id")
-    if isinstance(value, int):
-        return [value]
-    return [int(v) for v in value] if isinstance(value, list) else []
 
 
 @dataclass
@@ -147,7 +82,7 @@ class VllmEngine:
             apply_cuda_env(os.environ)
         from vllm import AsyncEngineArgs, AsyncLLMEngine
 
-        problem = device_mismatch(device, _torch_facts())
+        problem = device_mismatch(device, torch_facts())
         if problem is not None:
             raise DeviceMismatch(problem)
         from transformers import AutoTokenizer
@@ -159,7 +94,8 @@ class VllmEngine:
         if Path(self.model).is_dir():
             self._stop_ids = stop_token_ids(Path(self.model))
         args = AsyncEngineArgs(**engine_kwargs(self.cfg, self.model, on_cpu))
-        recorder = _stats_logger_factory(self.stats)
+        recorder = stats_logger_factory(self.stats)
+        quiet_step_lines()
         from vllm import envs
 
         # A cache an earlier engine of this process left would hide the variables set above.
@@ -182,7 +118,7 @@ class VllmEngine:
         # What vLLM's own server does once started (vllm/entrypoints/launchers/utils/server_utils.py):
         # torch's and transformers' start-up objects leave the collector's view, so a full collection
         # walks only what serving allocated. Measured on the tiny engine, 1,500 strings a round: the
-        # event loop's longest pause 439 ms -> 42-55 ms (bench/results/report-frontend.md).
+        # event loop's longest pause 439 ms -> 42-55 ms (bench/results/frontend/).
         from vllm.utils.gc_utils import freeze_gc_heap
 
         freeze_gc_heap()
@@ -235,7 +171,7 @@ class VllmEngine:
             ignore_eos=self.ignore_eos,
             # An answer read whole needs no output per step (what vLLM's own server asks for a
             # non-streamed answer): no RequestOutput, queue hop and wake-up per token. A quarter of
-            # the frontend's CPU per string (bench/results/report-frontend.md). The engine
+            # the frontend's CPU per string (bench/results/frontend/). The engine
             # core still reports every step's scheduler stats, which the stall rule counts.
             # A stream keeps the cumulative kind: each step's whole text so far.
             output_kind=RequestOutputKind.FINAL_ONLY if final_only else RequestOutputKind.CUMULATIVE,
@@ -364,27 +300,3 @@ class VllmEngine:
             # Bounded: the engine core lingers in its own teardown after its workers have gone, and
             # vLLM waits 5 s for it by default before it kills it.
             engine.shutdown(timeout=self.cfg.shutdown_timeout_s)
-
-
-def _stats_logger_factory(stats: EngineStats) -> Any:
-    """A vLLM stat-logger factory that copies the scheduler's running/waiting counts into `stats`."""
-    from vllm.v1.metrics.loggers import StatLoggerBase
-
-    class _Recorder(StatLoggerBase):
-        def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
-            self.stats = stats
-
-        def record(
-            self,
-            scheduler_stats: Any,
-            iteration_stats: Any,
-            mm_cache_stats: Any = None,
-            engine_idx: int = 0,
-        ) -> None:
-            if scheduler_stats is not None:
-                self.stats.record(scheduler_stats.num_running_reqs, scheduler_stats.num_waiting_reqs)
-
-        def log_engine_initialized(self) -> None:
-            pass
-
-    return _Recorder

@@ -283,6 +283,7 @@ class Gate:
         # Not reset after: a streamed body reads it later in this request's own task (each request
         # runs in a task of its own, which took a copy of the context when it started).
         priority.CURRENT.set(call.priority)
+        priority.KEY.set(call.owner)
         try:
             response = await self._run(call, handler, render_error)
         except BaseException:  # cancelled (the server stopping): the place is given back all the same

@@ -85,6 +85,19 @@ class Metrics:
         for cls in CLASSES:
             gauge.labels(cls).set_function(functools.partial(_count_of, by_class, cls))
 
+    def count_width(
+        self, width: Callable[[], int], running: Callable[[], int], waiting: Callable[[], int]
+    ) -> None:
+        """Publish the bulk width (replica/bulk_gate.py): the sequences bulk work may run in the engine
+        now, those it runs, and those waiting in the replica's own queue for a place."""
+        r = self.registry
+        for name, what, read in (
+            ("hunyuan_bulk_width", "Bulk sequences the engine may run at once now.", width),
+            ("hunyuan_bulk_running", "Bulk sequences in the engine now.", running),
+            ("hunyuan_bulk_queued", "Bulk sequences queued in the replica for the engine.", waiting),
+        ):
+            Gauge(name, what, registry=r).set_function(read)
+
     def cache_error(self, layer: str, op: str) -> None:
         self.cache_errors.labels(layer=layer, op=op).inc()
 

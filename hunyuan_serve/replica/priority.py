@@ -20,6 +20,9 @@ ENGINE_PRIORITY = {INTERACTIVE: 0, BULK: 1}
 # The admitted request's class, set by the Gate around its handler: the translation core reads it
 # where it calls the engine, so no adapter has to carry it (tasks copy the context they start in).
 CURRENT: contextvars.ContextVar[str] = contextvars.ContextVar("hunyuan_priority", default=INTERACTIVE)
+# Beside it, the request's key (its key_id; None without a keys file): the bulk width's queue shares
+# the engine's bulk places between keys (replica/bulk_gate.py).
+KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("hunyuan_key", default=None)
 
 
 def engine_priority() -> int:

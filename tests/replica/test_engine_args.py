@@ -28,6 +28,7 @@ def test_cpu_mapping_uses_float32_and_one_process_executor() -> None:
         "enforce_eager": True,
         "seed": 0,
         "trust_remote_code": False,
+        "enable_logging_iteration_details": True,
         "distributed_executor_backend": "uni",
         "kv_cache_memory_bytes": 2**27,
     }
