@@ -34,12 +34,12 @@ unit: install
 test: lint typecheck
 	$(PYTEST) -q -rs
 
-# QUICK=1: the under-3-minutes version. The report lands in bench/results/ (see bench/README.md).
-QUICK ?=
-# SOAK=1: only the soak run, an hour of steady load with a replica killed every ten minutes (bench/soak.py).
-SOAK ?=
+# Every named question of the bench in turn (bench/questions.py), each answer stamped in
+# bench/results/NAME/latest.md and .json; one question: make bench Q=overload (the soak only so).
+# ARGS go to the module that answers the question, e.g. make bench Q=likeforlike ARGS="--rounds 5".
+Q ?= all
 bench: install
-	$(BIN)/python -m bench.run $(if $(QUICK),--quick) $(if $(SOAK),--soak) $(ARGS)
+	$(BIN)/python -m bench $(Q) $(ARGS)
 
 # The service image (FLAVOUR=cpu or gpu) and the front image, with podman or else docker
 # (deploy/container/); IMAGE_ARGS go to each build, e.g. IMAGE_ARGS="--build-arg BASE=IMAGE".

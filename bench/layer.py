@@ -5,7 +5,7 @@ GOMAXPROCS=1, so the load generator never takes the layer's CPU. Every string is
 string plus a per-request suffix): the cache never answers, and the run checks that it did not.
 
     flock /tmp/hs-heavy.lock .venv/bin/python -m bench.layer
-    flock /tmp/hs-heavy.lock .venv/bin/python -m bench.layer --profile bench/results/profile-layer.txt
+    flock /tmp/hs-heavy.lock .venv/bin/python -m bench.layer --profile /tmp/profile-layer.txt
     flock /tmp/hs-heavy.lock .venv/bin/python -m bench.layer --code /tmp/base  # another checkout's stack
 """
 

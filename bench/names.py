@@ -56,6 +56,10 @@ STEP_FAIRNESS = "fairness"
 FAIRNESS = "fairness"  # also an `--only` value: that row alone
 # And bench/layer.py: the serving layer alone on the engine stand-in, k6 on its own core.
 STEP_LAYER = "layer"
+# And the like-for-like rows, last: each alone on the cores.
+STEP_LIKEFORLIKE = "likeforlike"
+# The steps that run apart from the setups above, each its own question too (bench/questions.py).
+STEPS_APART = (STEP_HOSTS, STEP_ENSEMBLE, STEP_LAYER, STEP_FAIRNESS, STEP_LIKEFORLIKE)
 
 # Target languages of the runs against the stack, in order: see Bench.env.
 STACK_TARGETS = ("zh", "ja", "ko", "fr", "de", "es", "ru", "ar")

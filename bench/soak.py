@@ -1,4 +1,4 @@
-"""`make bench SOAK=1`: steady open-loop load on the stack for an hour, one replica killed every ten
+"""`python -m bench soak`: steady open-loop load on the stack for an hour, one replica killed every ten
 minutes; Nginx's and the replicas' memory and open files, and p95, over time, plotted."""
 
 from __future__ import annotations

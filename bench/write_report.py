@@ -332,7 +332,7 @@ def write_likeforlike_report(
     stem += "" if b.plan.only == names.LIKEFORLIKE else f"-{b.plan.only}"
     one, five, fifteen = os.getloadavg()
     # shlex.join: an argument with spaces (--translate-flags '--concurrency 8') comes back quoted.
-    command = "make bench" + (" QUICK=1" if quick else "") + (f' ARGS="{shlex.join(argv)}"' if argv else "")
+    command = shlex.join(["python", "-m", "bench.run", *(["--quick"] if quick else []), *argv])
     md = [
         "# `make bench`: like for like",
         "",

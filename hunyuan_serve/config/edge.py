@@ -66,9 +66,9 @@ class NginxConfig(Section):
     # A CPU engine's throughput stops growing long before 256 sequences (make bench: two CPU replicas of
     # the tiny model serve about 75 req/s from ~35 in flight each on); what waits inside a replica past
     # that only waits longer, where the edge can no longer refuse it. 128 still takes the bench's
-    # 100-user closed loop on one replica without refusing (bench/results/README.md has the trade-off).
+    # 100-user closed loop on one replica without refusing (`python -m bench overload` measures the edge).
     cpu_max_conns: int = Field(
-        128, ge=1, description="max_conns of a CPU replica when max_conns is unset (see bench/results)."
+        128, ge=1, description="max_conns of a CPU replica when max_conns is unset."
     )
     # Nginx shares the cores with engines that spin while they wait: at the same priority its workers
     # wait for a core, and an edge refusal with them. A negative value needs root (or CAP_SYS_NICE):

@@ -60,7 +60,7 @@ class EngineConfig(Section):
         description="CPU, one device: run the model in a worker process of its own (vLLM's CPU default) "
         "instead of inside the engine core process, as on a GPU. Off: one process less per replica, "
         "which starts in about half the time and uses about a sixth less CPU per string; the job's "
-        "throughput measured the same (bench/results/report-inproc.md).",
+        "throughput measured the same (2 CPU cores, the like-for-like job row).",
     )
     cpu_fork_engine_core: bool = Field(
         True,

@@ -41,7 +41,7 @@ def edge_bulk_texts(cfg: ServeConfig, servers: Sequence[UpstreamServer]) -> int:
     of their engine_batch. Nginx sends it as X-Hunyuan-Bulk-Texts with each proxied answer, so a client
     sizes its work in flight from it (a fixed 8 x 16 cannot fill GPU engines that batch 256 each). On
     CPU the bench measured the cost of more: 384 texts in flight on two replicas made a person's
-    request 9.7x slower than idle for 13% more bulk texts/s (bench/results/client-width/).
+    request 9.7x slower than idle for 13% more bulk texts/s (`python -m bench people-first`).
     0 with no ready replica (no header then)."""
     ready = sum(not s.down for s in servers)
     return cfg.replica.bulk_slots(ready * engine_batch(cfg)) if ready else 0

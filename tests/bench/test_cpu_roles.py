@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from bench.likeforlike_run import cpu_note
+from bench.likeforlike_job import cpu_note
 from bench.procs import ROLES, cpu_by_role, process_role
 
 PY = "/repo/.venv/bin/python"

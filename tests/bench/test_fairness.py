@@ -70,10 +70,10 @@ def test_the_stack_it_starts_is_a_valid_config(tmp_path: Path) -> None:
 
 
 def test_the_fairness_row_reports_into_the_runs_out_directory(tmp_path: Path) -> None:
-    from bench import run
+    from bench import run_args
 
-    args = run.parse_args(["--only", "fairness", "--out", str(tmp_path), "--start-timeout-s", "60"])
-    assert run._fairness_args(args) == [
+    args = run_args.parse_args(["--only", "fairness", "--out", str(tmp_path), "--start-timeout-s", "60"])
+    assert run_args.fairness_args(args) == [
         "--start-timeout-s",
         "60.0",
         "--out",

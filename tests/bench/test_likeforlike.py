@@ -196,7 +196,7 @@ def test_the_reports_carry_the_rows_first_in_the_headline_and_the_command_to_rer
     path = write_likeforlike_report(b, tmp_path / "out", CPU, quick=False, argv=["--only", "single"])
     text = path.read_text()
     assert path.name == "report-likeforlike-single.md"
-    assert 'flock /tmp/hs-heavy.lock make bench ARGS="--only single"' in text
+    assert "flock /tmp/hs-heavy.lock python -m bench.run --only single" in text
     assert "- One vs one: **1.00x** req/s" in text and "### One vs one" in text
     full = write_report(b, tmp_path / "full", {}, quick=False, hardware=CPU).read_text()
     headline = full.split("## Headline", 1)[1].split("##", 1)[0].strip().splitlines()
@@ -205,7 +205,8 @@ def test_the_reports_carry_the_rows_first_in_the_headline_and_the_command_to_rer
 
 
 def test_on_gpus_the_rows_are_skipped_and_the_report_says_why(tmp_path: Path) -> None:
-    from bench.likeforlike_run import GPU_SKIPPED, run_rows
+    from bench.likeforlike_run import run_rows
+    from bench.likeforlike_sides import GPU_SKIPPED
     from bench.session import Bench
     from hunyuan_serve.families import HUNYUAN_SAMPLING
 
@@ -218,7 +219,7 @@ def test_pausing_stops_a_whole_process_tree_and_resumes_it() -> None:
     """SIGSTOP reaches the children too (a stack's replicas and engine cores), SIGCONT all of them."""
     import psutil
 
-    from bench.likeforlike_run import paused
+    from bench.likeforlike_sides import paused
 
     parent = subprocess.Popen(["bash", "-c", "sleep 60 & wait"], start_new_session=True)
     root = psutil.Process(parent.pid)
@@ -240,7 +241,7 @@ def test_pausing_stops_a_whole_process_tree_and_resumes_it() -> None:
 
 
 def test_the_job_row_names_what_the_client_refused() -> None:
-    from bench.likeforlike_run import _problems
+    from bench.likeforlike_job import _problems
 
     failures = [{"problem": "control characters U+0012"}, {"problem": "control characters U+0010 U+0011"}]
     failures.append({"problem": "missing '{x}'"})

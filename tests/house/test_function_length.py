@@ -1,4 +1,4 @@
-"""The house rule that no function in hunyuan_serve/ runs past 60 lines, checked on every run."""
+"""The house rule that no function in hunyuan_serve/ or bench/ runs past 60 lines, checked on every run."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "hunyuan_serve"
+# The bench keeps the package's rules: its modules are read and changed as often.
+BENCH = PACKAGE.parent / "bench"
 MOST_LINES = 60
 
 
@@ -21,7 +23,8 @@ def function_lengths(root: Path) -> list[tuple[int, str]]:
 
 
 def test_no_function_is_longer_than_sixty_lines() -> None:
-    rows = function_lengths(PACKAGE)
+    rows = sorted(function_lengths(PACKAGE) + function_lengths(BENCH), reverse=True)
+    assert any("bench/" in where for _, where in rows)
     # `pytest -s` shows the longest, the figure the architecture issue tracks.
     print("\n".join(f"{length:4d}  {where}" for length, where in rows[:8]))
     assert [row for row in rows if row[0] > MOST_LINES] == []

@@ -1,4 +1,4 @@
-"""The house rule that no module in hunyuan_serve/ runs past 400 lines, but for a shrinking list."""
+"""The house rule that no module in hunyuan_serve/ or bench/ runs past 400 lines, but for a shrinking list."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "hunyuan_serve"
+# The bench keeps the package's rules: its modules are read and changed as often.
+BENCH = REPO / "bench"
 MOST_LINES = 400
 
 # The modules still over the cap, each with why it has not been split yet. A module split under the
@@ -34,11 +36,13 @@ def fit_now(lengths: dict[str, int], allowed: dict[str, str]) -> list[str]:
 
 
 def test_no_module_is_longer_than_four_hundred_lines_but_the_listed() -> None:
-    assert over_the_cap(module_lengths(PACKAGE), OVER_THE_CAP) == []
+    lengths = module_lengths(PACKAGE) | module_lengths(BENCH)
+    assert any(path.startswith("bench/") for path in lengths)
+    assert over_the_cap(lengths, OVER_THE_CAP) == []
 
 
 def test_a_listed_module_that_fits_the_cap_leaves_the_list() -> None:
-    assert fit_now(module_lengths(PACKAGE), OVER_THE_CAP) == []
+    assert fit_now(module_lengths(PACKAGE) | module_lengths(BENCH), OVER_THE_CAP) == []
 
 
 def test_the_measure_reports_a_long_module_and_a_listed_one_that_fits(tmp_path: Path) -> None:

@@ -1,0 +1,161 @@
+"""The bench's named questions: what each asks, its target, and the run that answers it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Every run of `bench.run` but one question's leaves out the rows that have questions of their own.
+_APART = ("--skip", "ensemble", "--skip", "layer", "--skip", "fairness", "--skip", "likeforlike")
+# The hosts' question measures the gateway alone: none of the single-host setups.
+_STACK_SETUPS = ("--skip", "stack", "--skip", "stack1", "--skip", "vllm", "--skip", "serial")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: `python -m bench NAME` runs `python -m MODULE ARGS` with {out} a fresh folder,
+    and keeps its report (or its printed output) as bench/results/NAME/latest.md and .json."""
+
+    name: str
+    asks: str
+    target: str
+    argv: tuple[str, ...]
+    report: str | None = None  # the Markdown the run writes under {out}; None: what it prints
+    figures: str | None = None  # the JSON of figures it writes under {out}, if any
+    headline: str = ""  # words that pick the headline among the report's bullets or printed lines
+    artifacts: tuple[str, ...] = ()  # globs under {out} kept beside latest.md (plots the report shows)
+    in_all: bool = True  # False: only when named (the soak takes an hour)
+
+
+QUESTIONS: tuple[Question, ...] = (
+    Question(
+        "serving",
+        "Does the stack hold a WebUI's localization under load, against one process answering one "
+        "request at a time and vLLM's own server?",
+        "p95 under 5 s at 100 users (the ramp's threshold); 0 failed with a replica killed",
+        ("bench.run", "--out", "{out}", "--skip", "hosts", *_APART),
+        report="report-full.md",
+        headline="Stack vs one-at-a-time",
+        artifacts=("*.png", "summaries-full/*.json"),
+    ),
+    Question(
+        "overload",
+        "At ten times its capacity, does the edge refuse fast and keep the accepted requests moving?",
+        "refusals p99 under 50 ms; 0 failed",
+        ("bench.run", "--only", "overload", "--out", "{out}"),
+        report="report-full-overload.md",
+        headline="Overload at",
+        artifacts=("*.png",),
+    ),
+    Question(
+        "likeforlike",
+        "On equal cores, how close are the stack and `translate` to vLLM alone?",
+        "job >= 0.9x the offline engines; one replica >= 1x `vllm serve`; the stack >= 1x assembled",
+        ("bench.run", "--only", "likeforlike", "--out", "{out}"),
+        report="report-likeforlike.md",
+        headline="Job vs engine limit",
+    ),
+    Question(
+        "people-first",
+        "Does a person in the page stay fast while a bulk job runs, and do two keys' jobs share?",
+        "person p50/p95 <= 1.5x idle; job >= 0.9x alone; each key >= 40%",
+        ("bench.fairness", "--out", "{out}/report-fairness.md"),
+        report="report-fairness.md",
+        figures="report-fairness.json",
+        headline="interactive p50, during the job / idle",
+    ),
+    Question(
+        "layer",
+        "What does the serving layer (Nginx, replica API, no engine) cost per string?",
+        "none set: the layer's CPU per string, to compare before and after a change",
+        ("bench.layer", "--json", "{out}/figures.json"),
+        figures="figures.json",
+        headline="batch of",
+    ),
+    Question(
+        "ensemble",
+        "What does an ensemble request (N candidates, then the Chimera's fusion) cost against a single one?",
+        "none set: the figure is what N candidates and a fusion cost",
+        ("bench.ensemble", "--out", "{out}/report-ensemble.md"),
+        report="report-ensemble.md",
+        figures="report-ensemble.json",
+        headline="ensemble",
+    ),
+    Question(
+        "hosts",
+        "Do two hosts behind the gateway serve about twice what one does?",
+        "two hosts above one host's req/s (near 2x where hosts do not share cores); 0 failed",
+        ("bench.run", "--out", "{out}", *_STACK_SETUPS, *_APART),
+        report="report-full.md",
+        headline="Two hosts",
+    ),
+    Question(
+        "soak",
+        "Over an hour of steady load with a replica killed every ten minutes, does anything leak or fail?",
+        "0 failed; memory and open files flat",
+        ("bench.run", "--soak", "--out", "{out}"),
+        report="soak/soak.md",
+        in_all=False,
+        headline="requests,",
+        artifacts=("soak/*.png",),
+    ),
+    Question(
+        "documents",
+        "How much faster is a long document batched and fanned out than sent a sentence at a time?",
+        "none set: batched and fanned out against one at a time",
+        ("bench.documents", "--up", "--out", "{out}/row.json"),
+        figures="row.json",
+        headline="pages",
+    ),
+    Question(
+        "frontend",
+        "How much CPU per string does the replica's own process spend around the vLLM engine?",
+        "none set: CPU per string, to compare before and after a change",
+        ("bench.frontend",),
+        headline="median this checkout",
+    ),
+    Question(
+        "route-cost",
+        "What does routing by the body's model (njs) add at the edge per request?",
+        "none set: what njs adds per request",
+        ("bench.route_overhead",),
+        headline="njs adds",
+    ),
+)
+BY_NAME = {q.name: q for q in QUESTIONS}
+
+
+def command(question: Question, out: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """The module's argv for one run, its outputs under out."""
+    return [arg.replace("{out}", out) for arg in question.argv] + list(extra)
+
+
+def headline_of(question: Question, text: str) -> str:
+    """The one line a reader of the results' index sees: the report's Headline bullet that holds the
+    question's words, else any line or table row that does, else its first bullet or last line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    bullets = [line[2:] for line in _headline_section(lines) if line.startswith("- ")]
+    prose = [_plain(line) for line in lines if not line.startswith(("#", "```", "|---"))]
+    words = question.headline
+    for pool in (bullets, prose):
+        picked = [line for line in pool if words and words in line]
+        if picked:
+            return picked[0]
+    if bullets:
+        return bullets[0]
+    return prose[-1] if prose else ""
+
+
+def _plain(line: str) -> str:
+    """A bullet without its dash, a table row as its cells joined."""
+    if line.startswith("|"):
+        return " · ".join(cell.strip() for cell in line.strip("|").split("|") if cell.strip())
+    return line[2:] if line.startswith("- ") else line
+
+
+def _headline_section(lines: list[str]) -> list[str]:
+    if "## Headline" not in lines:
+        return []
+    start = lines.index("## Headline") + 1
+    rest = lines[start:]
+    end = next((i for i, line in enumerate(rest) if line.startswith("#")), len(rest))
+    return rest[:end]
