@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     lanes.configure(config)
+    # What the tests write (keys files, peer secrets, TLS keys) only their user may read, as an operator's
+    # umask 077 makes it: `up`, `replica` and `gateway` refuse a secret file others may read. A test of
+    # that refusal chmods its file open itself.
+    os.umask(0o077)
 
 
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection: the lanes split what is really selected

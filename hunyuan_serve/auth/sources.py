@@ -6,7 +6,9 @@ import json
 import urllib.parse
 from collections.abc import Mapping
 
-from starlette.types import Message, Receive
+from starlette.types import Message, Receive, Scope
+
+from hunyuan_serve.auth.listen import is_loopback
 
 
 def header_key(authorization: str) -> str | None:
@@ -84,3 +86,18 @@ async def buffered(receive: Receive, limit: int) -> tuple[bytes, Receive]:
         return messages.pop(0) if messages else await receive()
 
     return body, replay
+
+
+def client_address(scope: Scope, behind_peer_check: bool) -> str:
+    """The address of whoever sent the request: the peer's own, unless the peer is a front that says
+    whom it forwards: the last X-Forwarded-For entry, the one Nginx's $proxy_add_x_forwarded_for added
+    (the entries before it, and X-Real-IP, which our Nginx does not set, pass through from the caller).
+    Only a loopback peer (this host's Nginx) or one that passed the peer check (the gateway's Nginx) is
+    believed: from anyone else the header is whatever the caller chose to write."""
+    client = scope.get("client")
+    peer = str(client[0]) if client else ""
+    if not (behind_peer_check or is_loopback(peer)):
+        return peer
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    forwarded = headers.get("x-forwarded-for", "").rsplit(",", 1)[-1].strip()
+    return forwarded or peer

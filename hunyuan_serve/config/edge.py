@@ -11,6 +11,7 @@ from pydantic import (
     field_validator,
 )
 
+from hunyuan_serve.config.bad_keys import BadKeyFields
 from hunyuan_serve.config.base import Section
 
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
@@ -119,7 +120,7 @@ class NginxConfig(Section):
         return value
 
 
-class AuthConfig(Section):
+class AuthConfig(BadKeyFields):
     """API keys at the edge: who may call, and how fast each key may go."""
 
     keys_file: str | None = Field(

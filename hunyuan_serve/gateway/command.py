@@ -72,8 +72,12 @@ def _problems(inventory: Inventory) -> list[str]:
 def check_files(inventory: Inventory) -> None:
     """An unreadable or malformed secret or keys file is the inventory's mistake: a ConfigError (exit 2)
     naming the file, before anything is created."""
-    from hunyuan_serve.auth import load_keys, peer_secret
+    from hunyuan_serve.auth import exposed_secrets, load_keys, peer_secret
+    from hunyuan_serve.config import ConfigError
 
+    exposed = exposed_secrets(inventory.serve_config())
+    if exposed:  # a secret others may read is refused before the run dir exists
+        raise ConfigError("; ".join(exposed))
     auth = inventory.serve_config().auth
     peer_secret(auth)
     if auth.keys_file:

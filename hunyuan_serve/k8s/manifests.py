@@ -71,7 +71,19 @@ def http_probe(path: str, period_s: int, timeout_s: int, failures: int) -> Doc:
     }
 
 
-def replica_probes(cfg: ServeConfig) -> Doc:
+def deep_probe(port: int, period_s: int, timeout_s: int, failures: int) -> Doc:
+    """The deep /health asked from inside the pod: the replica answers it to loopback callers only (it
+    makes the engine generate), and kubelet's own httpGet comes from the node's address."""
+    url = f"http://127.0.0.1:{port}/health?deep=1"
+    return {
+        "exec": {"command": ["curl", "-fsS", "-o", "/dev/null", "--max-time", str(timeout_s), url]},
+        "periodSeconds": period_s,
+        "timeoutSeconds": timeout_s,
+        "failureThreshold": failures,
+    }
+
+
+def replica_probes(cfg: ServeConfig, port: int | None = None) -> Doc:
     """up's probing rules as kubelet's: startup has its own deadline, readiness is /health with the
     eviction threshold, liveness the deep probe (a one-token generation) at up's deep-probe cadence."""
     sup = cfg.supervisor
@@ -82,7 +94,7 @@ def replica_probes(cfg: ServeConfig) -> Doc:
         # The replica answers hung after health_deep_timeout_s; kubelet waits that long plus a probe's own.
         deep_timeout = seconds(cfg.replica.health_deep_timeout_s + sup.probe_timeout_s)
         deep_period = max(seconds(sup.probe_interval_s * sup.deep_probe_every), deep_timeout)
-        live = http_probe("/health?deep=1", deep_period, deep_timeout, sup.unhealthy_threshold)
+        live = deep_probe(port or cfg.replica.port, deep_period, deep_timeout, sup.unhealthy_threshold)
     else:  # deep probes off: the shallow /health still says hung (stall_timeout_s)
         live = http_probe("/health", period, timeout, sup.unhealthy_threshold)
     return {"startupProbe": startup, "readinessProbe": ready, "livenessProbe": live}
@@ -180,7 +192,7 @@ def replica_container(pool: PodPlan, opts: PodOptions, mounts: list[Doc]) -> Doc
         "env": replica_env(pool),
         "ports": [{"name": "http", "containerPort": pool.plan.port, "protocol": "TCP"}],
         "resources": resources(pool, opts),
-        **replica_probes(pool.config),
+        **replica_probes(pool.config, pool.plan.port),
         "volumeMounts": mounts,
     }
 

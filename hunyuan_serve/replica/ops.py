@@ -11,6 +11,7 @@ from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from hunyuan_serve.auth.deep_health import wants_deep
 from hunyuan_serve.families.build import probe_prompt
 from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.engine_types import Sampling
@@ -54,9 +55,10 @@ async def deep_probe(replica: ReplicaContext) -> Reading:
 
 @router.get("/health")
 async def health(replica: ReplicaDep, deep: str = "") -> JSONResponse:
+    """Open shallow; deep (the engine generates a token) only for whom auth's DeepHealthGuard lets by."""
     now = reading(replica, time.monotonic())
-    wants_deep = deep.lower() in ("1", "true", "yes")
-    if now.ok and wants_deep:
+    deep_asked = wants_deep(deep)
+    if now.ok and deep_asked:
         now = await deep_probe(replica)
     # Only a stand-in names its engine (a real replica's body is unchanged): no one mistakes its figures.
     named = {"engine": STAND_IN} if isinstance(replica.engine, StandInEngine) else {}
@@ -71,7 +73,7 @@ async def health(replica: ReplicaDep, deep: str = "") -> JSONResponse:
         "family": replica.family,
         "in_flight": replica.admission.in_flight,
         "max_in_flight": replica.admission.max_in_flight,
-        "deep": wants_deep,
+        "deep": deep_asked,
     }
     return JSONResponse(ready)
 

@@ -95,7 +95,9 @@ def probe(url: str, deadline_s: float = READY_S) -> None:
 def http_probes(deployment: Doc) -> list[str]:
     (box,) = deployment["spec"]["template"]["spec"]["containers"]
     return [
-        box[p]["httpGet"]["path"] for p in ("startupProbe", "readinessProbe", "livenessProbe") if p in box
+        box[p]["httpGet"]["path"]
+        for p in ("startupProbe", "readinessProbe", "livenessProbe")
+        if "httpGet" in box.get(p, {})  # the deep liveness probe is an exec, from inside the pod
     ]
 
 

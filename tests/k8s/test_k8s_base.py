@@ -111,7 +111,10 @@ def test_probes_and_grace_follow_the_supervisor_fields(cpu: list[Doc]) -> None:
     assert ready["httpGet"]["path"] == "/health" and ready["failureThreshold"] == 4
     assert ready["periodSeconds"] == 2 and ready["timeoutSeconds"] == 2
     # Liveness is the deep probe, every deep_probe_every-th probe period, waiting out the replica's deadline.
-    assert live["httpGet"]["path"] == "/health?deep=1" and live["periodSeconds"] == 2 * 10
+    # From inside the pod: the replica answers the deep probe to loopback callers only, not kubelet's.
+    port = container(replicas(cpu)[0])["ports"][0]["containerPort"]
+    assert live["exec"]["command"][-1] == f"http://127.0.0.1:{port}/health?deep=1"
+    assert live["periodSeconds"] == 2 * 10
     assert live["timeoutSeconds"] == 10 + 2 and live["failureThreshold"] == 4
     assert pod_spec(replicas(cpu)[0])["terminationGracePeriodSeconds"] == 30 + 10
     assert pod_spec(front(cpu))["terminationGracePeriodSeconds"] == 30 + 10
