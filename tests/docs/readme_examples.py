@@ -1,4 +1,4 @@
-"""The README's curl examples as a reader copies them from its fenced blocks, and what each documents."""
+"""The curl examples of the README and docs/ as a reader copies them, and what each documents."""
 
 from __future__ import annotations
 
@@ -11,17 +11,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+REPO = Path(__file__).resolve().parents[2]
+README = REPO / "README.md"
+# Every page whose examples run: the README and each page of docs/ (a new page's too).
+PAGES = (README, *sorted((REPO / "docs").glob("*.md")))
 FENCE = re.compile(r"^```[\w-]*\n(.*?)^```", re.M | re.S)
 # A documented answer: the comment line right after an example, a JSON object or list.
 DOCUMENTED = re.compile(r"^# ([{\[].*)$")
 # "…" or "..." standing for more fields or items ("{..., ...}") or for any value (": ...").
 MORE = re.compile(r",\s*(?:\.\.\.|…)\s*(?=[}\]])")
 ANY = re.compile(r"(?<=[:\[])\s*(?:\.\.\.|…)")
-PUBLIC = "localhost:8080"  # the address the README's examples call
+PUBLIC = "localhost:8080"  # the address the examples call
+# The first line of a block whose examples cannot run against one CPU stack (a GPU, several hosts, a
+# cluster), saying why, so the reader sees it too: `# not run by tests/docs: needs a GPU`.
+NOT_RUN = re.compile(r"^# not run by tests/docs: (\S.*)$")
+# Commands that need what one CPU machine lacks (a GPU, other hosts, a cluster): a block with one says so.
+NEEDS_MORE = re.compile(r"--gpus|gpu-smoke|FLAVOUR=gpu|kubectl|render k8s|gateway --inventory|--replica-host")
 
 # The examples whose answer on the shared stack (a tiny Hunyuan-MT-7B-family checkpoint, no keys file)
-# is another than 200, by a piece of their command: the status the API or the README says there, a
+# is another than 200, by a piece of their command: the status the API or the page says there, a
 # phrase of that answer's body, and why.
 SPECIAL: Mapping[str, tuple[int, str, str]] = {
     "/v2/glossaries": (
@@ -33,7 +41,7 @@ SPECIAL: Mapping[str, tuple[int, str, str]] = {
         400,
         "families that have one: ",
         "a glossary feeds the family's terminology prompt, which only HY-MT1.5 and Hy-MT2 have: the "
-        "README's 400 naming them for any other family (the shared stack's is Hunyuan-MT-7B's)",
+        "documented 400 naming them for any other family (the shared stack's is Hunyuan-MT-7B's)",
     ),
 }
 # Placeholders a reader fills in from the answer before: the piece of the command, and what replaces it.
@@ -47,7 +55,7 @@ FILLED: Mapping[str, Callable[[dict[str, Any]], str]] = {
 
 @dataclass(frozen=True)
 class Example:
-    """One curl command as the README writes it: its line, its text, the answer it documents."""
+    """One curl command as its page writes it: its line, its text, the answer it documents."""
 
     line: int
     command: str
@@ -65,6 +73,12 @@ class Block:
 
     line: int
     examples: tuple[Example, ...]
+    page: str = "README.md"  # the page's path from the repository's root
+    not_run: str | None = None  # why the block cannot run here, as its first line says
+
+    @property
+    def name(self) -> str:
+        return f"{self.page}:{self.line}"
 
 
 def _complete(command: str) -> bool:
@@ -94,15 +108,49 @@ def _examples(lines: list[str], first_line: int) -> list[Example]:
     return found
 
 
-def blocks(text: str) -> list[Block]:
-    """Every fenced block with a curl command, its examples in order; lines counted from 1."""
+@dataclass(frozen=True)
+class Fenced:
+    """One fenced block of a page: where it starts, its lines, and why it cannot run here (if it says)."""
+
+    page: str
+    line: int
+    lines: tuple[str, ...]
+    not_run: str | None
+
+
+def fenced(text: str, page: str = "README.md") -> list[Fenced]:
+    """Every fenced block of the text, its first line counted from 1."""
     out = []
     for fence in FENCE.finditer(text):
+        lines = tuple(fence.group(1).splitlines())
+        marked = NOT_RUN.match(lines[0]) if lines else None
         first = text.count("\n", 0, fence.start(1)) + 1
-        examples = _examples(fence.group(1).splitlines(), first)
-        if examples:
-            out.append(Block(first, tuple(examples)))
+        out.append(Fenced(page, first, lines, marked.group(1) if marked else None))
     return out
+
+
+def blocks(text: str, page: str = "README.md") -> list[Block]:
+    """Every fenced block with a curl command, its examples in order; lines counted from 1."""
+    out = []
+    for fence in fenced(text, page):
+        examples = _examples(list(fence.lines), fence.line)
+        if examples:
+            out.append(Block(fence.line, tuple(examples), page, fence.not_run))
+    return out
+
+
+def _pages(pages: tuple[Path, ...]) -> list[tuple[str, str]]:
+    return [(page.read_text(encoding="utf-8"), page.relative_to(REPO).as_posix()) for page in pages]
+
+
+def page_blocks(pages: tuple[Path, ...] = PAGES) -> list[Block]:
+    """The curl blocks of every page, page by page."""
+    return [block for text, name in _pages(pages) for block in blocks(text, name)]
+
+
+def page_fenced(pages: tuple[Path, ...] = PAGES) -> list[Fenced]:
+    """The fenced blocks of every page, page by page."""
+    return [fence for text, name in _pages(pages) for fence in fenced(text, name)]
 
 
 def shape(documented: str) -> Any:

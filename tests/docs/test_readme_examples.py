@@ -1,8 +1,9 @@
-"""Every curl example of the README, run as written (the real curl, localhost:8080 the shared stack's
-address) against the real stack: the status it documents (200 unless SPECIAL says) and the fields of
+"""Every curl example of the README and docs/, run as written (the real curl, localhost:8080 the shared
+stack's address) against the real stack: the status it documents (200 unless SPECIAL says) and the fields of
 the answer its `# {...}` line shows. The tiny model's text is noise, so the fields are compared by
 name and nesting, not value. An example that needs what the shared stack lacks is in SPECIAL, with the
-reason; any other example that fails fails here, a new one included.
+reason; a block that needs a GPU, several hosts or a cluster says so in its first line (NOT_RUN) and is
+skipped with that reason; any other example that fails fails here, a new one or a new page's included.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.docs.readme_examples import FILLED, README, SPECIAL, Block, Example, blocks, missing, shape
+from tests.docs.readme_examples import FILLED, SPECIAL, Block, Example, missing, page_blocks, shape
 from tests.support.shared_stack import SharedStack
 
 pytestmark = [
@@ -26,10 +27,10 @@ pytestmark = [
 
 CURL_TIMEOUT_S = 120.0
 # The file the document examples upload (`-F file=@README.md`), in the directory they run in: a few
-# sentences, where the repository's README would be hundreds of segments through the CPU engine.
+# sentences, where the repository's README would be dozens of segments through the CPU engine.
 UPLOADED = "# Printing\n\nOpen the file. Restart the printer.\n"
 
-BLOCKS = blocks(README.read_text(encoding="utf-8"))
+BLOCKS = page_blocks()
 
 
 def _filled(argv: list[str], earlier: dict[str, Any] | None) -> list[str]:
@@ -43,13 +44,15 @@ def _filled(argv: list[str], earlier: dict[str, Any] | None) -> list[str]:
     return out
 
 
-def _run(example: Example, address: str, cwd: Path, earlier: dict[str, Any] | None) -> tuple[int, str]:
+def _run(
+    example: Example, where: str, address: str, cwd: Path, earlier: dict[str, Any] | None
+) -> tuple[int, str]:
     """The example's status and body (the file it wrote with -o, if it names one)."""
     argv = _filled(example.argv(address), earlier)
     done = subprocess.run(
         [*argv, "-w", "\n%{http_code}"], cwd=cwd, capture_output=True, text=True, timeout=CURL_TIMEOUT_S
     )
-    assert done.returncode == 0, f"README line {example.line}: curl exited {done.returncode}: {done.stderr}"
+    assert done.returncode == 0, f"{where}: curl exited {done.returncode}: {done.stderr}"
     body, _, status = done.stdout.rpartition("\n")
     if "-o" in argv:
         body = (cwd / argv[argv.index("-o") + 1]).read_text(encoding="utf-8")
@@ -62,9 +65,8 @@ def _expected(example: Example) -> tuple[int, str]:
     return next(special, (200, ""))
 
 
-def _check(example: Example, status: int, body: str) -> dict[str, Any] | None:
+def _check(example: Example, where: str, status: int, body: str) -> dict[str, Any] | None:
     """The example's answer as documented; returns its JSON (None if it is none) for the next one."""
-    where = f"README line {example.line}"
     expected, phrase = _expected(example)
     assert status == expected and phrase in body, f"{where}: {status} {body[:500]}"
     try:
@@ -77,13 +79,14 @@ def _check(example: Example, status: int, body: str) -> dict[str, Any] | None:
     return answer if isinstance(answer, dict) else None
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"line-{b.line}" for b in BLOCKS])
-def test_the_readme_example_answers_as_documented(
-    block: Block, shared_stack: SharedStack, tmp_path: Path
-) -> None:
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.name for b in BLOCKS])
+def test_the_example_answers_as_documented(block: Block, shared_stack: SharedStack, tmp_path: Path) -> None:
+    if block.not_run:
+        pytest.skip(f"{block.name}: {block.not_run}")
     (tmp_path / "README.md").write_text(UPLOADED, encoding="utf-8")
     address = shared_stack.url.removeprefix("http://")
     earlier: dict[str, Any] | None = None
     for example in block.examples:
-        status, body = _run(example, address, tmp_path, earlier)
-        earlier = _check(example, status, body) or earlier
+        where = f"{block.page} line {example.line}"
+        status, body = _run(example, where, address, tmp_path, earlier)
+        earlier = _check(example, where, status, body) or earlier

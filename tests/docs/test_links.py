@@ -1,0 +1,75 @@
+"""The docs' links lead somewhere: each relative link names a file of the repository, each anchor a
+heading of its page, and each config key the docs name is a key of the settings reference."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from hunyuan_serve.config.reference import anchor
+
+REPO = Path(__file__).resolve().parents[2]
+PAGES = (REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md")))
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^#{1,6} (.+?)\s*$", re.M)
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+# A dotted config key in backticks: `replica.max_in_flight`, `nginx.port: 8080` (a value may follow).
+KEY = re.compile(r"`((?:engine|replica|supervisor|nginx|auth|logs|gateway)\.[a-z_]+(?:\.[a-z_]+)*)[`: ]")
+SETTINGS_KEY = re.compile(r"^\| `([^`]+)` \|", re.M)
+# File names that read like keys: Nginx's config, a replica's module.
+NOT_KEYS = {"nginx.conf", "replica.py"}
+
+
+def _prose(text: str) -> str:
+    return FENCE.sub("", text)
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors GitHub gives the headings of a page (outside code blocks)."""
+    return {anchor(title.replace("`", "")) for title in HEADING.findall(_prose(text))}
+
+
+def broken_links(page: Path, root: Path = REPO) -> list[str]:
+    """Each link of the page to a file that is not there, or to an anchor its page lacks."""
+    out = []
+    for target in LINK.findall(_prose(page.read_text(encoding="utf-8"))):
+        if re.match(r"^[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        path, _, fragment = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            out.append(f"{page.relative_to(root)}: {target}: no such file")
+        elif fragment and dest.suffix == ".md" and fragment not in anchors(dest.read_text(encoding="utf-8")):
+            out.append(f"{page.relative_to(root)}: {target}: no such heading")
+    return out
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(REPO).as_posix() for p in PAGES])
+def test_every_link_of_the_page_leads_somewhere(page: Path) -> None:
+    assert page.exists(), f"{page.relative_to(REPO)} is missing"
+    assert broken_links(page) == []
+
+
+def test_a_missing_file_and_a_missing_heading_are_reported(tmp_path: Path) -> None:
+    page = tmp_path / "a.md"
+    (tmp_path / "b.md").write_text("# B page\n\n## The `x` part\n", encoding="utf-8")
+    page.write_text(
+        "# A\n[ok](b.md#the-x-part) [top](#a) [web](https://x.example/y) [gone](c.md) [bad](b.md#nope)\n"
+        "```\n[in code](nowhere.md)\n```\n",
+        encoding="utf-8",
+    )
+    assert broken_links(page, tmp_path) == ["a.md: c.md: no such file", "a.md: b.md#nope: no such heading"]
+
+
+def test_every_config_key_the_docs_name_is_a_setting() -> None:
+    settings = set(SETTINGS_KEY.findall((REPO / "docs" / "settings.md").read_text(encoding="utf-8")))
+    unknown = [
+        f"{page.relative_to(REPO)}: {key}"
+        for page in PAGES
+        if page.exists() and page.name != "settings.md"
+        for key in KEY.findall(page.read_text(encoding="utf-8"))
+        if key not in settings and key not in NOT_KEYS
+    ]
+    assert unknown == []
