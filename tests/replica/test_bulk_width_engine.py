@@ -1,0 +1,155 @@
+"""The bulk width on the real vLLM engine (tiny checkpoint, CPU): what vLLM's own request states say runs."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hunyuan_serve.config import EngineConfig
+from hunyuan_serve.config.width import BulkWidthSettings
+from hunyuan_serve.families.build import probe_prompt
+from hunyuan_serve.replica import priority
+from hunyuan_serve.replica.engine import VllmEngine
+from hunyuan_serve.replica.engine_types import Sampling
+from hunyuan_serve.replica.gated_engine import BULK_PRIORITY, GatedEngine, bulk_gate
+
+pytestmark = pytest.mark.engine
+
+MAX_NUM_SEQS = 32  # full width 24: the interactive reserve's quarter stays free for people
+BULK = 40  # more than the full width, so some bulk always waits in the replica
+SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=24)
+PERSON = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=4)
+
+
+@dataclass
+class Step:
+    """One engine step as seen right after it: vLLM's scheduled bulk requests, the gate's figures."""
+
+    vllm_bulk: int  # our bulk requests vLLM holds and has scheduled (its frontend's request states)
+    vllm_bulk_unscheduled: int  # ... and has not: waiting in vLLM's own queue
+    gate_bulk: int
+    width: int
+    queued: int  # bulk waiting in the replica
+
+
+@dataclass
+class Record:
+    steps: list[Step] = field(default_factory=list)
+    # Per request: the engine's step count when the person sent it, when vLLM's frontend first held it
+    # unscheduled, and when it first held it scheduled.
+    person_sent: dict[str, int] = field(default_factory=dict)
+    unscheduled: dict[str, int] = field(default_factory=dict)
+    scheduled: dict[str, int] = field(default_factory=dict)
+    line: Any = None
+    answers: int = 0
+
+
+def _states(engine: VllmEngine) -> list[tuple[str, bool]]:
+    """(our request id, scheduled yet) of every request vLLM's frontend holds (output_processor)."""
+    states = engine._engine.output_processor.request_states
+    return [(str(s.external_req_id), bool(s.stats.scheduled_ts)) for s in list(states.values())]
+
+
+def _watch(engine: VllmEngine, gated: GatedEngine, record: Record) -> None:
+    """After each step (the engine's stats hook, before the gate learns from it), what runs where."""
+    gate = gated.gate
+    learn = engine.stats.on_step
+
+    def on_step(seqs: int, seconds: float) -> None:
+        states = _states(engine)
+        bulk = [done for rid, done in states if engine._live.get(rid) == BULK_PRIORITY]
+        record.steps.append(Step(sum(bulk), len(bulk) - sum(bulk), gate.bulk, gate.width(), gate.waiting()))
+        for rid, scheduled in states:
+            seen = record.scheduled if scheduled else record.unscheduled
+            seen.setdefault(rid, engine.stats.steps)
+        if learn is not None:
+            learn(seqs, seconds)
+
+    engine.stats.on_step = on_step
+
+
+async def _person(gated: GatedEngine, engine: VllmEngine, record: Record, prompt: Any, n: int) -> None:
+    for turn in range(n):
+        rid = f"person-{turn}"
+        record.person_sent[rid] = engine.stats.steps
+        await gated.generate(prompt, PERSON, rid, priority.ENGINE_PRIORITY[priority.INTERACTIVE])
+        await asyncio.sleep(0)
+
+
+async def _scenario(model: Path) -> Record:
+    cfg = EngineConfig(
+        model=str(model), device="cpu", dtype="float32", max_model_len=512,
+        kv_cache_memory_bytes=64 * 2**20, enforce_eager=True, max_num_seqs=MAX_NUM_SEQS,
+    )  # fmt: skip
+    engine = VllmEngine(cfg, str(model), ignore_eos=True, device="cpu")
+    await engine.start()
+    record = Record()
+    try:
+        # A long window and a strict target: once the person came, the width stays narrow to the end.
+        settings = BulkWidthSettings(interactive_window_s=600, interactive_step_ratio=1.01, bulk_width_min=2)
+        gated = GatedEngine(engine, bulk_gate(settings, MAX_NUM_SEQS, 0.25, {}))
+        prompt = probe_prompt("hunyuan-mt", "Save the file before you close it.")
+        bulk_id = iter(range(10**6))
+
+        async def bulk() -> None:
+            priority.KEY.set("ci")
+            await gated.generate(prompt, SAMPLING, f"bulk-{next(bulk_id)}", BULK_PRIORITY)
+
+        # Nobody active: the job alone at the full width teaches the model the large batches' steps.
+        for turn in range(3):  # and a few steps of one sequence alone
+            await engine.generate(prompt, PERSON, f"warm-{turn}", 0)
+        await asyncio.gather(*(bulk() for _ in range(BULK)))
+        _watch(engine, gated, record)
+        person = asyncio.create_task(_person(gated, engine, record, prompt, 4))
+        await asyncio.sleep(0)  # the person's first string is in: the width has narrowed
+        jobs = [asyncio.create_task(bulk()) for _ in range(BULK)]
+        await asyncio.gather(person, *jobs)
+        record.answers = len(jobs)
+        record.line = gated.gate.model.line()
+    finally:
+        engine.shutdown()
+    return record
+
+
+@pytest.fixture(scope="module")
+def record(tiny_model_dir: Path) -> Iterator[Record]:
+    saved = dict(os.environ)  # the in-process engine sets vLLM's CPU variables; later tests must not see them
+    os.environ.setdefault("VLLM_HOST_IP", "127.0.0.1")
+    try:
+        yield asyncio.run(_scenario(tiny_model_dir))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_with_a_person_active_vllm_runs_no_more_bulk_than_the_width(record: Record) -> None:
+    assert record.answers == BULK and record.steps
+    print(f"learnt line: {record.line}; widths seen: {sorted({s.width for s in record.steps})}")
+    # The person came first in this phase: every bulk request vLLM holds was let in under the width.
+    peak = 0
+    for n, step in enumerate(record.steps):
+        peak = max(peak, step.width)
+        assert step.vllm_bulk <= step.gate_bulk, (n, step)  # nothing in vLLM the gate did not let in
+        assert step.vllm_bulk + step.vllm_bulk_unscheduled <= peak, (n, step)
+    assert max(s.queued for s in record.steps) > 0  # the job's surplus waited in the replica
+
+
+def test_bulk_over_the_width_never_waits_in_vllms_queue(record: Record) -> None:
+    # Sent while step k runs, a request is in step k+1: seen scheduled at most two steps after it was
+    # first seen waiting. Bulk held back waits in the replica's queue instead.
+    bulk = [rid for rid in record.unscheduled if rid.startswith("bulk-")]
+    assert bulk
+    for rid in bulk:
+        assert record.scheduled[rid] - record.unscheduled[rid] <= 2, rid
+
+
+def test_the_persons_request_starts_within_one_step(record: Record) -> None:
+    assert set(record.person_sent) <= set(record.scheduled)
+    for rid, sent in record.person_sent.items():
+        assert record.scheduled[rid] - sent <= 2, (rid, sent, record.scheduled[rid])
