@@ -9,11 +9,13 @@ from typing import Any, Literal
 from pydantic import (
     Field,
     field_validator,
+    model_validator,
 )
 
-from hunyuan_serve.config.bad_keys import BadKeyFields
 from hunyuan_serve.config.base import Section
 
+# What an Nginx quoted string cannot hold as is (a variable, the quote, the end of the directive).
+_UNQUOTABLE = re.compile(r"[\s\"'$;{}\\]")
 _ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
 
 
@@ -107,6 +109,48 @@ class NginxConfig(Section):
         description="Nginx's njs module (Debian's libnginx-mod-http-js), loaded only with several pools, "
         "where it routes each request by its body's model.",
     )
+    # TLS at the edge (docs/tls.md): both files set, Nginx serves HTTPS on tls_port; doctor and `up`
+    # check the pair first (edge/tls.py), and `reload` has Nginx read the files again (renewals).
+    tls_cert: str | None = Field(
+        None, description="PEM certificate (leaf first, then its chain) served on tls_port; needs tls_key."
+    )
+    tls_key: str | None = Field(
+        None, description="PEM private key of tls_cert, unencrypted; `up` refuses one others may read."
+    )
+    tls_port: int = Field(
+        8443, ge=1, le=65535, description="Port of the TLS listener (HTTP/2; TLS 1.2 and 1.3) with tls_cert."
+    )
+    plain_http: Literal["serve", "redirect", "off"] = Field(
+        "redirect",
+        description="With TLS on, what the plain port does for callers off this host: serve them, redirect "
+        "them (308 to https, path and query kept) or off (a wildcard listen binds loopback only, others "
+        "are closed on). This host's own processes (loopback, nginx.listen) keep it either way.",
+    )
+    hsts_max_age_s: int = Field(
+        0, ge=0, description="Strict-Transport-Security max-age sent over TLS; 0: no HSTS header."
+    )
+    tls_host: str | None = Field(
+        None,
+        description="The name clients reach the TLS port by, which tls_cert's names must cover (doctor, "
+        "`up`); unset: nginx.listen when it is one specific address, else no name is checked.",
+    )
+
+    @field_validator("tls_cert", "tls_key")
+    @classmethod
+    def _tls_file(cls, value: str | None) -> str | None:
+        # Nginx reads it from its own prefix, and the path goes into its config as a quoted string.
+        if value and _UNQUOTABLE.search(value):
+            raise ValueError(f"{value!r}: a path with a quote, '$', ';', braces or whitespace")
+        return str(Path(value).expanduser().absolute()) if value else None
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> NginxConfig:
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("nginx.tls_cert and nginx.tls_key are set together (TLS needs both)")
+        if self.tls_cert and self.tls_port in (self.port, self.status_port):
+            raise ValueError(f"nginx.tls_port {self.tls_port} is also nginx.port or nginx.status_port")
+        return self
+
 
     @field_validator("cors_origins", mode="before")
     @classmethod
@@ -120,7 +164,7 @@ class NginxConfig(Section):
         return value
 
 
-class AuthConfig(BadKeyFields):
+class AuthConfig(Section):
     """API keys at the edge: who may call, and how fast each key may go."""
 
     keys_file: str | None = Field(

@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 
 from hunyuan_serve.auth import peer_secret
-from hunyuan_serve.config import Pool, ServeConfig, resolve_pools
+from hunyuan_serve.config import NginxConfig, Pool, ServeConfig, resolve_pools
 from hunyuan_serve.edge.dialects import (
     BULK_ERRORS,
     DIALECTS,
@@ -25,11 +25,13 @@ from hunyuan_serve.edge.layout import (
     Layout,
     gateway_pools,
     host_pools,
+    own_address,
     pool_locations,
     several_layout,
     single_layout,
 )
 from hunyuan_serve.edge.routing import Routing
+from hunyuan_serve.run.plan import loopback_for
 from hunyuan_serve.templating import strict_environment
 
 NGINX_TEMPLATE = "nginx.conf.j2"
@@ -109,7 +111,25 @@ def render_nginx(
         bulk_caps=bulk,
         bulk_texts=bulk_texts,
         cors_allow_headers=REQUEST_HEADERS,
+        tls=tls_view(cfg.nginx),
     )
+
+
+def tls_view(nginx: NginxConfig) -> dict[str, Any] | None:
+    """What the template writes of TLS at the edge (None: off): where the plain port listens, the
+    redirect's port, the HSTS value, and this host's own address (its processes keep the plain port)."""
+    if not nginx.tls_cert:
+        return None
+    plain = nginx.listen
+    if nginx.plain_http == "off" and plain in ("0.0.0.0", "*", "", "::", "[::]"):
+        plain = loopback_for(plain)  # a wildcard would open the plain port to every network
+    return {
+        "plain": nginx.plain_http,
+        "plain_listen": plain,
+        "port_suffix": "" if nginx.tls_port == 443 else f":{nginx.tls_port}",
+        "hsts": f"max-age={nginx.hsts_max_age_s}" if nginx.hsts_max_age_s else None,
+        "own_address": own_address(nginx.listen),
+    }
 
 
 def edge_errors(cfg: ServeConfig, *, pooled: bool = False, bulk: bool = False) -> dict[str, dict[str, Any]]:

@@ -17,6 +17,8 @@ def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
     from hunyuan_serve.run.ports import port_problem
 
     busy = [port_problem(cfg.nginx.listen, cfg.nginx.port)]
+    if cfg.nginx.tls_cert:  # the TLS listener's port too
+        busy.append(port_problem(cfg.nginx.listen, cfg.nginx.tls_port))
     busy += [port_problem(p.host, p.port) for p in plans]  # each pool's replica.host
     return [p for p in busy if p]
 
