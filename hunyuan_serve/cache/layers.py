@@ -54,14 +54,7 @@ class TranslationCache:
     def from_config(cls, cfg: ReplicaConfig, events: CacheEvents | None = None) -> TranslationCache:
         redis = None
         if cfg.cache_redis_url:
-            redis = RedisSettings(
-                cfg.cache_redis_url,
-                cfg.cache_redis_prefix,
-                cfg.cache_redis_ttl_s,
-                cfg.cache_redis_connect_timeout_s,
-                cfg.cache_redis_timeout_s,
-                cfg.cache_redis_retry_s,
-            )
+            redis = RedisSettings.of_replica(cfg, cfg.cache_redis_ttl_s)
         return cls(cfg.cache_entries, cfg.cache_path, cfg.cache_busy_timeout_s, redis, events)
 
     async def get(self, key: str) -> Hit | None:

@@ -15,6 +15,8 @@ from hunyuan_serve.cache.events import CacheEvents, NoEvents
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
+    from hunyuan_serve.config import ReplicaConfig
+
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,38 @@ class RedisSettings:
     connect_timeout_s: float = 0.25
     timeout_s: float = 0.25
     retry_s: float = 1.0
+    # rediss:// only: the CA verifying Redis's certificate (None: the system's), the client's own pair.
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+
+    @classmethod
+    def of_replica(cls, cfg: ReplicaConfig, ttl_s: int) -> RedisSettings:
+        """The one Redis link of a replica (cache, per-key store, document jobs): replica.cache_redis_*."""
+        assert cfg.cache_redis_url, "of_replica needs replica.cache_redis_url"
+        return cls(
+            cfg.cache_redis_url,
+            cfg.cache_redis_prefix,
+            ttl_s,
+            cfg.cache_redis_connect_timeout_s,
+            cfg.cache_redis_timeout_s,
+            cfg.cache_redis_retry_s,
+            cfg.cache_redis_tls_ca,
+            cfg.cache_redis_tls_cert,
+            cfg.cache_redis_tls_key,
+        )
+
+    def tls_options(self) -> dict[str, Any]:
+        """redis-py's ssl_* arguments for a rediss:// URL: the server's certificate and name always
+        verified (a man in the middle would read every text and glossary), a client pair if set."""
+        if not self.url.startswith("rediss://"):
+            return {}
+        options: dict[str, Any] = {"ssl_cert_reqs": "required", "ssl_check_hostname": True}
+        if self.tls_ca:
+            options["ssl_ca_certs"] = self.tls_ca
+        if self.tls_cert:
+            options["ssl_certfile"], options["ssl_keyfile"] = self.tls_cert, self.tls_key
+        return options
 
 
 class RedisCache:
@@ -139,6 +173,7 @@ def redis_client(settings: RedisSettings) -> Redis:
         socket_timeout=settings.timeout_s,
         retry=Retry(NoBackoff(), 1, (RedisConnectionError,)),
         decode_responses=True,
+        **settings.tls_options(),
     )
 
 

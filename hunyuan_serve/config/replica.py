@@ -11,6 +11,7 @@ from pydantic import (
     model_validator,
 )
 
+from hunyuan_serve.config.redis_tls import RedisTlsFields
 from hunyuan_serve.config.width import BulkWidthSettings
 
 # Set by `up` in each replica's environment to its own pid: the parent that replica watches
@@ -23,7 +24,7 @@ def bulk_slots(slots: int, reserve: float) -> int:
     return max(1, slots - int(slots * reserve))
 
 
-class ReplicaConfig(BulkWidthSettings):
+class ReplicaConfig(BulkWidthSettings, RedisTlsFields):
     """The HTTP server around one engine: admission, deadlines, cache, sampling defaults."""
 
     host: str = Field("127.0.0.1", description="Address a replica binds.")

@@ -23,24 +23,16 @@ def store_path(cfg: ServeConfig) -> Path:
     return run_dir / STORE_FILE
 
 
-def redis_settings(url: str, cfg: ServeConfig) -> RedisSettings:
-    """The translation cache's Redis settings, no expiry: glossaries, counts and jobs are kept."""
-    rcfg = cfg.replica
-    return RedisSettings(
-        url,
-        rcfg.cache_redis_prefix,
-        0,
-        rcfg.cache_redis_connect_timeout_s,
-        rcfg.cache_redis_timeout_s,
-        rcfg.cache_redis_retry_s,
-    )
+def redis_settings(cfg: ServeConfig) -> RedisSettings:
+    """The translation cache's Redis link (its TLS too), no expiry: glossaries, counts and jobs are kept."""
+    return RedisSettings.of_replica(cfg.replica, 0)
 
 
 def store_from_config(cfg: ServeConfig) -> Store:
     """Redis when replica.cache_redis_url says the hosts share (with the cache's settings), else SQLite."""
     rcfg = cfg.replica
     if rcfg.cache_redis_url:
-        return RedisStore(redis_settings(rcfg.cache_redis_url, cfg))
+        return RedisStore(redis_settings(cfg))
     return SqliteStore(store_path(cfg), rcfg.cache_busy_timeout_s)
 
 
@@ -61,5 +53,5 @@ def documents_from_config(cfg: ServeConfig) -> Documents:
     """Redis when replica.cache_redis_url says the hosts share, else the host's SQLite store file."""
     rcfg = cfg.replica
     if rcfg.cache_redis_url:
-        return RedisDocumentJobs(redis_settings(rcfg.cache_redis_url, cfg), rcfg.cache_busy_timeout_s)
+        return RedisDocumentJobs(redis_settings(cfg), rcfg.cache_busy_timeout_s)
     return DocumentJobs(documents_path(cfg), rcfg.cache_busy_timeout_s)

@@ -93,7 +93,10 @@ class RedisDocumentJobs:
         self.url = settings.url
         # Blobs travel here (an upload, a result): the socket timeout is the store's, not the cache's 0.25 s.
         self._client = redis.Redis.from_url(
-            settings.url, socket_connect_timeout=settings.connect_timeout_s, socket_timeout=timeout_s
+            settings.url,
+            socket_connect_timeout=settings.connect_timeout_s,
+            socket_timeout=timeout_s,
+            **settings.tls_options(),  # the same TLS as the cache's and the store's link
         )
         self._keys = [settings.prefix + "docs:open", settings.prefix + "docs:changed"]
         self._claim = self._client.register_script(_CLAIM)
