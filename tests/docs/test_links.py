@@ -1,5 +1,5 @@
-"""The docs' links lead somewhere: each relative link names a file of the repository, each anchor a
-heading of its page, and each config key the docs name is a key of the settings reference."""
+"""The docs' links lead somewhere: each relative link names a file, each anchor a heading of its page, each
+source file named is there, and each config key named is a key of the settings reference."""
 
 from __future__ import annotations
 
@@ -18,6 +18,10 @@ FENCE = re.compile(r"^```.*?^```", re.M | re.S)
 # A dotted config key in backticks: `replica.max_in_flight`, `nginx.port: 8080` (a value may follow).
 KEY = re.compile(r"`((?:engine|replica|supervisor|nginx|auth|logs|gateway)\.[a-z_]+(?:\.[a-z_]+)*)[`: ]")
 SETTINGS_KEY = re.compile(r"^\| `([^`]+)` \|", re.M)
+# A source file in backticks: `edge/driver.py`, `hunyuan_serve/config/`, `tests/support/lanes.py`.
+SOURCE = re.compile(r"`((?:[a-z_]+/)+[a-z_]+\.(?:py|j2|js))`")
+# Where such a path is read from: the repository's root, or the package (`edge/driver.py`).
+SOURCE_ROOTS = (REPO, REPO / "hunyuan_serve")
 # File names that read like keys: Nginx's config, a replica's module.
 NOT_KEYS = {"nginx.conf", "replica.py"}
 
@@ -73,3 +77,14 @@ def test_every_config_key_the_docs_name_is_a_setting() -> None:
         if key not in settings and key not in NOT_KEYS
     ]
     assert unknown == []
+
+
+def test_every_source_file_the_docs_name_is_there() -> None:
+    gone = [
+        f"{page.relative_to(REPO)}: {path}"
+        for page in PAGES
+        if page.exists()
+        for path in SOURCE.findall(page.read_text(encoding="utf-8"))
+        if not any((root / path).exists() for root in SOURCE_ROOTS)
+    ]
+    assert gone == []
