@@ -55,7 +55,7 @@ def test_segments_with_markup_are_flagged() -> None:
     doc = parse(MARKDOWN, "markdown", Options())
     assert dict(zip(doc.segments, doc.formatted, strict=True)) == {
         "Guide": False,
-        "Press **Save** to keep the [draft](https://x.org/d). ": True,
+        "Press **Save** to keep the <a1>draft</a1>. ": True,  # the link's URL is not sent
         "Nothing else changes.": False,
         "Run `make up` first.": True,
     }
@@ -69,7 +69,7 @@ def test_markdown_markup_goes_through_the_formatted_prompt(
     code, out, report = run(service, tmp_path, "guide.md", MARKDOWN)
     on, off = formatted_texts(service)
     assert code == 0 and report["translated"] == 4
-    assert on == {"Press **Save** to keep the [draft](https://x.org/d).", "Run `make up` first."}
+    assert on == {"Press **Save** to keep the <a1>draft</a1>.", "Run `make up` first."}
     assert off == {"Guide", "Nothing else changes."}
     assert "[zh] Press **Save** to keep the [draft](https://x.org/d). [zh] Nothing else changes." in out
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 
 from hunyuan_serve.client.formats.base import Document, Edit, Options, markup_flags, splice
-from hunyuan_serve.client.formats.markdown import _segmenter, split_sentences
+from hunyuan_serve.client.formats.markdown import sentence_segmenter, split_sentences
 
 # Elements whose content is not prose (kept as is), and the inline ones a sentence may run across.
 _KEEP = {"script", "style", "pre", "code", "kbd", "samp", "textarea", "svg", "math", "template"}
@@ -103,7 +103,7 @@ def parse_html(content: str, options: Options) -> Document:
     collector.feed(content)
     collector.close()
     collector.flush()
-    segmenter = _segmenter(options.source or "en")
+    segmenter = sentence_segmenter(options.source or "en")
     spans = sorted(collector.spans, key=lambda s: s.start)
     pieces: list[tuple[_Span, list[str]]] = []
     for span in spans:
