@@ -12,6 +12,7 @@ from pydantic import (
 )
 
 from hunyuan_serve.config.redis_tls import RedisTlsFields
+from hunyuan_serve.config.replica_tls import ReplicaTlsFields
 from hunyuan_serve.config.width import BulkWidthSettings
 
 # Set by `up` in each replica's environment to its own pid: the parent that replica watches
@@ -24,7 +25,7 @@ def bulk_slots(slots: int, reserve: float) -> int:
     return max(1, slots - int(slots * reserve))
 
 
-class ReplicaConfig(BulkWidthSettings, RedisTlsFields):
+class ReplicaConfig(BulkWidthSettings, RedisTlsFields, ReplicaTlsFields):
     """The HTTP server around one engine: admission, deadlines, cache, sampling defaults."""
 
     host: str = Field("127.0.0.1", description="Address a replica binds.")

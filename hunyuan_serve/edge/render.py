@@ -31,6 +31,7 @@ from hunyuan_serve.edge.layout import (
     single_layout,
 )
 from hunyuan_serve.edge.routing import Routing
+from hunyuan_serve.edge.upstream_tls import UpstreamTls, host_upstream_tls, replicas_speak_tls
 from hunyuan_serve.run.plan import loopback_for
 from hunyuan_serve.templating import strict_environment
 
@@ -75,11 +76,13 @@ def render_nginx(
     front: GatewayFront | None = None,
     pools: Sequence[Pool] | None = None,
     script: Path | None = None,
+    upstream_tls: UpstreamTls | None = None,
 ) -> str:
     """The whole nginx.conf for this routing (replicas not routable are listed as `down`): a host's, or
     with `front` a gateway's (its upstream spans every host's replicas). pools: each pool as its replicas
     run it (default: resolve_pools(cfg)); with several, one upstream each and routing by model (njs,
-    reading `script`, default the packaged route.js)."""
+    reading `script`, default the packaged route.js). upstream_tls: how a gateway reaches its hosts'
+    replicas over TLS (a host's own follow from replica.tls_cert)."""
     proxied = PROXIED_PATHS + (("/metrics",) if cfg.nginx.expose_metrics else ())
     template = (env or environment()).get_template(NGINX_TEMPLATE)
     layout = _layout(cfg, routing, generation, front, resolve_pools(cfg) if pools is None else pools, script)
@@ -103,7 +106,10 @@ def render_nginx(
         upstreams=layout.upstreams,
         health=layout.health,
         health_ok=layout.health_ok,
-        listing=layout.listing,
+        # A host whose replicas speak TLS says so: a gateway with an https url for it requires it.
+        listing={**layout.listing, "tls": True}
+        if layout.listing is not None and replicas_speak_tls(cfg)
+        else layout.listing,
         pooled=layout.pooled,
         locations=pool_locations(proxied, *layout.pooled["names"]) if layout.pooled else [],
         peer_secret=secret,
@@ -111,6 +117,7 @@ def render_nginx(
         bulk_caps=bulk,
         bulk_texts=bulk_texts,
         cors_allow_headers=REQUEST_HEADERS,
+        upstream_tls=upstream_tls if front is not None else host_upstream_tls(cfg),
         tls=tls_view(cfg.nginx),
     )
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from hunyuan_serve.config import default_run_dir
 
 if TYPE_CHECKING:
+    from hunyuan_serve.gateway.discovery import HttpDiscovery
     from hunyuan_serve.gateway.inventory import Inventory
     from hunyuan_serve.gateway.loop import Gateway
     from hunyuan_serve.run.events import JsonEvents
@@ -82,6 +83,40 @@ def check_files(inventory: Inventory) -> None:
     peer_secret(auth)
     if auth.keys_file:
         load_keys(auth.keys_file)
+    tls_files(inventory)
+
+
+def tls_files(inventory: Inventory) -> None:
+    """The inventory's CA and client certificate load (gateway/tls.py client_context), or a ConfigError."""
+    from hunyuan_serve.gateway.tls import client_context
+
+    client_context(inventory)
+
+
+def _discovery(inventory: Inventory) -> HttpDiscovery:
+    """Polls of the hosts with the peer secret, over TLS to https hosts (the CA, the client certificate)."""
+    from hunyuan_serve.auth import peer_headers
+    from hunyuan_serve.gateway.discovery import HttpDiscovery
+    from hunyuan_serve.gateway.tls import client_context
+
+    headers = peer_headers(inventory.serve_config().auth)
+    return HttpDiscovery(inventory.gateway.discovery_timeout_s, headers, tls=client_context(inventory))
+
+
+def host_problems(inventory: Inventory) -> list[str]:
+    """The hosts answering now that must not be used (gateway/tls.py start_problems), asked once."""
+    import asyncio
+
+    from hunyuan_serve.gateway.tls import start_problems
+
+    async def ask() -> list[str]:
+        discovery = _discovery(inventory)
+        try:
+            return await start_problems(inventory, discovery)
+        finally:
+            await discovery.aclose()
+
+    return asyncio.run(ask())
 
 
 def run_gateway(inventory: Inventory, run_dir: Path) -> int:
@@ -90,6 +125,10 @@ def run_gateway(inventory: Inventory, run_dir: Path) -> int:
     from hunyuan_serve.run.rundir import lock_run_dir
 
     check_files(inventory)
+    refused = host_problems(inventory)  # before the run dir: a refused start leaves nothing behind
+    if refused:
+        print("hunyuan-serve gateway: cannot start: " + "; ".join(refused), file=sys.stderr)
+        return 1
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     lock = lock_run_dir(run_dir)
@@ -122,18 +161,20 @@ def build_gateway(inventory: Inventory, run_dir: Path, emit: JsonEvents) -> Gate
     """The gateway on the real adapters: HTTP discovery and probes with the peer secret, Nginx, the clock."""
     from hunyuan_serve.auth import peer_headers
     from hunyuan_serve.edge.controller import NginxController
-    from hunyuan_serve.gateway.discovery import HttpDiscovery
     from hunyuan_serve.gateway.loop import Gateway
+    from hunyuan_serve.gateway.tls import client_context
     from hunyuan_serve.run.probe import HttpProber
     from hunyuan_serve.run.rundir import web_root, worker_user
     from hunyuan_serve.run.seams import RealClock
 
     cfg, gw = inventory.serve_config(), inventory.gateway
-    headers = peer_headers(cfg.auth)
+    headers, tls = peer_headers(cfg.auth), client_context(inventory)
+    # Replicas are reached by address; their certificates are verified for tls_name, as Nginx does.
+    name = inventory.tls_name if tls else None
     return Gateway(
         inventory,
-        discovery=HttpDiscovery(gw.discovery_timeout_s, headers),
-        prober=HttpProber(gw.probe_timeout_s, headers=headers),
+        discovery=_discovery(inventory),
+        prober=HttpProber(gw.probe_timeout_s, headers=headers, tls=tls, server_name=name),
         nginx=NginxController(cfg.nginx, run_dir / "nginx"),
         clock=RealClock(),
         emit=emit,

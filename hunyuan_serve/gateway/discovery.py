@@ -1,7 +1,8 @@
-"""Asks a host's Nginx which replicas it routes to (GET /_hs/replicas, with the peer secret), over HTTP."""
+"""Asks a host's Nginx which replicas it routes to (GET /_hs/replicas, with the peer secret), over HTTP(S)."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -13,7 +14,25 @@ LISTING_PATH = "/_hs/replicas"
 
 
 class DiscoveryError(RuntimeError):
-    """A host did not give its listing; the message says why (timeout, refused, HTTP 403...)."""
+    """A host did not give its listing; the message says why (timeout, refused, HTTP 403...). tls: the
+    TLS handshake failed (a plain HTTP host, a certificate the CA did not sign): a mistake, not an outage."""
+
+    def __init__(self, message: str, *, tls: bool = False) -> None:
+        super().__init__(message)
+        self.tls = tls
+
+
+def tls_failure(err: BaseException) -> str | None:
+    """The TLS error under an httpx error (its cause chain), as one line; None when it is not one."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            reason = getattr(seen, "verify_message", None) or seen.reason or str(seen)
+            if seen.reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "HTTP_REQUEST"):
+                reason += " (it answers in plain HTTP: give the host nginx.tls_cert, docs/tls-hosts.md)"
+            return f"TLS handshake failed: {reason}"
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 # What an answer other than the listing most likely means, for the host's reason in `gateway status`.
@@ -45,9 +64,11 @@ class HttpDiscovery:
         timeout_s: float,
         headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        tls: ssl.SSLContext | None = None,  # https hosts: the CA that verifies them, the client certificate
     ) -> None:
         self._client = httpx.AsyncClient(
             timeout=timeout_s,
+            verify=tls if tls is not None else True,
             trust_env=False,
             headers=dict(headers or {}),
             transport=transport,
@@ -60,7 +81,8 @@ class HttpDiscovery:
         except httpx.TimeoutException:
             raise DiscoveryError("timeout") from None
         except httpx.HTTPError as err:
-            raise DiscoveryError(type(err).__name__) from None
+            failure = tls_failure(err)
+            raise DiscoveryError(failure or type(err).__name__, tls=failure is not None) from None
         if response.status_code != 200:
             raise DiscoveryError(status_reason(response.status_code, response.text))
         try:

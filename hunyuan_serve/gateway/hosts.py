@@ -41,6 +41,7 @@ class HostListing:
     family: str | None
     config: int
     replicas: tuple[ListedReplica, ...]
+    tls: bool = False  # its replicas listen with TLS (the host's replica.tls_cert)
 
 
 def parse_listing(data: Any) -> HostListing:
@@ -69,6 +70,7 @@ def parse_listing(data: Any) -> HostListing:
         family if isinstance(family, str) else None,
         config if isinstance(config, int) else 0,
         tuple(replicas),
+        data.get("tls") is True,
     )
 
 

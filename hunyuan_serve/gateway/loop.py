@@ -22,6 +22,7 @@ from hunyuan_serve.edge.render import environment, render_nginx
 from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
 from hunyuan_serve.gateway.hosts import Event, Fleet, HostListing, HostView
 from hunyuan_serve.gateway.inventory import Inventory
+from hunyuan_serve.gateway.tls import listing_problem, upstream_tls
 from hunyuan_serve.run.seams import Clock, NginxControl, Prober
 from hunyuan_serve.run.state import write_json_atomic
 
@@ -54,6 +55,7 @@ class Gateway:
         self.fleet = Fleet(inventory.hosts, self.gw, clock.now())
         self.queue: asyncio.Queue[int] = asyncio.Queue()
         self.templates = environment()
+        self.upstream_tls = upstream_tls(inventory)
         self.edge = EdgeDriver(
             nginx,
             self._render,
@@ -129,11 +131,18 @@ class Gateway:
         results = await asyncio.gather(*(self._fetch(v.entry.url) for v in views))
         now = self.clock.now()
         for view, result in zip(views, results, strict=True):
-            name = view.entry.name
+            name, secret = view.entry.name, self.inventory.peer_secret_file is not None
             if isinstance(result, HostListing):
-                self._record(self.fleet.listed(name, result, now))
+                # A listing the TLS rules refuse is not routed, as a host that cannot be polled is not.
+                refused = listing_problem(view.entry, result, secret)
+                events = (
+                    self.fleet.unlisted(name, refused, now)
+                    if refused
+                    else self.fleet.listed(name, result, now)
+                )
             else:
-                self._record(self.fleet.unlisted(name, result, now))
+                events = self.fleet.unlisted(name, result, now)
+            self._record(events)
 
     async def _fetch(self, url: str) -> HostListing | str:
         try:
@@ -167,6 +176,7 @@ class Gateway:
             generation=generation,
             env=self.templates,
             front=view.front,
+            upstream_tls=self.upstream_tls,
         )
 
     async def start_nginx(self) -> None:

@@ -114,7 +114,7 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
     from hunyuan_serve.gpu import resolve_device
     from hunyuan_serve.models import model_config, model_family, resolve_model
     from hunyuan_serve.replica.app import create_app
-    from hunyuan_serve.replica.onewrite import OneWriteProtocol
+    from hunyuan_serve.replica.tls import listener
 
     # The device kind is the plan's (up sets engine.device), never torch's guess: asking torch here
     # would initialise CUDA before vLLM forks its engine core.
@@ -140,7 +140,7 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
             access_log=False,  # the app writes one JSON line per request instead
             timeout_graceful_shutdown=math.ceil(cfg.replica.graceful_shutdown_s),
             lifespan="on",
-            http=OneWriteProtocol,  # each answer in one write: a replica dying mid-answer sends nothing
+            **listener(cfg.replica),  # one write per answer (a replica dying sends nothing), TLS if set
         )
     )
     logging.getLogger(__name__).info(

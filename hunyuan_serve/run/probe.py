@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,20 +25,26 @@ class HttpProber:
         timeout_s: float,
         transport: httpx.AsyncBaseTransport | None = None,
         headers: Mapping[str, str] | None = None,  # the peer secret's, on a multi-host deployment
+        *,
+        tls: ssl.SSLContext | bool | None = None,  # replicas on TLS: how to verify them (False: not)
+        server_name: str | None = None,  # the name their certificates are checked for (default: addr's)
     ) -> None:
+        self._scheme = "http" if tls is None else "https"
+        self._extensions = {"sni_hostname": server_name} if server_name else {}
         self._client = httpx.AsyncClient(
             timeout=timeout_s,
             trust_env=False,
             transport=transport,
+            verify=True if tls is None else tls,
             headers=dict(headers or {}),
             limits=httpx.Limits(max_keepalive_connections=0),
         )
 
     async def probe(self, addr: str, *, deep: bool = False) -> ProbeResult:
-        url = f"http://{addr}/health" + ("?deep=1" if deep else "")
+        url = f"{self._scheme}://{addr}/health" + ("?deep=1" if deep else "")
         start = time.perf_counter()
         try:
-            response = await self._client.get(url)
+            response = await self._client.get(url, extensions=self._extensions)
         except httpx.TimeoutException:
             return ProbeResult(False, "timeout", (time.perf_counter() - start) * 1000)
         except httpx.HTTPError as err:

@@ -88,7 +88,12 @@ def build_supervisor(
         cfg,
         plans,
         runner=SubprocessRunner(before_spawn),
-        prober=HttpProber(cfg.supervisor.probe_timeout_s, headers=peer_headers(cfg.auth)),
+        # Replicas on TLS (replica.tls_cert) are probed over it, unverified: the hop stays on this host.
+        prober=HttpProber(
+            cfg.supervisor.probe_timeout_s,
+            headers=peer_headers(cfg.auth),
+            tls=False if cfg.replica.tls_cert else None,
+        ),
         nginx=NginxController(cfg.nginx, run_dir / "nginx", headers=peer_headers(cfg.auth)),
         clock=RealClock(),
         emit=emit,

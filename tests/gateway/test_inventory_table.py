@@ -14,7 +14,11 @@ from hunyuan_serve.gateway.command import format_inventory
 from hunyuan_serve.gateway.discovery import status_reason
 from hunyuan_serve.gateway.inventory import load_inventory
 
-HOSTS = [{"name": "a", "url": "http://10.77.0.2:8080"}, {"name": "b", "url": "http://10.77.0.3:8080/"}]
+# Plain HTTP on a private network the tests trust: the peer secret may go there (allow_plain).
+HOSTS = [
+    {"name": "a", "url": "http://10.77.0.2:8080", "allow_plain": True},
+    {"name": "b", "url": "http://10.77.0.3:8080/", "allow_plain": True},
+]
 
 REFUSED: list[tuple[Any, str]] = [
     ([1, 2], "must be a mapping"),

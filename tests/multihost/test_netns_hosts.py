@@ -68,7 +68,8 @@ def _host_config(
 def _inventory(work: Path, lab: netns.Lab, secret: Path, port: int) -> Path:
     data = {
         "peer_secret_file": str(secret),
-        "hosts": [{"name": h.name, "url": h.url(HOST_PORT)} for h in lab.net.hosts],
+        # Namespaces on this machine: the plain links never leave it (the TLS hops: test_netns_tls.py).
+        "hosts": [{"name": h.name, "url": h.url(HOST_PORT), "allow_plain": True} for h in lab.net.hosts],
         "gateway": {"discovery_interval_s": 0.5, "probe_interval_s": 0.25, "unhealthy_threshold": 2},
         # A request sent to a host just cut waits read_timeout_s before Nginx tries the other one.
         "nginx": {"port": port, "worker_processes": 1, "read_timeout_s": 10.0, "connect_timeout_s": 1.0},

@@ -184,6 +184,7 @@ PURE = (
     "edge/capacity.py",
     "edge/filters.py",
     "edge/dialects.py",
+    "edge/upstream_tls.py",
 )
 FORBIDDEN = {"asyncio", "subprocess", "httpx", "os", "time", "random", "signal", "socket"}
 
