@@ -29,6 +29,7 @@ from hunyuan_serve.client.wire import (
     parse_languages,
     parse_one,
     payload,
+    refuses_qa,
 )
 
 T = TypeVar("T")
@@ -63,10 +64,14 @@ class AsyncTranslateClient:
         # headers: sent with every request (a replica's document job sends its owner's API key so).
         options["headers"] = {**options["headers"], **(headers or {})}
         self._http = httpx.AsyncClient(**options)
+        # Set once the service refused the `qa` field (it predates QA): later requests go without it.
+        self.qa_refused = False
 
     async def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> httpx.Response:
         attempt = 0
         while True:
+            if self.qa_refused and body is not None and "qa" in body:
+                body = {key: value for key, value in body.items() if key != "qa"}
             response, error = None, None
             try:
                 async with self._slots:
@@ -77,6 +82,9 @@ class AsyncTranslateClient:
             except httpx.TransportError as err:
                 error = err
             failure = self._policy.failure(response, error)
+            if body is not None and "qa" in body and refuses_qa(failure):
+                self.qa_refused = True  # a service that predates QA: asked again without, unchecked
+                continue
             wait_s = self._policy.delay(attempt, failure)
             if wait_s is None:
                 raise failure

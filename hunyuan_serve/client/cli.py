@@ -71,7 +71,13 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument("--no-cache", action="store_true", help="Neither read nor write the cache.")
     parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
-    parser.add_argument("--report", type=Path, help="Write the summary and every failure as JSON here.")
+    parser.add_argument(
+        "--report",
+        type=Path,
+        help="Write the summary, every failure and every flagged translation (with its reasons) as JSON "
+        "here.",
+    )
+    _add_qa_arguments(parser)
     _add_option_groups(parser)
     parser.set_defaults(func=run)
 
@@ -89,6 +95,35 @@ def _add_format_arguments(parser: argparse.ArgumentParser) -> None:
         "--overwrite",
         action="store_true",
         help="Translate entries that already have a translation (gettext).",
+    )
+
+
+def _add_qa_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("answer checks (the service's QA)")
+    # retry by default: a file is bulk work, where a second try costs seconds the team does not wait
+    # on, and only for the strings that failed a check; each it fixes is one fewer string to review.
+    group.add_argument(
+        "--qa",
+        choices=("off", "flag", "retry"),
+        default="retry",
+        help="What the service does with a translation that fails its checks: retry (default: generate "
+        "it once more, keep the better answer), flag (return it with the checks it failed), off (no "
+        "checks). A flagged translation is written in the file's review state (gettext '#, fuzzy', "
+        "XLIFF 1.2 needs-review-translation, XLIFF 2.0 initial, String Catalog needs_review), listed in "
+        "--report and --qa-report, and never cached.",
+    )
+    group.add_argument(
+        "--flagged",
+        choices=("keep", "skip"),
+        default="keep",
+        help="In a format without a review state: keep (default: write the flagged translation and "
+        "list it) or skip (leave the string untranslated, and list it).",
+    )
+    group.add_argument(
+        "--qa-report",
+        type=Path,
+        metavar="FILE",
+        help="Write every flagged translation with its reasons for a reviewer: FILE.csv or FILE.html.",
     )
 
 
@@ -139,12 +174,15 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
 
 def run(args: argparse.Namespace) -> int:
     from hunyuan_serve.client.glossary import GlossaryError, load_glossary
+    from hunyuan_serve.client.qa_report import KINDS, report_kind
     from hunyuan_serve.config import ConfigError
 
     try:
         settings = settings_from_args(args, os.environ)
     except ConfigError as err:
         return usage_error(str(err))
+    if args.qa_report is not None and report_kind(args.qa_report) is None:
+        return usage_error(f"--qa-report {args.qa_report}: name a {' or '.join(KINDS)} file")
     loaded = load_document(args)
     if isinstance(loaded, str):
         return usage_error(loaded)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -13,52 +14,16 @@ import httpx
 
 from hunyuan_serve.client.api import AsyncTranslateClient, Progress
 from hunyuan_serve.client.glossary import Glossary
+from hunyuan_serve.client.resplit import complete, own_checks
 from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment
 from hunyuan_serve.client.store import TranslationStore, cache_profile
-from hunyuan_serve.client.wire import TranslateError, Translation
+from hunyuan_serve.client.summary import Failure, Flagged, Summary
+from hunyuan_serve.client.wire import QaFlag, TranslateError, Translation
 from hunyuan_serve.families.format_tags import wrap
 
 _Send = Callable[[list[str]], Awaitable[list[Translation]]]  # one batch request, all else bound
 # Statuses that blame one text of a batch, not the service: those texts are retried one by one.
 _PER_TEXT_STATUSES = (400, 413, 422)
-
-
-@dataclass(frozen=True)
-class Failure:
-    label: str
-    source: str
-    problem: str
-
-
-@dataclass
-class Summary:
-    total: int = 0
-    translated: int = 0
-    cached: int = 0
-    skipped: int = 0
-    failed: int = 0
-    requests: int = 0  # batch requests sent this run
-    aborted: str | None = None  # why the run stopped sending early
-    failures: list[Failure] = field(default_factory=list)
-    failed_at: list[int] = field(default_factory=list)  # indexes of the failed segments
-
-    def line(self) -> str:
-        return (
-            f"{self.total} segments: {self.translated} translated, {self.cached} cached, "
-            f"{self.skipped} skipped, {self.failed} failed"
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "translated": self.translated,
-            "cached": self.cached,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "requests": self.requests,
-            "aborted": self.aborted,
-            "failures": [f.__dict__ for f in self.failures],
-        }
 
 
 @dataclass
@@ -67,6 +32,7 @@ class _Run:
 
     results: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    flags: dict[str, tuple[QaFlag, ...]] = field(default_factory=dict)  # the suspect ones' checks
     requests: int = 0
     aborted: str | None = None
 
@@ -86,6 +52,19 @@ class _Group:
     run: _Run = field(default_factory=lambda: _Run())
 
 
+@dataclass(frozen=True)
+class _Request:
+    """What goes with every batch of a run besides its texts and a group's context."""
+
+    target: str
+    source: str | None
+    options: dict[str, Any]  # sampling, and the QA policy asked for
+    glossary: dict[str, str] | None
+    style: str | None
+    qa: str | None  # the policy asked for (flag, retry: a service that sends no checks gets the
+    # client's own line count)
+
+
 async def localize(
     segments: Sequence[str],
     labels: Sequence[str],
@@ -101,6 +80,7 @@ async def localize(
     contexts: Sequence[str | None] | None = None,
     style: str | None = None,
     formatted: Sequence[bool] | None = None,
+    qa: str | None = None,
     on_total: Callable[[int], None] | None = None,
     progress: Progress | None = None,
 ) -> tuple[list[str], Summary]:
@@ -113,39 +93,67 @@ async def localize(
     store batch by batch, so an interrupted run loses only the batches in flight and the next run
     resumes from there. formatted, when given, marks the segments whose inline markup goes through the
     family's formatted-translation prompt (`preserve_format`); only where no other instruction is sent
-    (no published prompt combines two), and their markup must come back whole.
+    (no published prompt combines two), and their markup must come back whole. qa is the QA policy
+    asked of the service (off, flag, retry; None: the service's own): a flagged translation is used
+    but never cached, and listed in the summary; one that lost part of its text is split and re-sent.
     """
     plans = [plan_segment(segment, glossary) for segment in segments]
     flags = list(formatted) if formatted and not (terms or style) else [False] * len(plans)
     groups = _groups(plans, [context] * len(plans) if contexts is None else list(contexts), flags)
     fields = {**(options or {}), "style": style, "glossary": dict(terms) if terms else None}
     await _look_up(groups, client, store, fields, source, target)
-    if on_total is not None:
-        on_total(sum(len(group.to_send) for group in groups))
-    done = dict.fromkeys(range(len(groups)), 0)
     total = sum(len(group.to_send) for group in groups)
+    if on_total is not None:
+        on_total(total)
+    request = _Request(
+        target, source, {**(options or {}), **({"qa": qa} if qa else {})}, fields["glossary"], style, qa
+    )
+    reporter = _reporters(len(groups), total, progress)
+    await asyncio.gather(
+        *(_send_group(client, group, store, request, reporter(n)) for n, group in enumerate(groups))
+    )
+    return _merge(groups, labels, len(plans))
 
-    async def send_group(number: int, group: _Group) -> None:
+
+def _reporters(count: int, total: int, progress: Progress | None) -> Callable[[int], Progress]:
+    """Per group, the progress callback that reports the texts done over all groups."""
+    done = dict.fromkeys(range(count), 0)
+
+    def reporter(number: int) -> Progress:
         def report(count: int, _: int) -> None:
             done[number] = count
             if progress is not None:
                 progress(sum(done.values()), total)
 
-        translate = functools.partial(
-            client.translate_texts,
-            target=target,
-            source=source,
-            options=_with_format(options, group.formatted),
-            glossary=dict(terms) if terms else None,
-            context=group.context,
-            style=style,
-        )
-        await client.map_batches(
-            group.to_send, functools.partial(_send, translate, group, store, source, target), report
-        )
+        return report
 
-    await asyncio.gather(*(send_group(number, group) for number, group in enumerate(groups)))
-    return _merge(groups, labels, len(plans))
+    return reporter
+
+
+async def _send_group(
+    client: AsyncTranslateClient,
+    group: _Group,
+    store: TranslationStore | None,
+    request: _Request,
+    progress: Progress,
+) -> None:
+    translate: _Send = functools.partial(
+        client.translate_texts,
+        target=request.target,
+        source=request.source,
+        options=_with_format(request.options, group.formatted),
+        glossary=request.glossary,
+        context=group.context,
+        style=request.style,
+    )
+
+    async def checked(texts: list[str]) -> list[Translation]:
+        return [own_checks(answer) for answer in await translate(texts)]
+
+    send = checked if request.qa in ("flag", "retry") else translate
+    await client.map_batches(
+        group.to_send, functools.partial(_send, send, group, store, request.source, request.target), progress
+    )
 
 
 async def _look_up(
@@ -180,7 +188,7 @@ def _groups(plans: Sequence[Plan], contexts: Sequence[str | None], formatted: Se
 
 
 async def _send(
-    translate: _Send,
+    send: _Send,
     group: _Group,
     store: TranslationStore | None,
     source: str | None,
@@ -192,13 +200,29 @@ async def _send(
     run = group.run
     if run.aborted:
         return
-    got = await _translate_chunk(translate, batch, run)
+    answers = await _completed(send, await _translate_chunk(send, batch, run), source, run)
+    got = {text: answer.result for text, answer in answers.items()}
     if group.formatted:
         got = _markup_kept(got, run)
-    good = {text: out for text, out in got.items() if not check_translation(group.first_plan[text], out)}
+    run.flags.update({text: answer.qa for text, answer in answers.items() if answer.qa})
+    # A suspect translation is not cached: the next run asks again rather than reuse it unflagged.
+    good = {
+        text: out
+        for text, out in got.items()
+        if not check_translation(group.first_plan[text], out) and text not in run.flags
+    }
     run.results.update(got)
     if store is not None and good:
         store.put_many(group.profile, source, target, good)
+
+
+async def _completed(
+    send: _Send, answers: dict[str, Translation], language: str | None, run: _Run
+) -> dict[str, Translation]:
+    """The answers, each that lost lines, sentences or paragraphs replaced by its text split and re-sent."""
+    done = await asyncio.gather(*(complete(send, answer, language) for answer in answers.values()))
+    run.requests += sum(sent for _, sent in done)
+    return {text: answer for text, (answer, _) in zip(answers, done, strict=True)}
 
 
 def _with_format(fields: Mapping[str, Any] | None, formatted: bool) -> dict[str, Any]:
@@ -235,7 +259,9 @@ def _merge(groups: Sequence[_Group], labels: Sequence[str], count: int) -> tuple
             setattr(summary, name, getattr(summary, name) + getattr(part, name))
         summary.aborted = summary.aborted or part.aborted
         summary.failures.extend(part.failures)
+        summary.flagged.extend(dataclasses.replace(f, index=group.indexes[f.index]) for f in part.flagged)
     summary.failed_at.sort()
+    summary.flagged.sort(key=lambda f: f.index)
     return texts, summary
 
 
@@ -258,10 +284,10 @@ async def _service_model(client: AsyncTranslateClient) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
-async def _translate_chunk(translate: _Send, chunk: list[str], run: _Run) -> dict[str, str]:
+async def _translate_chunk(translate: _Send, chunk: list[str], run: _Run) -> dict[str, Translation]:
     run.requests += 1
     try:
-        return {t.text: t.result for t in await translate(chunk)}
+        return {t.text: t for t in await translate(chunk)}
     except TranslateError as err:
         if err.status not in _PER_TEXT_STATUSES:
             # Retries are spent or the service is gone: stop sending instead of waiting out every batch.
@@ -271,7 +297,7 @@ async def _translate_chunk(translate: _Send, chunk: list[str], run: _Run) -> dic
         if len(chunk) == 1:
             run.errors[chunk[0]] = f"refused: {err.code}: {err.message}"
             return {}
-    results: dict[str, str] = {}
+    results: dict[str, Translation] = {}
     for text in chunk:
         results.update(await _translate_chunk(translate, [text], run))
     return results
@@ -300,4 +326,7 @@ def _outcomes(
             summary.cached += 1
         else:
             summary.translated += 1
+            if plan.request in run.flags:
+                flagged = Flagged(index, label, plan.source, outcome.text, run.flags[plan.request])
+                summary.flagged.append(flagged)
     return texts, summary

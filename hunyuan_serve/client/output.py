@@ -53,6 +53,10 @@ def print_summary(summary: Any, report: Path | None, shown: int = 20) -> None:
         print(f"failed {failure.label}: {failure.problem}: {failure.source[:80]!r}", file=sys.stderr)
     if len(summary.failures) > shown:
         print(f"... and {len(summary.failures) - shown} more failures", file=sys.stderr)
+    for flagged in summary.flagged[:shown]:
+        print(f"flagged {flagged.label}: {flagged.reason()}: {flagged.source[:80]!r}", file=sys.stderr)
+    if len(summary.flagged) > shown:
+        print(f"... and {len(summary.flagged) - shown} more flagged (all in --report)", file=sys.stderr)
     if summary.aborted:
         print(f"stopped sending: {summary.aborted}", file=sys.stderr)
     print(summary.line(), file=sys.stderr)

@@ -102,9 +102,15 @@ async def translate(
                 contexts=contexts,
                 style=args.style,
                 formatted=await segment_formatting(client, document),
+                qa=args.qa,
                 on_total=bar.start,
                 progress=bar.update,
             )
+            if client.qa_refused and args.qa != "off":
+                print(
+                    "note: the service predates answer checks (--qa): only line counts were checked",
+                    file=sys.stderr,
+                )
     except TranslateError as err:
         print(f"hunyuan-serve translate: {settings.base_url}: {err}", file=sys.stderr)
         return EXIT_FAILED
@@ -120,7 +126,12 @@ def _finish(args: argparse.Namespace, document: Any, texts: list[str], summary: 
     summary; an output that fails is not written, and the run fails naming why."""
     from hunyuan_serve.client.formats import FormatError
 
-    text = document.render(texts, frozenset(summary.failed_at))
+    failed, flagged = frozenset(summary.failed_at), frozenset(f.index for f in summary.flagged)
+    if document.review is None and args.flagged == "skip":
+        # No review state to write them in: the flagged strings stay as the source has them.
+        texts = [document.segments[i] if i in flagged else t for i, t in enumerate(texts)]
+        failed, flagged = failed | flagged, frozenset()
+    text = document.render(texts, failed, flagged)
     try:
         document.check(text)
     except FormatError as err:
@@ -133,4 +144,21 @@ def _finish(args: argparse.Namespace, document: Any, texts: list[str], summary: 
         return EXIT_FAILED
     write_output(args.output, text, encoding)
     print_summary(summary, args.report)
+    if args.qa_report is not None:
+        _write_qa_report(args, document, summary)
     return EXIT_FAILED if summary.failed else EXIT_OK
+
+
+def _write_qa_report(args: argparse.Namespace, document: Any, summary: Any) -> None:
+    from hunyuan_serve.client.qa_report import ReportContext, write_qa_report
+
+    if document.review is not None:
+        written_as = document.review_state
+    elif args.flagged == "skip":
+        written_as = "the source, untranslated (--flagged skip)"
+    else:
+        written_as = "the translation (this format has no review state)"
+    name = "<stdin>" if args.input == "-" else args.input
+    write_qa_report(
+        args.qa_report, summary.flagged, ReportContext(name, args.source, args.target, written_as)
+    )

@@ -26,12 +26,22 @@ class TranslateError(Exception):
 
 
 @dataclass(frozen=True)
+class QaFlag:
+    """One check the service's QA found the translation failing (`check` is its name, e.g. `lines`)."""
+
+    check: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
 class Translation:
     text: str
     result: str
     cached: bool = False
     latency_ms: float | None = None
     request_id: str | None = None
+    # The checks it failed (empty: it passed them all); None: unchecked (QA off, or a service without it).
+    qa: tuple[QaFlag, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,11 @@ def error_from_response(response: httpx.Response) -> TranslateError:
     return TranslateError(response.status_code, code, message, retry_after)
 
 
+def refuses_qa(error: TranslateError) -> bool:
+    """Whether the service refused the request's `qa` field as unknown (it predates the QA checks)."""
+    return error.status in (400, 422) and error.code == "unknown_field" and "qa" in error.message
+
+
 def parse_batch(response: httpx.Response, texts: Sequence[str]) -> list[Translation]:
     data = response.json()
     results = data.get("results") if isinstance(data, dict) else None
@@ -102,9 +117,18 @@ def parse_batch(response: httpx.Response, texts: Sequence[str]) -> list[Translat
         raise TranslateError(response.status_code, "bad_response", f"expected {len(texts)} results")
     cached = data.get("cached")
     flags = cached if isinstance(cached, list) and len(cached) == len(texts) else [False] * len(texts)
+    qa = data.get("qa")
+    checks = [parse_qa(item) for item in qa] if isinstance(qa, list) and len(qa) == len(texts) else None
     return [
-        Translation(text, str(result), bool(flag), data.get("latency_ms"), data.get("request_id"))
-        for text, result, flag in zip(texts, results, flags, strict=True)
+        Translation(
+            text,
+            str(result),
+            bool(flag),
+            data.get("latency_ms"),
+            data.get("request_id"),
+            None if checks is None else checks[index],
+        )
+        for index, (text, result, flag) in enumerate(zip(texts, results, flags, strict=True))
     ]
 
 
@@ -113,8 +137,29 @@ def parse_one(response: httpx.Response, text: str) -> Translation:
     if not isinstance(data, dict) or not isinstance(data.get("result"), str):
         raise TranslateError(response.status_code, "bad_response", "no 'result' in the response")
     return Translation(
-        text, data["result"], bool(data.get("cached")), data.get("latency_ms"), data.get("request_id")
+        text,
+        data["result"],
+        bool(data.get("cached")),
+        data.get("latency_ms"),
+        data.get("request_id"),
+        parse_qa(data.get("qa")),
     )
+
+
+def parse_qa(value: Any) -> tuple[QaFlag, ...] | None:
+    """A text's `qa` list of {"check", "detail"} as flags; None when absent or not a list (unchecked).
+
+    A service that predates QA sends none; an entry of another shape is kept by what it names.
+    """
+    if not isinstance(value, list):
+        return None
+    flags = []
+    for item in value:
+        if isinstance(item, dict) and item.get("check"):
+            flags.append(QaFlag(str(item["check"]), str(item.get("detail") or "")))
+        elif isinstance(item, str) and item:
+            flags.append(QaFlag(item))
+    return tuple(flags)
 
 
 def parse_languages(response: httpx.Response) -> list[Language]:

@@ -23,6 +23,8 @@ LANGUAGES = [
 ]
 
 HOLD_TIMEOUT_S = 10.0
+# A `qa` script: (source, answer) -> the checks the answer fails, each {"check": NAME, "detail": words}.
+Checks = Callable[[str, str], list[dict[str, str]]]
 
 
 def mock_translate(text: str, target: str) -> str:
@@ -50,6 +52,8 @@ class ServiceState:
 
     script: list[Reply] = field(default_factory=list)
     translate: Callable[[str, str], str] = mock_translate
+    # When set, answers carry `qa` as the service's checks do (not for a request that asks qa "off").
+    qa: Checks | None = None
     delay_s: float = 0.0
     model: str | None = None  # what /health names, when set
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -67,6 +71,7 @@ class ServiceState:
         with self.lock:
             self.script.clear()
             self.translate = mock_translate
+            self.qa = None
             self.delay_s = 0.0
             self.hold = 0
             self.headers = {}
@@ -134,12 +139,18 @@ class _Handler(BaseHTTPRequestHandler):
             supported = ", ".join(lang["code"] for lang in LANGUAGES)
             message = f"unsupported language {target!r}; supported: {supported}"
             return Reply(400, {"error": {"code": "unsupported_language", "message": message}})
+        checks = state.qa if body.get("qa") != "off" else None
         if "texts" in body:
             results = [state.translate(t, target) for t in body["texts"]]
-            return Reply(200, {"results": results, "cached": [False] * len(results), "latency_ms": 1.0})
-        return Reply(
-            200, {"result": state.translate(body["text"], target), "cached": False, "latency_ms": 1.0}
-        )
+            answer = {"results": results, "cached": [False] * len(results), "latency_ms": 1.0}
+            if checks is not None:
+                answer["qa"] = [checks(t, r) for t, r in zip(body["texts"], results, strict=True)]
+            return Reply(200, answer)
+        result = state.translate(body["text"], target)
+        one: dict[str, Any] = {"result": result, "cached": False, "latency_ms": 1.0}
+        if checks is not None:
+            one["qa"] = checks(body["text"], result)
+        return Reply(200, one)
 
     def _send_stream(self, text: str, state: ServiceState) -> None:
         """/translate's `stream: true` answer: two delta events with the gate between, then the answer."""

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 
 # rebuild(translations, failed): failed holds the indexes of segments whose translation was refused.
 Rebuild = Callable[[Sequence[str], frozenset[int]], str]
+# The same with flagged: the indexes of translations the service's checks found suspect, written in
+# the format's own review state (gettext fuzzy, XLIFF's needs-review/initial, a catalog's needs_review).
+ReviewRebuild = Callable[[Sequence[str], frozenset[int], frozenset[int]], str]
 
 
 class FormatError(ValueError):
@@ -43,11 +46,22 @@ class Document:
     formatted: tuple[bool, ...] = field(default=())
     # The format's own validator of a rendered text (gettext: msgfmt --check): raises a FormatError.
     validate: Callable[[str], None] | None = None
+    # Formats with a review state: the rebuild that writes a flagged translation in it, and its name.
+    review: ReviewRebuild | None = None
+    review_state: str = ""
 
-    def render(self, translations: Sequence[str], failed: frozenset[int] = frozenset()) -> str:
-        """The document with each segment replaced by the matching entry of translations."""
+    def render(
+        self,
+        translations: Sequence[str],
+        failed: frozenset[int] = frozenset(),
+        flagged: frozenset[int] = frozenset(),
+    ) -> str:
+        """The document with each segment replaced by the matching entry of translations; the flagged
+        ones in the format's review state, where it has one (else written as any translation)."""
         if len(translations) != len(self.segments):
             raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
+        if flagged and self.review is not None:
+            return self.review(translations, failed, flagged)
         return self._rebuild(translations, failed)
 
     def check(self, text: str) -> None:

@@ -78,21 +78,34 @@ def parse_po(content: str, options: Options) -> Document:
         else _new_header(options.target, newline)
     )
 
-    def rebuild(translations: Sequence[str], failed: frozenset[int]) -> str:
+    def rebuild(
+        translations: Sequence[str], failed: frozenset[int], flagged: frozenset[int] = frozenset()
+    ) -> str:
         edits = list(header)
         for item in entries:
-            count = 2 if item.entry.msgid_plural else 1
-            if any(i in failed for i in range(item.first, item.first + count)):
-                # Flags are a set: an entry that is fuzzy already (a rerun on our own output) stays so.
-                flags = item.entry.flags
-                if "fuzzy" not in flags and any(_FORMAT_FLAGS.match(flag) for flag in flags):
+            forms = range(item.first, item.first + (2 if item.entry.msgid_plural else 1))
+            # Flags are a set: an entry that is fuzzy already (a rerun on our own output) stays so.
+            fuzzy = "fuzzy" in item.entry.flags
+            if any(i in failed for i in forms):
+                if not fuzzy and any(_FORMAT_FLAGS.match(flag) for flag in item.entry.flags):
                     edits.append(_fuzzy_edit(lines, starts, item, newline))
                 continue
-            texts = translations[item.first : item.first + count]
+            if not fuzzy and any(i in flagged for i in forms):  # written, for a translator to review
+                edits.append(_fuzzy_edit(lines, starts, item, newline))
+            texts = translations[forms.start : forms.stop]
             edits.append(Edit(*item.block, _msgstr_lines(item.entry, texts, nplurals, newline)))
         return splice(content, edits)
 
-    return Document("po", tuple(segments), tuple(labels), rebuild, tuple(contexts), validate=check_output)
+    return Document(
+        "po",
+        tuple(segments),
+        tuple(labels),
+        rebuild,
+        tuple(contexts),
+        validate=check_output,
+        review=rebuild,
+        review_state="#, fuzzy",
+    )
 
 
 def _read(content: str) -> polib.POFile:

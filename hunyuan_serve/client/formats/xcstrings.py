@@ -49,19 +49,24 @@ def parse_xcstrings(content: str, options: Options) -> Document:
         labels.extend(key if not name else f"{key}[{name}]" for name in sources)
     slashes = "\\/" in content  # JSONSerialization's escaped slash, where the file has it
 
-    def rebuild(translations: Sequence[str], failed: frozenset[int]) -> str:
+    def rebuild(
+        translations: Sequence[str], failed: frozenset[int], flagged: frozenset[int] = frozenset()
+    ) -> str:
         if not entries or target is None:
             return content
         out = copy.deepcopy(data)
         for item in entries:
+            # A flagged translation is written for review, as one refused keeps its source for review.
             units = {
-                name: _unit(translations[item.first + i], item.first + i in failed)
+                name: _unit(translations[item.first + i], item.first + i in failed | flagged)
                 for i, name in enumerate(item.sources)
             }
             _set_target(out["strings"][item.key], target, item.plan, units)
         return dump_xcode(out, escape_slashes=slashes)
 
-    return Document("xcstrings", tuple(segments), tuple(labels), rebuild)
+    return Document(
+        "xcstrings", tuple(segments), tuple(labels), rebuild, review=rebuild, review_state=NEEDS_REVIEW
+    )
 
 
 def _load(content: str) -> dict[str, Any]:
@@ -113,9 +118,9 @@ def _value(holder: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _unit(text: str, failed: bool) -> dict[str, Any]:
+def _unit(text: str, review: bool) -> dict[str, Any]:
     # A translation refused for its placeholders keeps the source text, flagged for a translator.
-    return {"stringUnit": {"state": NEEDS_REVIEW if failed else TRANSLATED, "value": text}}
+    return {"stringUnit": {"state": NEEDS_REVIEW if review else TRANSLATED, "value": text}}
 
 
 def _set_target(

@@ -17,6 +17,9 @@ _STATE = {"1.2": "translated", "2.0": "translated"}
 # target for a reviewer, as translators' tools do. 2.0 has no such state (initial, translated,
 # reviewed, final): there the unit is left as it was.
 _REVIEW = {"1.2": "needs-review-translation"}
+# The state of a target written but flagged by the service's checks, for a reviewer: 1.2 has its
+# review state; 2.0's states are a progression, and a target still `initial` is one nobody has passed.
+_FLAGGED = {"1.2": "needs-review-translation", "2.0": "initial"}
 _UNTRANSLATED = {"new", "needs-translation", "initial"}
 
 
@@ -42,12 +45,15 @@ def parse_xliff(content: str, options: Options) -> Document:
     chosen = [u for u in units if not u.skip and (options.overwrite or not _translated(content, u))]
     segments = tuple(_text(content[slice(*u.source)]) for u in chosen)
 
-    def rebuild(translations: Sequence[str], failed: frozenset[int]) -> str:
+    def rebuild(
+        translations: Sequence[str], failed: frozenset[int], flagged: frozenset[int] = frozenset()
+    ) -> str:
         edits: list[Edit] = []
         for index, (unit, new) in enumerate(zip(chosen, translations, strict=True)):
             if index not in failed:
                 raw = escape_markup(new) if "<" in content[slice(*unit.source)] else escape(new)
-                edits.extend(_unit_edits(content, version, unit, raw, _STATE[version]))
+                state = _FLAGGED[version] if index in flagged else _STATE[version]
+                edits.extend(_unit_edits(content, version, unit, raw, state))
             elif version in _REVIEW:
                 edits.extend(
                     _unit_edits(content, version, unit, content[slice(*unit.source)], _REVIEW[version])
@@ -56,7 +62,9 @@ def parse_xliff(content: str, options: Options) -> Document:
         language = _language_edit(content, version, header, options.target) if edits else []
         return splice(content, [*edits, *language])
 
-    return Document(f"xliff{version}", segments, tuple(u.label for u in chosen), rebuild)
+    labels = tuple(u.label for u in chosen)
+    state = f'state="{_FLAGGED[version]}"'
+    return Document(f"xliff{version}", segments, labels, rebuild, review=rebuild, review_state=state)
 
 
 def _translated(content: str, unit: _Unit) -> bool:
@@ -118,7 +126,9 @@ def _walk(content: str) -> tuple[str, list[_Unit], tuple[int, int]]:
         if name == "source":
             line_start = content.rfind("\n", 0, chars(at)) + 1
             units[-1].source, units[-1].source_end = (inner_start, inner_end), closing
-            units[-1].source_indent = content[line_start : chars(at)]
+            # Only the line's indent: a unit written on one line has its start tag before the source.
+            before = content[line_start : chars(at)]
+            units[-1].source_indent = before[: len(before) - len(before.lstrip(" \t"))]
         else:
             units[-1].target = (inner_start, inner_end)
 
