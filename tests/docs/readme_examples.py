@@ -62,8 +62,11 @@ class Example:
     documented: str | None = None
 
     def argv(self, address: str) -> list[str]:
-        """The command as the shell would split it, calling `address` instead of localhost:8080."""
+        """The command as the shell would split it, calling `address` instead of localhost:8080; a pipe
+        the reader sends the answer through (`| python -m json.tool`) is left off: the answer is checked."""
         words = shlex.split(self.command.replace("\\\n", " "), comments=True)
+        if "|" in words:
+            words = words[: words.index("|")]
         return [word.replace(PUBLIC, address) for word in words]
 
 

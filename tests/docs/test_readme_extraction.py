@@ -83,6 +83,13 @@ def test_a_command_runs_on_until_its_quote_closes_or_its_backslash_ends() -> Non
     assert second.argv("h:1") == ["curl", "-s", "h:1/b?k=K", "-o", "out"] and second.documented is None
 
 
+def test_a_pipe_after_the_curl_is_left_to_the_reader() -> None:
+    (block,) = blocks("```sh\ncurl -s localhost:8080/openapi.json | python -m json.tool | head\n```\n")
+    assert block.examples[0].argv("h:1") == ["curl", "-s", "h:1/openapi.json"]
+    (quoted,) = blocks("```sh\ncurl -s localhost:8080/t -d 'a|b'\n```\n")
+    assert quoted.examples[0].argv("h:1")[-1] == "a|b"
+
+
 def test_every_documented_answer_parses() -> None:
     documented = [example for example in EXAMPLES if example.documented]
     assert len(documented) >= 6
