@@ -12,6 +12,11 @@ PEER_REFUSED = "only the gateway of this deployment may call this host (X-Hunyua
 # scheme), the body's type, the request id, the request's class (replica.priority.HEADER). Nginx's CORS
 # preflight allows exactly these (Content-Length and Host are the browser's own, never preflighted).
 REQUEST_HEADERS = ("Authorization", "Content-Type", "X-Request-ID", "X-Priority")
+# The API reference: the OpenAPI document, its page and the page's files. The replicas serve them, Nginx
+# routes them there, and no key is asked for them (the page fetches the document without one).
+REFERENCE_SCHEMA = "/openapi.json"
+REFERENCE_PAGE = "/docs"
+REFERENCE_ASSETS = "/docs/assets/"
 
 
 # -- dialects: the one table of path prefixes and error shapes (the app's and Nginx's) ------------
@@ -102,6 +107,55 @@ BULK_ERRORS = {
         "requests); retry later",
     ),
 }
+
+
+# Nginx's own refusals of what no location takes: a path nothing serves, a method a path does not take
+# (TRACE, which Nginx refuses itself, or one its own locations do not answer), with the path's Allow.
+ROUTING_ERRORS = {
+    "not_found": (404, "nothing is served at this path; GET /openapi.json lists the API's paths"),
+    "method_not_allowed": (405, "this path does not take this method; the Allow header lists those it does"),
+}
+# Each public path's methods, as the replicas' routes answer them (a test holds the two equal) and Nginx
+# names them in the Allow of its own 405. {name} is one path segment, {name:path} the rest of the path.
+ROUTE_METHODS: dict[str, tuple[str, ...]] = {
+    "/health": ("GET",),
+    "/metrics": ("GET",),
+    "/fuse": ("POST",),
+    "/translate": ("POST",),
+    "/languages": ("GET",),
+    REFERENCE_SCHEMA: ("GET",),
+    REFERENCE_PAGE: ("GET",),
+    REFERENCE_ASSETS + "{name}": ("GET",),
+    "/immersive/translate": ("POST",),
+    "/v1/chat/completions": ("POST",),
+    "/v1/completions": ("POST",),
+    "/v1/models": ("GET",),
+    "/v1/models/{model:path}": ("GET",),
+    "/libretranslate/translate": ("POST",),
+    "/libretranslate/detect": ("POST",),
+    "/libretranslate/languages": ("GET",),
+    "/libretranslate/translate_file": ("POST",),
+    "/libretranslate/download_file/{name}": ("GET",),
+    "/v2/translate": ("POST",),
+    "/v2/languages": ("GET", "POST"),
+    "/v2/usage": ("GET", "POST"),
+    "/v2/glossaries": ("GET", "POST"),
+    "/v2/glossaries/{glossary_id}": ("GET", "DELETE"),
+    "/v2/glossaries/{glossary_id}/entries": ("GET",),
+    "/v2/glossary-language-pairs": ("GET",),
+    "/v2/document": ("POST",),
+    "/v2/document/{document_id}": ("POST",),
+    "/v2/document/{document_id}/result": ("POST",),
+    "/v3/glossaries": ("GET", "POST"),
+    "/v3/glossaries/{glossary_id}": ("GET", "DELETE"),
+    "/v3/glossaries/{glossary_id}/entries": ("GET",),
+}
+
+
+def allow_header(methods: tuple[str, ...]) -> str:
+    """The Allow of a path of these methods: HEAD with GET, as the replicas' routes answer it."""
+    named = [*methods, *(["HEAD"] if "GET" in methods else [])]
+    return ", ".join(named)
 
 
 def edge_status(code: str) -> int:
