@@ -22,8 +22,8 @@ SETTINGS_KEY = re.compile(r"^\| `([^`]+)` \|", re.M)
 SOURCE = re.compile(r"`((?:[a-z_]+/)+[a-z_]+\.(?:py|j2|js))`")
 # Where such a path is read from: the repository's root, or the package (`edge/driver.py`).
 SOURCE_ROOTS = (REPO, REPO / "hunyuan_serve")
-# File names that read like keys: Nginx's config, a replica's module.
-NOT_KEYS = {"nginx.conf", "replica.py"}
+# File names that read like keys (`nginx.conf`, `gateway.crt`): a key never ends in a file's extension.
+FILE_SUFFIXES = {"conf", "crt", "csr", "key", "pem", "py", "yaml", "yml", "json", "log", "txt", "secret"}
 
 
 def _prose(text: str) -> str:
@@ -74,7 +74,7 @@ def test_every_config_key_the_docs_name_is_a_setting() -> None:
         for page in PAGES
         if page.exists() and page.name != "settings.md"
         for key in KEY.findall(page.read_text(encoding="utf-8"))
-        if key not in settings and key not in NOT_KEYS
+        if key not in settings and key.rsplit(".", 1)[1] not in FILE_SUFFIXES
     ]
     assert unknown == []
 
