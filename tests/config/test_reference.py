@@ -8,7 +8,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from hunyuan_serve.config import ServeConfig, default_run_dir
+from hunyuan_serve.config import Section, ServeConfig, default_run_dir
 from hunyuan_serve.config.reference import (
     ENV_VARS,
     Part,
@@ -18,6 +18,7 @@ from hunyuan_serve.config.reference import (
     parts,
     render,
     rows,
+    section_parts,
     type_text,
 )
 
@@ -83,16 +84,44 @@ def test_the_flags_are_those_the_parser_takes(key: str, flag: str) -> None:
     assert config_flags()[key] == flag
 
 
-def test_every_field_of_every_section_has_a_row_and_a_flag() -> None:
-    page = render(parts())
-    for name, info in ServeConfig.model_fields.items():
-        section = info.annotation
-        if isinstance(section, type) and issubclass(section, BaseModel):
-            for field in section.model_fields:
-                assert f"| `{name}.{field}` |" in page
-                assert config_flags()[f"{name}.{field}"] in page
-        else:
-            assert f"| `{name}` |" in page
+def _keys(model: type[BaseModel], prefix: str) -> list[tuple[str, bool]]:
+    """(dotted key, whether it is a section of its own) of every field under model, sections opened."""
+    out = []
+    for name, info in model.model_fields.items():
+        inner = info.annotation
+        nested = isinstance(inner, type) and issubclass(inner, BaseModel)
+        out.append((prefix + name, nested))
+        if nested:
+            out += _keys(inner, f"{prefix}{name}.")
+    return out
+
+
+def test_every_field_of_every_section_has_a_row_and_each_flag_is_named() -> None:
+    page, flags = render(parts()), config_flags()
+    for key, nested in _keys(ServeConfig, ""):
+        if nested:
+            assert f"## {key} section" in page
+            continue
+        assert f"| `{key}` |" in page
+        # up's parser takes a flag for every key of the top level and its sections (one level down).
+        if key.count(".") <= 1:
+            assert f"`{flags[key]}`" in page
+
+
+def test_a_section_inside_a_section_gets_a_table_of_its_own() -> None:
+    class Inner(Section):
+        """The inner one."""
+
+        depth: int = Field(1, description="How deep.")
+
+    class Outer(Section):
+        inner: Inner = Field(default_factory=Inner)
+        width: int = Field(2, description="How wide.")
+
+    (part,) = section_parts(Outer, "outer.", {})
+    assert (part.title, part.intro, part.prefix) == ("outer.inner section", "The inner one.", "outer.inner.")
+    assert list(rows(part))[2].startswith("| `outer.inner.depth` | int | `1` |")
+    assert not any("`outer.inner`" in row for row in rows(Part("Outer", "", Outer, "outer.")))
 
 
 def test_each_environment_variable_named_is_read_for_its_setting() -> None:
