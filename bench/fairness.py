@@ -315,6 +315,7 @@ async def _phases(base: str, args: argparse.Namespace) -> Figures:
 def stack_config(work: Path, model: Path, port: int, args: argparse.Namespace) -> dict[str, Any]:
     keys = work / "keys"
     keys.write_text(f"{KEYS['page']}\n{KEYS['ci-a']} priority=bulk\n{KEYS['ci-b']} priority=bulk\n")
+    keys.chmod(0o600)  # `up` refuses a keys file others may read
     return {
         "replicas": 2,
         "base_port": free_port(),

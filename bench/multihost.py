@@ -139,6 +139,7 @@ def bench_hosts(b: Bench, hw: Hardware, start_timeout_s: float, timings: dict[st
     t0 = time.monotonic()
     secret = b.work / "peer.secret"
     secret.write_text(os.urandom(24).hex() + "\n", encoding="utf-8")
+    secret.chmod(0o600)  # `up` and the gateway refuse a peer secret others may read
     with netns.hosts(HOSTS) as lab, contextlib.ExitStack() as stack:
         urls: list[tuple[str, str]] = []
         for index, name in enumerate(HOSTS):
