@@ -17,6 +17,7 @@ from hunyuan_serve.k8s.manifests import (
     NGINX_CONFIGMAP,
     NGINX_PREFIX,
     REPLICA_CONFIGMAP,
+    TLS_DIR,
     WEB_CONFIGMAP,
     WEB_ROOT,
     Doc,
@@ -39,11 +40,12 @@ def dump(docs: Sequence[Doc]) -> str:
     return yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False, allow_unicode=True)
 
 
-def front_nginx_conf(pools: list[PodPlan], cfg: ServeConfig | None = None) -> str:
+def front_nginx_conf(pools: list[PodPlan], cfg: ServeConfig | None = None, tls_dir: str | None = None) -> str:
     """up's nginx.conf, from the same template, with every pool's Service as an upstream server (with
-    several config pools, one upstream each and route.js from the same ConfigMap)."""
+    several config pools, one upstream each and route.js from the same ConfigMap); with tls_dir, TLS
+    from the Secret mounted there."""
     prefix, web_root = Path(NGINX_PREFIX), Path(WEB_ROOT)
-    front, routing = front_config(pools, cfg), front_routing(pools)
+    front, routing = front_config(pools, cfg, tls_dir), front_routing(pools)
     if len(front.pools) < 2:
         return render_nginx(front, routing, prefix=prefix, web_root=web_root, worker_user=None)
     script = Path(NGINX_CONF_DIR) / "route.js"
@@ -86,7 +88,8 @@ def render_base(
         path = f"config/{pool.plan.config_path.name}"
         files[path] = config_to_yaml(pool.config)
         config_keys.append(f"{pool.plan.config_path.name}={path}")
-    files["nginx/nginx.conf"] = front_nginx_conf(pools, cfg)
+    tls_dir = TLS_DIR if opts.tls_secret else None
+    files["nginx/nginx.conf"] = front_nginx_conf(pools, cfg, tls_dir)
     nginx_files = ["nginx.conf=nginx/nginx.conf"]
     if len(front_config(pools, cfg).pools) > 1:
         files["nginx/route.js"] = route_script().read_text(encoding="utf-8")
@@ -97,7 +100,7 @@ def render_base(
     for pool in pools:
         replicas += [replica_deployment(pool, opts), service(pool.name, "replica", pool.plan.port, pool)]
     files["replicas.yaml"] = dump([*replicas, replica_pdb(), replica_network_policy()])
-    front = front_config(pools, cfg)
+    front = front_config(pools, cfg, tls_dir)
     files["front.yaml"] = dump([front_deployment(front, opts), front_service(front)])
     generated: dict[str, list[str]] = {
         REPLICA_CONFIGMAP: config_keys,

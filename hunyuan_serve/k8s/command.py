@@ -19,7 +19,7 @@ FRONT_IMAGE = f"hunyuan-serve-front:{__version__}"
 DEFAULT_NAMESPACE = "hunyuan-serve"
 DEFAULT_POD_CPU = "4"
 DEFAULT_POD_MEMORY = "16Gi"  # also the limit
-FLAGS = ("out", "image", "nginx_image", "namespace", "pod_cpu", "pod_memory", "model_pvc")
+FLAGS = ("out", "image", "nginx_image", "namespace", "pod_cpu", "pod_memory", "model_pvc", "tls_secret")
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|Ki|M|Mi|G|Gi|T|Ti|P|Pi|E|Ei)?$")
 _IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
@@ -62,6 +62,12 @@ def add_flags(parser: argparse.ArgumentParser) -> None:
         metavar="CLAIM",
         help="PersistentVolumeClaim holding a --model PATH, mounted at PATH (default: the node's hostPath).",
     )
+    add(
+        "--tls-secret",
+        metavar="NAME",
+        help="A kubernetes.io/tls Secret (tls.crt, tls.key; e.g. cert-manager's) the front serves HTTPS "
+        "with on nginx.tls_port; after a renewal, `kubectl rollout restart` the front (docs/tls.md).",
+    )
 
 
 def wants_k8s(args: argparse.Namespace) -> bool:
@@ -86,7 +92,18 @@ def pod_options(args: argparse.Namespace) -> PodOptions:
         cpu=_checked(args.pod_cpu, DEFAULT_POD_CPU, _QUANTITY, "--pod-cpu"),
         memory=_checked(args.pod_memory, DEFAULT_POD_MEMORY, _QUANTITY, "--pod-memory"),
         model_pvc=dns_label(args.model_pvc, "--model-pvc") if args.model_pvc else None,
+        tls_secret=dns_label(args.tls_secret, "--tls-secret") if args.tls_secret else None,
     )
+
+
+def tls_problem(cfg: ServeConfig, tls_secret: str | None) -> str | None:
+    """nginx.tls_cert names a file on this host, which no pod has: on Kubernetes the pair is a Secret."""
+    if cfg.nginx.tls_cert and not tls_secret:
+        return (
+            f"nginx.tls_cert {cfg.nginx.tls_cert} is a file on this host; on Kubernetes the front takes its "
+            "pair from a kubernetes.io/tls Secret: pass --tls-secret NAME"
+        )
+    return None
 
 
 def open_front_problem(cfg: ServeConfig) -> str | None:
@@ -137,7 +154,8 @@ def cmd_render_k8s(args: argparse.Namespace) -> int:
     if not args.out:
         raise ConfigError("render k8s needs --out DIR")
     cfg = config_from_args(args)
-    problems = [p for p in [open_front_problem(cfg), revision_problem(cfg)] if p] + mount_clashes(cfg)
+    checks = [open_front_problem(cfg), revision_problem(cfg), tls_problem(cfg, args.tls_secret)]
+    problems = [p for p in checks if p] + mount_clashes(cfg)
     if problems:
         raise ConfigError("; ".join(problems))
     namespace = dns_label(args.namespace or DEFAULT_NAMESPACE, "--namespace")

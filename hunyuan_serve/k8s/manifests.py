@@ -30,6 +30,8 @@ COMPILE_ENV = (
     ("TRITON_CACHE_DIR", f"{COMPILE_CACHE}/triton"),
 )
 NGINX_CONF_DIR = "/etc/hunyuan-serve/nginx"
+# Where the front pod mounts the TLS Secret: nginx.tls_cert and nginx.tls_key point at its two keys.
+TLS_DIR = "/etc/hunyuan-serve/tls"
 NGINX_PREFIX = "/run/hunyuan-serve/nginx"  # Nginx's pid, logs/ and temp/ (emptyDirs)
 WEB_ROOT = "/usr/share/hunyuan-serve/web"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -45,6 +47,7 @@ class PodOptions:
     cpu: str
     memory: str
     model_pvc: str | None = None
+    tls_secret: str | None = None  # a kubernetes.io/tls Secret: the front serves its pair (tls.crt, tls.key)
 
 
 def labels(component: str, pool: PodPlan | None = None) -> dict[str, str]:
@@ -62,9 +65,12 @@ def seconds(value: float) -> int:
     return max(1, math.ceil(value))
 
 
-def http_probe(path: str, period_s: int, timeout_s: int, failures: int) -> Doc:
+def http_probe(path: str, period_s: int, timeout_s: int, failures: int, *, tls: bool = False) -> Doc:
+    """kubelet's GET of path on the http port, or over TLS on the https port (kubelet verifies no
+    certificate: the check is that Nginx answers there)."""
+    get: Doc = {"path": path, "port": "https", "scheme": "HTTPS"} if tls else {"path": path, "port": "http"}
     return {
-        "httpGet": {"path": path, "port": "http"},
+        "httpGet": get,
         "periodSeconds": period_s,
         "timeoutSeconds": timeout_s,
         "failureThreshold": failures,

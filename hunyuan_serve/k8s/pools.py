@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from hunyuan_serve.config import DEFAULT_POOL, ConfigError, ServeConfig, resolve_pools
 from hunyuan_serve.config import Pool as ConfigPool
@@ -117,11 +118,17 @@ def replica_config(cfg: ServeConfig, plan: ReplicaPlan) -> ServeConfig:
     return ServeConfig.model_validate(data)
 
 
-def front_config(pools: list[PodPlan], cfg: ServeConfig | None = None) -> ServeConfig:
+def front_config(
+    pools: list[PodPlan], cfg: ServeConfig | None = None, tls_dir: str | None = None
+) -> ServeConfig:
     """Nginx's config: the replicas' own (so /health names their model), or with several config pools
-    the whole config (which pool is the default, the dialects'), listening on the pod's address."""
+    the whole config (which pool is the default, the dialects'), listening on the pod's address; with
+    tls_dir, serving the pair of the TLS Secret mounted there (tls.crt and tls.key, as it names them)."""
     front = cfg if cfg is not None and len(cfg.pools) > 1 else pools[0].config
-    return front.model_copy(update={"nginx": front.nginx.model_copy(update={"listen": POD_BIND})})
+    nginx: dict[str, Any] = {"listen": POD_BIND}
+    if tls_dir is not None:
+        nginx.update(tls_cert=f"{tls_dir}/tls.crt", tls_key=f"{tls_dir}/tls.key")
+    return front.model_copy(update={"nginx": front.nginx.model_copy(update=nginx)})
 
 
 def front_routing(pools: list[PodPlan]) -> Routing:
