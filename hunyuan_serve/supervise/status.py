@@ -15,6 +15,9 @@ from hunyuan_serve.run.procs import pid_alive
 from hunyuan_serve.run.state import read_state
 
 _IN_FLIGHT = re.compile(r"^hunyuan_requests_in_flight(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
+# The bulk sequences the replica lets run in its engine now (replica/bulk_gate.py): narrow while people
+# are active, full otherwise.
+_BULK_WIDTH = re.compile(r"^hunyuan_bulk_width\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
 
 
 def parse_in_flight(metrics_text: str) -> float | None:
@@ -23,12 +26,18 @@ def parse_in_flight(metrics_text: str) -> float | None:
     return sum(values) if values else None
 
 
-def _in_flight(addr: str, timeout_s: float, headers: dict[str, str]) -> float | None:
+def parse_bulk_width(metrics_text: str) -> int | None:
+    """The replica's hunyuan_bulk_width gauge in Prometheus text, None if absent."""
+    found = _BULK_WIDTH.search(metrics_text)
+    return int(float(found.group(1))) if found else None
+
+
+def _metrics(addr: str, timeout_s: float, headers: dict[str, str]) -> str | None:
     try:
         response = httpx.get(f"http://{addr}/metrics", timeout=timeout_s, trust_env=False, headers=headers)
     except httpx.HTTPError:
         return None
-    return parse_in_flight(response.text) if response.status_code == 200 else None
+    return response.text if response.status_code == 200 else None
 
 
 def _routable(state: object) -> bool:
@@ -59,7 +68,9 @@ def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | No
     for replica in state.get("replicas", []):
         live = running and replica.get("pid") is not None and _routable(replica.get("state"))
         addr = replica.get("addr")  # where `up` reaches it (plan.addr)
-        replica["in_flight"] = _in_flight(str(addr), timeout_s, headers) if live and addr else None
+        text = _metrics(str(addr), timeout_s, headers) if live and addr else None
+        replica["in_flight"] = parse_in_flight(text) if text is not None else None
+        replica["bulk_width"] = parse_bulk_width(text) if text is not None else None
         if not running:
             replica["state"] = "stopped"
             replica["pid"] = None
@@ -68,7 +79,10 @@ def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | No
 
 def format_status(status: dict[str, Any]) -> str:
     """A human table: one line per replica, then Nginx."""
-    head = ("NAME", "POOL", "DEVICE", "PORT", "PID", "STATE", "RESTARTS", "PROBE_MS", "IN_FLIGHT", "REASON")
+    head = (
+        "NAME", "POOL", "DEVICE", "PORT", "PID", "STATE", "RESTARTS", "PROBE_MS", "IN_FLIGHT", "BULK_WIDTH",
+        "REASON",
+    )  # fmt: skip
     rows: list[tuple[str, ...]] = [head]
     for r in _listed(status):
         rows.append(
@@ -84,6 +98,7 @@ def format_status(status: dict[str, Any]) -> str:
                     r.get("restarts"),
                     r.get("last_probe_ms"),
                     r.get("in_flight"),
+                    r.get("bulk_width"),
                     r.get("reason"),
                 )
             )
