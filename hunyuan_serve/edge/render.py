@@ -17,7 +17,12 @@ from hunyuan_serve.edge.dialects import (
     EDGE_ERRORS,
     NATIVE,
     POOL_ERRORS,
+    REFERENCE_PAGE,
+    REFERENCE_SCHEMA,
     REQUEST_HEADERS,
+    ROUTE_METHODS,
+    ROUTING_ERRORS,
+    allow_header,
 )
 from hunyuan_serve.edge.filters import nginx_json, nginx_rate, nginx_time
 from hunyuan_serve.edge.layout import (
@@ -37,7 +42,9 @@ from hunyuan_serve.templating import strict_environment
 
 NGINX_TEMPLATE = "nginx.conf.j2"
 # Every dialect's path prefixes (edge.dialects.DIALECTS); /metrics only with nginx.expose_metrics.
-PROXIED_PATHS = tuple(p for d in DIALECTS for p in d.prefixes if p != "/metrics")
+# and the API reference's document and page, which the replicas serve.
+_PREFIXES = tuple(p for d in DIALECTS for p in d.prefixes if p != "/metrics")
+PROXIED_PATHS = (*_PREFIXES, REFERENCE_SCHEMA, REFERENCE_PAGE)
 
 
 def environment() -> jinja2.Environment:
@@ -117,8 +124,10 @@ def render_nginx(
         bulk_caps=bulk,
         bulk_texts=bulk_texts,
         cors_allow_headers=REQUEST_HEADERS,
-        upstream_tls=upstream_tls if front is not None else host_upstream_tls(cfg),
+        allow=allow_patterns(),
+        refused_methods=refused_patterns(),
         tls=tls_view(cfg.nginx),
+        upstream_tls=upstream_tls if front is not None else host_upstream_tls(cfg),
     )
 
 
@@ -144,12 +153,36 @@ def edge_errors(cfg: ServeConfig, *, pooled: bool = False, bulk: bool = False) -
     (with several pools also model_not_found, whose {model} route.js fills in; with a bulk cap the
     503 overloaded of a bulk request past it)."""
     table: dict[str, dict[str, Any]] = {}
-    errors = {**EDGE_ERRORS, **(POOL_ERRORS if pooled else {}), **(BULK_ERRORS if bulk else {})}
+    errors = {**EDGE_ERRORS, **ROUTING_ERRORS, **(POOL_ERRORS if pooled else {})}
+    errors.update(BULK_ERRORS if bulk else {})
     for code, (status, message) in errors.items():
         text = message.format(limit=cfg.nginx.client_max_body_size, model="{model}")
         bodies = {d.name: nginx_json(d.error(code, text, status)) for d in DIALECTS}
         table[code] = {"status": status, "bodies": bodies, "page": code not in POOL_ERRORS}
     return table
+
+
+def path_regex(path: str) -> str:
+    """An OpenAPI path template as a regex on $uri: {name} one segment, {name:path} the rest."""
+    parts = re.split(r"(\{[^}]+\})", path)
+    return "".join(
+        (".+" if p.endswith(":path}") else "[^/]+") if p.startswith("{") else re.escape(p) for p in parts
+    )
+
+
+def allow_patterns() -> list[tuple[str, str]]:
+    """(Nginx regex on $uri, Allow) for each path of edge.dialects.ROUTE_METHODS, for Nginx's own 405."""
+    return [("~^" + path_regex(path) + "$", allow_header(m)) for path, m in ROUTE_METHODS.items()]
+
+
+def refused_patterns() -> list[str]:
+    """Nginx regexes on "$request_method:$uri" of each known path with a method it does not take (a
+    CORS preflight's OPTIONS is always taken)."""
+    rows = []
+    for path, methods in ROUTE_METHODS.items():
+        taken = "|".join([*allow_header(methods).split(", "), "OPTIONS"])
+        rows.append(f"~^(?!(?:{taken}):)[^:]*:{path_regex(path)}$")
+    return rows
 
 
 def dialect_patterns() -> list[tuple[str, str]]:
