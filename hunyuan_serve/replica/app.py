@@ -10,15 +10,17 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from hunyuan_serve import auth
 from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.edge.dialects import dialect_of
+from hunyuan_serve.edge.dialects import REFERENCE_SCHEMA, dialect_of
 from hunyuan_serve.families.base import Family
 from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
-from hunyuan_serve.replica import ops, priority
+from hunyuan_serve.replica import openapi, ops, priority, reference
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.documents_worker import DocumentWorker
@@ -122,17 +124,33 @@ def lifespan(
     return run
 
 
+def _allow(request: Request) -> str:
+    """The methods of every route at the request's path (a path may have one route per method)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is Match.PARTIAL and isinstance(route, APIRoute):
+            methods |= route.methods
+    order = ("GET", "POST", "DELETE", "HEAD")
+    return ", ".join(sorted(methods, key=lambda m: order.index(m) if m in order else len(order)))
+
+
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     """Starlette's own errors (unknown route, wrong method) in our error shape."""
     status = exc.status_code if isinstance(exc, StarletteHTTPException) else 500
     detail = exc.detail if isinstance(exc, StarletteHTTPException) else type(exc).__name__
+    # A 405's Allow (the route's methods, RFC 9110 requires it) and any other header Starlette set.
+    headers = dict(exc.headers or {}) if isinstance(exc, StarletteHTTPException) else {}
+    allow = _allow(_request) if status == 405 else ""
+    if allow:  # every route of the path: Starlette names only the first one's
+        headers["Allow"] = allow
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
     if _request.url.path.startswith("/v1/"):  # OpenAI clients parse only their own shape
-        return openai.render_error(ApiError(status, code, str(detail)))
+        return openai.render_error(ApiError(status, code, str(detail), headers))
     dialect = dialect_of(_request.url.path)
     if dialect.name in ("libretranslate", "deepl"):  # so are DeepL's and LibreTranslate's
-        return JSONResponse(dialect.error(code, str(detail), status), status_code=status)
-    return native.render_error(ApiError(status, code, str(detail)))
+        return JSONResponse(dialect.error(code, str(detail), status), status_code=status, headers=headers)
+    return native.render_error(ApiError(status, code, str(detail), headers))
 
 
 def create_app(
@@ -146,8 +164,16 @@ def create_app(
     lifecycle = replica.lifecycle
     features = tuple(FAMILY_FEATURES[replica.translator.family])
     worker = DocumentWorker(cfg, replica.documents, lambda: lifecycle.ready, features)
-    app = FastAPI(title="hunyuan-serve replica", lifespan=lifespan(replica, on_fatal, worker))
+    # No CDN docs: /docs is reference.py's page, /openapi.json the document openapi.py assembles.
+    app = FastAPI(
+        title="hunyuan-serve replica",
+        lifespan=lifespan(replica, on_fatal, worker),
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=REFERENCE_SCHEMA,
+    )
     app.state.replica = replica
+    app.state.keyed = cfg.auth.keys_file is not None
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.include_router(ops.router)
     app.include_router(native.router)
@@ -156,5 +182,7 @@ def create_app(
     app.include_router(deepl.v3)
     app.include_router(immersive.router)
     app.include_router(openai.router)
+    app.include_router(reference.router)
+    openapi.install(app, replica)
     auth.install(app, cfg)  # API keys (auth.keys_file): every route but /health, in each dialect's shape
     return app

@@ -14,6 +14,7 @@ from hunyuan_serve.families.build import Limits, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage, find_language, is_auto
 from hunyuan_serve.replica import priority
+from hunyuan_serve.replica.bounds import SAMPLING_BOUNDS
 from hunyuan_serve.replica.engine_types import Sampling
 from hunyuan_serve.replica.errors import ApiError
 
@@ -93,23 +94,27 @@ def _integer(data: dict[str, Any], key: str, default: int, low: int, high: int) 
     return value
 
 
+def _bounded(data: dict[str, Any], key: str, default: float, max_model_len: int) -> Any:
+    kind, low, high, low_open = SAMPLING_BOUNDS[key]
+    if kind == "integer":
+        return _integer(data, key, int(default), int(low), max_model_len - 1 if high is None else int(high))
+    assert high is not None  # only max_tokens is bounded by the context
+    return _number(data, key, default, low, high, low_open)
+
+
 def parse_sampling(
     data: dict[str, Any], defaults: SamplingDefaults, max_tokens: int, max_model_len: int
 ) -> Sampling:
     """Sampling parameters of a request, range-checked; each one it leaves out comes from `defaults`."""
-    top_k = _integer(data, "top_k", defaults.top_k, -1, 1000)
+    top_k = _bounded(data, "top_k", defaults.top_k, max_model_len)
     if top_k == 0:
         raise ApiError(422, "invalid_parameter", "top_k must be -1 (disabled) or at least 1, got 0")
     return Sampling(
-        temperature=_number(data, "temperature", defaults.temperature, 0.0, 2.0, low_open=False),
-        top_p=_number(data, "top_p", defaults.top_p, 0.0, 1.0, low_open=True),
+        temperature=_bounded(data, "temperature", defaults.temperature, max_model_len),
+        top_p=_bounded(data, "top_p", defaults.top_p, max_model_len),
         top_k=top_k,
-        repetition_penalty=_number(
-            data, "repetition_penalty", defaults.repetition_penalty, 0.0, 2.0, low_open=True
-        ),
-        max_tokens=_integer(
-            data, "max_tokens", default_max_tokens(max_tokens, max_model_len), 1, max_model_len - 1
-        ),
+        repetition_penalty=_bounded(data, "repetition_penalty", defaults.repetition_penalty, max_model_len),
+        max_tokens=_bounded(data, "max_tokens", default_max_tokens(max_tokens, max_model_len), max_model_len),
     )
 
 

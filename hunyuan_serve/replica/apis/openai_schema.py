@@ -76,8 +76,13 @@ def _check_fields(data: dict[str, Any], known: set[str]) -> None:
     if unknown:
         raise _bad("unknown_parameter", f"unrecognized request argument(s): {', '.join(unknown)[:200]}")
     for key, off in _OFF_VALUES.items():
-        if key in data and data[key] not in off:
+        if key in data and not _is_off(data[key], off):
             raise _bad("unsupported_parameter", _unsupported(key, data[key], off))
+
+
+def _is_off(value: Any, off: tuple[Any, ...]) -> bool:
+    """One of the values that mean "off", of its JSON type too (0 is not false, as in JSON)."""
+    return any(value == each and type(value) is type(each) for each in off)
 
 
 def _unsupported(key: str, value: Any, off: tuple[Any, ...]) -> str:
@@ -197,7 +202,7 @@ def _messages(data: dict[str, Any], cfg: ReplicaConfig) -> list[tuple[str, str]]
         if not isinstance(message, dict) or set(message) - {"role", "content", "name"}:
             raise _bad("invalid_parameter", f"{where} must be an object with role and content (name allowed)")
         role = message.get("role")
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             raise _bad("unsupported_role", f"{where}.role must be one of {', '.join(sorted(_ROLES))}")
         content = message.get("content")
         out.append(
