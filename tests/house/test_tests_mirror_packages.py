@@ -13,7 +13,7 @@ CROSS_CUTTING = {
     "bench": "the bench's own logic",
     "container": "the container images (make image-test)",
     "demo": "the embedded demo model",
-    "docs": "the README's examples",
+    "docs": "the README's and docs/' examples, links and settings page",
     "gpu": "the GPU placement and environment",
     "house": "rules for the code and the tests",
     "multihost": "several hosts in network namespaces",
