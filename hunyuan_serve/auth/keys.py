@@ -10,23 +10,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hunyuan_serve.config import AuthConfig, ConfigError
+from hunyuan_serve.config.qa import QA_POLICIES
 
 
 @dataclass(frozen=True)
 class KeySpec:
     """One key of the keys file and its options: `limit`, the characters it may translate (None: no limit);
     `priority`, the class of its requests that name none (None: the endpoint's default); `weight`, its
-    share of the bulk slots against other keys with bulk work in flight."""
+    share of the bulk slots against other keys with bulk work in flight; `qa`, the answer checks'
+    policy for its requests that name none (None: the pool's replica.qa)."""
 
     key: str
     limit: int | None = None
     priority: str | None = None
     weight: int = 1
+    qa: str | None = None
 
 
 # A line: the key, then options as name=value, each separated by spaces:
-# `sk-abc123 limit=500000 priority=bulk weight=2`.
-_KEY_OPTIONS = ("limit", "priority", "weight")
+# `sk-abc123 limit=500000 priority=bulk weight=2 qa=retry`.
+_KEY_OPTIONS = ("limit", "priority", "weight", "qa")
 KEY_PRIORITIES = ("interactive", "bulk")
 
 
@@ -77,7 +80,10 @@ def _key_spec(words: list[str], where: str) -> KeySpec:
     weight = options.get("weight", "1")
     if not weight.isdigit() or int(weight) < 1:
         raise ConfigError(f"{where}: weight= takes a whole number of at least 1, e.g. weight=2")
-    return KeySpec(words[0], limit, priority, int(weight))
+    qa = options.get("qa")
+    if qa is not None and qa not in QA_POLICIES:
+        raise ConfigError(f"{where}: qa= takes {', '.join(QA_POLICIES)}")
+    return KeySpec(words[0], limit, priority, int(weight), qa)
 
 
 def load_keys(path: str) -> frozenset[str]:
@@ -95,6 +101,11 @@ def key_limits(cfg: AuthConfig) -> dict[str, int | None]:
 def key_priorities(specs: Mapping[str, KeySpec]) -> dict[str, str]:
     """The keys that name a default class (priority=), by key_id, and that class."""
     return {kid: spec.priority for kid, spec in specs.items() if spec.priority}
+
+
+def key_qa(specs: Mapping[str, KeySpec]) -> dict[str, str]:
+    """The keys that name an answer checks' policy (qa=), by key_id, and that policy."""
+    return {kid: spec.qa for kid, spec in specs.items() if spec.qa}
 
 
 def key_specs_by_id(cfg: AuthConfig) -> dict[str, KeySpec]:

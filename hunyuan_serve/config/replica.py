@@ -11,6 +11,7 @@ from pydantic import (
     model_validator,
 )
 
+from hunyuan_serve.config.qa import QaSettings
 from hunyuan_serve.config.redis_tls import RedisTlsFields
 from hunyuan_serve.config.replica_tls import ReplicaTlsFields
 from hunyuan_serve.config.width import BulkWidthSettings
@@ -25,7 +26,7 @@ def bulk_slots(slots: int, reserve: float) -> int:
     return max(1, slots - int(slots * reserve))
 
 
-class ReplicaConfig(BulkWidthSettings, RedisTlsFields, ReplicaTlsFields):
+class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFields):
     """The HTTP server around one engine: admission, deadlines, cache, sampling defaults."""
 
     host: str = Field("127.0.0.1", description="Address a replica binds.")

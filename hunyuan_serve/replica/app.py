@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from hunyuan_serve import auth
+from hunyuan_serve.auth.keys import key_qa
 from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.edge.dialects import REFERENCE_SCHEMA, dialect_of
@@ -32,6 +33,7 @@ from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle, load
 from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.review import Review
 from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.replica.usage import Usage
@@ -63,6 +65,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
     cache = TranslationCache.from_config(rcfg, metrics)
     store = store_from_config(cfg)
     usage = Usage(auth.key_limits(cfg.auth), store, metrics.registry)
+    review = Review(rcfg, metrics, key_qa(specs))  # the answer checks: the pool's policy and each key's
     return ReplicaContext(
         engine=engine,
         cfg=rcfg,
@@ -71,7 +74,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
         lifecycle=lifecycle,
         admission=admission,
         gate=Gate(admission, rcfg, metrics, usage, auth.key_priorities(specs)),
-        translator=Translator(GatedEngine(engine, width), family, cache, metrics),
+        translator=Translator(GatedEngine(engine, width), family, cache, metrics, review),
         metrics=metrics,
         cache=cache,
         progress=ProgressWatch(),

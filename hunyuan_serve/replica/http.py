@@ -239,6 +239,7 @@ class Call:
             engine_ms=round(outcome.engine_s * 1000, 1),
             cached=all(outcome.cached),
         )
+        self.log.update(outcome.verdicts.log())  # the answer checks' summary, as X-Hunyuan-QA says it
 
     def elapsed_ms(self) -> float:
         return (time.monotonic() - self.started) * 1000

@@ -98,6 +98,16 @@ class Metrics:
         ):
             Gauge(name, what, registry=r).set_function(read)
 
+    def count_qa(self) -> Counter:
+        """The answer checks' counter (replica/review.py), by check (qa/flags.py CHECKS); the pool is the
+        scrape target's label, as for every replica series."""
+        return Counter(
+            "hunyuan_qa_flags",
+            "Answers sent that failed an answer check, by check.",
+            ["check"],
+            registry=self.registry,
+        )
+
     def cache_error(self, layer: str, op: str) -> None:
         self.cache_errors.labels(layer=layer, op=op).inc()
 

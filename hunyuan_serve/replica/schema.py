@@ -13,7 +13,7 @@ from hunyuan_serve.families.base import Features, GlossaryInvalid, PromptInputEr
 from hunyuan_serve.families.build import Limits, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage, find_language, is_auto
-from hunyuan_serve.replica import priority
+from hunyuan_serve.replica import priority, review
 from hunyuan_serve.replica.bounds import SAMPLING_BOUNDS
 from hunyuan_serve.replica.engine_types import Sampling
 from hunyuan_serve.replica.errors import ApiError
@@ -36,6 +36,7 @@ class TranslateRequest:
     stream: bool = False  # answer as server-sent events of the text as it is generated (one text only)
     ensemble: int = 0  # candidates per text to sample and have the Chimera pool fuse; 0: a plain request
     priority: str | None = None  # the body's class, interactive or bulk (replica/priority.py), if given
+    qa: str | None = None  # the answer checks' policy asked for (replica/review.py), if given
 
     def asked(self) -> Features:
         """What the request asks for, with its whole glossary (a text's prompt gets the terms in it)."""
@@ -61,6 +62,7 @@ _KNOWN_KEYS = {
     "stream",
     "ensemble",
     "priority",
+    "qa",
     "model",  # what the edge routes by with several pools; checked against the served name
 }
 
@@ -285,6 +287,7 @@ def parse_fields(
         stream=stream,
         ensemble=_ensemble(data, cfg, stream, instructions["preserve_format"]),
         priority=priority.body_field(data.get("priority")),
+        qa=review.request_policy(data.get("qa")),
         **instructions,
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 from hunyuan_serve.cache.entry import CachedAnswer, decode_answer, encode_answer
 from hunyuan_serve.cache.key import cache_key, key_prefix, keyed_text
 from hunyuan_serve.cache.layers import TranslationCache
+from hunyuan_serve.config.qa import QaSettings
 from hunyuan_serve.families import format_tags
 from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, PromptInputError
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
@@ -24,6 +25,7 @@ from hunyuan_serve.replica.engine_types import Delta, Engine, Generation, Sampli
 from hunyuan_serve.replica.errors import ApiError, FeatureRefused
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.priority import engine_priority
+from hunyuan_serve.replica.review import Review, Verdicts
 from hunyuan_serve.replica.schema import TranslateRequest
 
 
@@ -41,6 +43,8 @@ class Outcome:
     output_tokens: int = 0
     queue_s: float = 0.0
     engine_s: float = 0.0
+    # The answer checks (replica/review.py): the policy that applied and each text's failed checks.
+    verdicts: Verdicts = field(default_factory=Verdicts)
 
 
 @dataclass(frozen=True)
@@ -62,11 +66,19 @@ class _Shared:
 class Translator:
     """Turns validated requests into engine calls; every text of a batch goes to the engine at once."""
 
-    def __init__(self, engine: Engine, family: str, cache: TranslationCache, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        family: str,
+        cache: TranslationCache,
+        metrics: Metrics,
+        review: Review | None = None,
+    ) -> None:
         self.engine = engine
         self.family = canonical_family(family)
         self.cache = cache
         self.metrics = metrics
+        self.review = review or Review(QaSettings(), metrics)
         self._inflight: dict[str, _Shared] = {}
         self._ids = itertools.count()
 
@@ -159,7 +171,32 @@ class Translator:
             outcome.engine_s = max(outcome.engine_s, generation.engine_s)
         if req.preserve_format:
             _restore_markup(req.texts, outcome)
+        if not req.ensemble:  # an ensemble's answer is its fusion: checked once fused (apis/native, compat)
+            await self._review(req, prompts, keys, answers, outcome, request_id)
         return outcome
+
+    async def _review(
+        self,
+        req: TranslateRequest,
+        prompts: list[Prompt],
+        keys: list[str],
+        answers: list[Completion],
+        outcome: Outcome,
+        request_id: str,
+    ) -> None:
+        """The answers checked as the policy says; under retry, a flagged text's better second answer
+        replaces the first, in the answer and in the cache (an identical request then gets it)."""
+        reasons = [answer.generation.finish_reason for answer in answers]
+        verdicts = outcome.verdicts = self.review.judge(req, outcome.results, reasons)
+        for second in await self.review.retry(self._run, req, prompts, verdicts, request_id):
+            outcome.prompt_tokens += second.generation.prompt_tokens
+            outcome.output_tokens += second.generation.output_tokens
+            if second.kept:
+                outcome.results[second.index] = second.text
+                if req.preserve_format:
+                    outcome.format_lost[second.index] = second.lost
+                self.cache.put(keys[second.index], _entry(second.generation))
+        self.review.count(verdicts.flags)
 
     async def _answer_all(
         self, keys: list[str], prompts: list[Prompt], sampling: Sampling, request_id: str, n: int = 1

@@ -18,7 +18,8 @@ from hunyuan_serve import detect
 from hunyuan_serve.families.base import PRESERVE_FORMAT
 from hunyuan_serve.families.build import FAMILY_FEATURES
 from hunyuan_serve.languages import AUTO, Language, find_language
-from hunyuan_serve.replica import ensemble
+from hunyuan_serve.qa.flags import Flag
+from hunyuan_serve.replica import ensemble, review
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.http import Call
@@ -222,15 +223,22 @@ async def _run(
     outcomes: list[Outcome] = list(await call.run(asyncio.gather(*calls))) if calls else []
     results = [""] * len(plan.units)
     merged = Outcome(cached=[])
+    unit_flags: list[list[Flag]] = [[] for _ in plan.units]
     for indexes, outcome in zip(groups.values(), outcomes, strict=True):
         for index, text in zip(indexes, outcome.results, strict=True):
             results[index] = text
+        for index, flags in zip(indexes, outcome.verdicts.flags, strict=False):
+            unit_flags[index] = flags
+        merged.verdicts.retried += outcome.verdicts.retried
+        merged.verdicts.replaced += outcome.verdicts.replaced
         merged.cached.extend(outcome.cached)
         merged.format_lost.extend(outcome.format_lost)
         merged.prompt_tokens += outcome.prompt_tokens
         merged.output_tokens += outcome.output_tokens
         merged.queue_s = max(merged.queue_s, outcome.queue_s)
         merged.engine_s = max(merged.engine_s, outcome.engine_s)
+    merged.verdicts.policy = replica.translator.review.policy(req.qa)
+    merged.verdicts.flags = review.per_text(plan.parts, unit_flags)  # the header's indexes are texts
     call.note(merged)
     call.log.update(target_lang=req.target.code, texts=len(req.texts), units=len(plan.units))
     call.log["source_lang"] = ",".join(groups) if req.source is AUTO else req.source.code
@@ -246,6 +254,7 @@ async def _core(replica: ReplicaContext, call: Call, req: TranslateRequest, core
         answers = await replica.fusion.fuse_all(req, outcome.candidates, core_id, key)
         ensemble.refuse_if_degraded(replica.cfg, answers)
         outcome.results = [each.result for each in answers]
+        outcome.verdicts = replica.translator.review.fused(req, outcome.results)
         call.log["fused"] = call.log.get("fused", 0) + sum(each.fused_by is not None for each in answers)
     return outcome
 
@@ -270,8 +279,9 @@ async def native_mixed(replica: ReplicaContext, call: Call, req: TranslateReques
         "target_lang": req.target.code,
         "results": done.texts,
         "cached": done.outcome.cached,
+        **done.outcome.verdicts.body(batch=True),
         "latency_ms": round(call.elapsed_ms(), 1),
         "request_id": call.id,
         "model": replica.engine.model_name,
     }
-    return JSONResponse(body, headers={"X-Request-ID": call.id})
+    return JSONResponse(body, headers={"X-Request-ID": call.id, **done.outcome.verdicts.headers()})

@@ -169,7 +169,8 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
         }
         for text, found, original in zip(done.texts, done.sources, texts, strict=True)
     ]
-    return JSONResponse({"translations": translations}, headers={"X-Request-ID": call.id})
+    headers = {"X-Request-ID": call.id, **done.outcome.verdicts.headers()}
+    return JSONResponse({"translations": translations}, headers=headers)
 
 
 def _base(lang: Language) -> str:

@@ -62,7 +62,8 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
         {"detected_source_lang": codes.immersive_code(found.language), "text": text}
         for text, found in zip(done.texts, done.sources, strict=True)
     ]
-    return JSONResponse({"translations": translations}, headers={"X-Request-ID": call.id})
+    headers = {"X-Request-ID": call.id, **done.outcome.verdicts.headers()}
+    return JSONResponse({"translations": translations}, headers=headers)
 
 
 @router.post(PATH)

@@ -113,7 +113,7 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
         # The model gives one translation per text: the alternatives asked for are an empty list, as
         # LibreTranslate itself answers for html (its app.py: "Not supported for html yet").
         body["alternatives"] = [[] for _ in texts] if batch else []
-    return JSONResponse(body, headers={"X-Request-ID": call.id, **_CORS})
+    return JSONResponse(body, headers={"X-Request-ID": call.id, **_CORS, **done.outcome.verdicts.headers()})
 
 
 async def _detect(replica: ReplicaContext, call: Call) -> Response:

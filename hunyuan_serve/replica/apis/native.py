@@ -43,6 +43,7 @@ def _answer(replica: ReplicaContext, req: TranslateRequest, outcome: Outcome, ca
         # The markup each text lost on the way (opening + closing tag); its text is returned without it.
         lost = [list(each) for each in outcome.format_lost]
         body["format_lost"] = lost if req.batch else lost[0]
+    body.update(outcome.verdicts.body(req.batch))  # `qa`: each text's failed checks (not with qa off)
     body.update(latency_ms=round(call.elapsed_ms(), 1), request_id=call.id, model=replica.engine.model_name)
     return body
 
@@ -84,7 +85,8 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
         return await _ensemble(replica, req, call)
     outcome = await call.run(replica.translator.translate(req, call.id))
     call.note(outcome)
-    return JSONResponse(_answer(replica, req, outcome, call), headers={"X-Request-ID": call.id})
+    headers = {"X-Request-ID": call.id, **outcome.verdicts.headers()}
+    return JSONResponse(_answer(replica, req, outcome, call), headers=headers)
 
 
 async def _sample_and_fuse(
@@ -99,6 +101,7 @@ async def _ensemble(replica: ReplicaContext, req: TranslateRequest, call: Call) 
     """`ensemble`: each text's candidates, fused by the Chimera pool or (degraded) the first of them."""
     call.log["ensemble"] = req.ensemble
     outcome, answers = await call.run(_sample_and_fuse(replica, req, call))
+    outcome.verdicts = replica.translator.review.fused(req, [each.result for each in answers])
     call.note(outcome)
     call.log["fused"] = sum(each.fused_by is not None for each in answers)
     degraded = [each.reason for each in answers if each.fused_by is None]
@@ -107,7 +110,7 @@ async def _ensemble(replica: ReplicaContext, req: TranslateRequest, call: Call) 
     ensemble.refuse_if_degraded(replica.cfg, answers)
     body = _answer(replica, req, outcome, call)
     body.update(ensemble.answer_fields(req.batch, answers))
-    headers = {"X-Request-ID": call.id, **ensemble.fusion_header(answers)}
+    headers = {"X-Request-ID": call.id, **ensemble.fusion_header(answers), **outcome.verdicts.headers()}
     return JSONResponse(body, headers=headers)
 
 
@@ -141,6 +144,9 @@ async def _events(
         queue_s=done.queue_s,
         engine_s=done.engine_s,
     )
+    # Checked once whole; a stream already sent cannot be retried, so its checks only flag.
+    outcome.verdicts = replica.translator.review.judge(req, [done.text], [done.finish_reason])
+    replica.translator.review.count(outcome.verdicts.flags)
     call.note(outcome)
     yield sse.event({"done": True, **_answer(replica, req, outcome, call)})
 

@@ -137,6 +137,7 @@ async def _weblate(replica: ReplicaContext, call: Call, parsed: Parsed, shape: S
     await call.bill(req.texts)  # per key: refused past its limit, counted once answered
     outcome = await call.run(replica.translator.translate(req, call.id))
     call.note(outcome)
+    qa = outcome.verdicts.headers()  # per string of Weblate's; not in a stream (headers go first)
     answers = iter(outcome.results)
     text = WEBLATE_SEPARATOR.join(next(answers) if part.strip() else part for part in parsed.weblate_parts)
     if parsed.stream:
@@ -146,7 +147,7 @@ async def _weblate(replica: ReplicaContext, call: Call, parsed: Parsed, shape: S
         choices=[shape.choice(0, text, "stop", False)],
         usage=_usage(outcome.prompt_tokens, outcome.output_tokens),
     )
-    return JSONResponse(body, headers={"X-Request-ID": call.id})
+    return JSONResponse(body, headers={"X-Request-ID": call.id, **qa})
 
 
 async def _answer(replica: ReplicaContext, call: Call, parsed: Parsed, shape: Shape) -> Response:
@@ -166,6 +167,9 @@ async def _answer(replica: ReplicaContext, call: Call, parsed: Parsed, shape: Sh
         translator.check_prompt(prompt, parsed.sampling, where if shape.chat else f"prompt[{index}]")
     completions = await call.run(translator.complete(list(parsed.prompts), parsed.sampling, call.id))
     outcome = _outcome(completions)
+    # A prompt as written names no languages: the checks that need none (loop, truncated), per choice.
+    outcome.verdicts = translator.review.generations([c.generation for c in completions])
+    translator.review.count(outcome.verdicts.flags)
     call.note(outcome)
     body = shape.head(call, replica.engine.model_name, chunk=False)
     choices = [
@@ -173,7 +177,7 @@ async def _answer(replica: ReplicaContext, call: Call, parsed: Parsed, shape: Sh
         for index, c in enumerate(completions)
     ]
     body.update(choices=choices, usage=_usage(outcome.prompt_tokens, outcome.output_tokens))
-    return JSONResponse(body, headers={"X-Request-ID": call.id})
+    return JSONResponse(body, headers={"X-Request-ID": call.id, **outcome.verdicts.headers()})
 
 
 async def _chat(replica: ReplicaContext, call: Call) -> Response:

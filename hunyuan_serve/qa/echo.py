@@ -1,0 +1,51 @@
+"""echo: the source sent back as its translation, for two languages that are not close relatives."""
+
+from __future__ import annotations
+
+import re
+
+from hunyuan_serve.config.qa import QaSettings
+from hunyuan_serve.qa import scripts
+from hunyuan_serve.qa.flags import ECHO, Flag
+
+# A word: letters, with inner apostrophes or hyphens; a dense script's character is a word of its own.
+_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_DENSE_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+
+
+def words(prose: str) -> list[str]:
+    """The text's words, lowercased; each Han, kana or Hangul character a word."""
+    found: list[str] = []
+    for word in _WORD.findall(prose):
+        dense = _DENSE_CHAR.findall(word)
+        found.extend(dense if dense else [word.lower()])
+    return found
+
+
+def _ordinary(word: str) -> bool:
+    """A word a translation changes: not an acronym (API, NN), not code or a brand (WebUI, iPhone)."""
+    if len(word) < 2 and not _DENSE_CHAR.match(word):
+        return False
+    rest = word[1:]
+    return rest == rest.lower()
+
+
+def echo(prose_source: str, prose_output: str, pair: tuple[str, str], cfg: QaSettings) -> Flag | None:
+    """The answer is (nearly) the source: most of the source's words are in it, and most of its words
+    come from the source. Not judged for close languages (zh and zh-Hant) or a source of few ordinary
+    words (a name, a code, a number may rightly stay as it is)."""
+    if pair[1] in scripts.relatives(pair[0]):
+        return None
+    ordinary = [word for word in _WORD.findall(prose_source) if _ordinary(word)]
+    if len(words(" ".join(ordinary))) < cfg.qa_echo_min_words:
+        return None
+    ours, theirs = words(prose_source), words(prose_output)
+    if not theirs:
+        return None
+    ours_set, theirs_set = set(ours), set(theirs)
+    kept = sum(word in theirs_set for word in ours) / len(ours)
+    borrowed = sum(word in ours_set for word in theirs) / len(theirs)
+    if min(kept, borrowed) < cfg.qa_echo_similarity:
+        return None
+    what = "the source's words" if kept == borrowed == 1 else "nearly the source's words"
+    return Flag(ECHO, f"the answer is {what}: {round(borrowed * 100)}% of its words are in the source")

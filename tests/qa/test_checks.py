@@ -1,0 +1,166 @@
+"""Each answer check on answers that fail it and on answers that rightly look alike, table by table."""
+
+from __future__ import annotations
+
+import pytest
+
+from hunyuan_serve.config.qa import QaSettings
+from hunyuan_serve.qa import flags
+from hunyuan_serve.qa.check import Answer, check, check_generation
+from hunyuan_serve.qa.flags import Flag, header_value
+from hunyuan_serve.qa.loops import longest_repeat
+
+CFG = QaSettings()
+EN_LONG = "The weather is nice today, so let us all go for a long walk in the park."
+ZH_LONG = "今天天气很好，我们大家一起去公园里散步很久吧。"
+FR_LONG = "Il fait beau aujourd'hui, allons tous faire une longue promenade dans le parc."
+
+
+def names(source: str, output: str, pair: str = "en-zh", reason: str = "stop") -> list[str]:
+    source_lang, target_lang = pair.split("-", 1)
+    return [flag.check for flag in check(Answer(source, output, source_lang, target_lang, reason), CFG)]
+
+
+# (what, source, answer, pair, reason, the checks it fails)
+FAILING = [
+    ("English for Chinese", FR_LONG, EN_LONG, "fr-zh", "stop", ["wrong_language"]),
+    ("Chinese for French", EN_LONG, ZH_LONG, "en-fr", "stop", ["wrong_language"]),
+    ("English for French, in Latin", ZH_LONG, EN_LONG, "zh-fr", "stop", ["wrong_language"]),
+    ("the source sent back", EN_LONG, EN_LONG, "en-fr", "stop", ["wrong_language", "echo"]),
+    ("a loop", "Finally, lock it.", "最后，最终，封锁，封锁，封锁，封锁，封锁", "en-zh", "stop", ["loop"]),
+    ("cut at max_tokens", EN_LONG, ZH_LONG[:8], "en-zh", "length", ["truncated"]),
+    ("a line lost", "Open\nSave\nClose", "打开\n保存", "en-zh", "stop", ["lines"]),
+    (
+        "a paragraph lost",
+        "First part.\n\nSecond part.",
+        "第一部分。第二部分。",
+        "en-zh",
+        "stop",
+        ["lines", "paragraphs"],
+    ),
+    ("a number lost", "Delete 3 files", "删除文件", "en-zh", "stop", ["numbers"]),
+    ("a URL lost", "See https://example.org/docs for more", "更多信息见文档", "en-zh", "stop", ["urls"]),
+    (
+        "a placeholder lost",
+        "Hello, {name}! You have %d messages",
+        "你好！你有%d条消息",
+        "en-zh",
+        "stop",
+        ["placeholders"],
+    ),
+    ("a tag lost", "Press <b>Save</b> now", "现在按保存", "en-zh", "stop", ["markup"]),
+    ("code changed", "Run `pip install -e .` first", "先运行 `pip 安装`", "en-zh", "stop", ["markup"]),
+    ("far too short", EN_LONG + " " + EN_LONG, "好。", "en-zh", "stop", ["length_ratio"]),
+    ("sentences dropped", "One. Two. Three. Four. Five.", "一。", "en-zh", "stop", ["sentences"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("what", "source", "output", "pair", "reason", "expected"), FAILING, ids=[r[0] for r in FAILING]
+)
+def test_an_answer_that_fails_a_check_is_flagged_with_that_check(
+    what: str, source: str, output: str, pair: str, reason: str, expected: list[str]
+) -> None:
+    assert names(source, output, pair, reason) == expected, what
+
+
+# (what, source, answer, pair): answers a translator would rightly give, that must pass every check.
+PASSING = [
+    ("a good translation", EN_LONG, ZH_LONG, "en-zh"),
+    ("into French", EN_LONG, FR_LONG, "en-fr"),
+    ("a short label", "Save", "保存", "en-zh"),
+    ("a name kept", "Stable Diffusion", "Stable Diffusion", "en-zh"),
+    ("an identifier kept", "hidden_idx_next", "hidden_idx_next", "en-zh"),
+    (
+        "English terms in Chinese",
+        "Tile overlap for ESRGAN upscalers, in pixels.",
+        "ESRGAN 的图块重叠(Tile overlap)像素",
+        "en-zh",
+    ),
+    (
+        "Han only, which the detector takes for Japanese",
+        "number of images to delete next",
+        "接下来要连续删除的图像数",
+        "en-zh",
+    ),
+    (
+        "close languages",
+        "今天天气很好，我们一起去公园散步吧。",
+        "今天天氣很好，我們一起去公園散步吧。",
+        "zh-zh-Hant",
+    ),
+    (
+        "numbers in other forms",
+        "Copy 1,000 files in 3-column mode at 0.50",
+        "以三列模式复制 1000 个文件，0.5",
+        "en-zh",
+    ),
+    ("numbers inside words", "Send to img2img, v1.1.4, Size-1", "发送到图生图", "en-zh"),
+    ("a repeat the source has", "ha ha ha ha ha", "哈哈哈哈哈", "en-zh"),
+    (
+        "placeholders and tags kept",
+        "Hi {name}, press <b>OK</b> (%s)",
+        "{name}你好，按<b>确定</b>（%s）",
+        "en-zh",
+    ),
+    (
+        "a URL kept, its dot not part of it",
+        "Docs: https://example.org/a.",
+        "文档：https://example.org/a。",
+        "en-zh",
+    ),
+    ("lines kept", "Open\nSave\nClose", "打开\n保存\n关闭", "en-zh"),
+    (
+        "a wrapped line joined",
+        "A long line of text\n    continued here.",
+        "一行很长的文字，在这里继续。",
+        "en-zh",
+    ),
+    ("a label in backticks translated", "Override `Sampling method` now", "现在覆写 `采样器`", "en-zh"),
+]
+
+
+@pytest.mark.parametrize(("what", "source", "output", "pair"), PASSING, ids=[r[0] for r in PASSING])
+def test_an_answer_a_translator_would_give_passes(what: str, source: str, output: str, pair: str) -> None:
+    assert names(source, output, pair) == [], what
+
+
+def test_every_flag_names_a_known_check_and_says_what_was_wrong() -> None:
+    for _, source, output, pair, reason, _ in FAILING:
+        src, tgt = pair.split("-", 1)
+        for flag in check(Answer(source, output, src, tgt, reason), CFG):
+            assert flag.check in flags.CHECKS and flag.detail, flag
+    [number] = check(Answer("Delete 3 files", "删除文件", "en", "zh"), CFG)
+    assert number.detail == "number of the source missing from the answer: 3"
+
+
+def test_thresholds_are_the_config_fields() -> None:
+    # Five repeats are not a loop when five are allowed; the detector is not consulted when unsure.
+    assert names("Lock it.", "封锁封锁封锁封锁") == ["loop"]
+    lenient = QaSettings(qa_loop_repeats=5)
+    assert check(Answer("Lock it.", "封锁封锁封锁封锁", "en", "zh"), lenient) == []
+    strict = QaSettings(qa_ratio_high=1.0, qa_ratio_min_chars=5)
+    assert [
+        f.check for f in check(Answer("Open the file", "打开那个文件然后再打开", "en", "zh"), strict)
+    ] == ["length_ratio"]
+
+
+def test_a_prompt_as_written_gets_the_checks_that_need_no_languages() -> None:
+    assert [f.check for f in check_generation("a b a b a b a b a b", "length", CFG)] == ["loop", "truncated"]
+    assert check_generation("A fine answer.", "stop", CFG) == []
+
+
+def test_the_longest_repeat_is_found_for_phrases_of_several_units() -> None:
+    assert longest_repeat(["x", "a", "b", "c", "a", "b", "c", "a", "b", "c", "y"], 8) == (3, ("a", "b", "c"))
+    assert longest_repeat(["a"], 8) == (1, ())
+
+
+def test_the_header_lists_each_flagged_text_by_index_and_counts_past_its_limit() -> None:
+    echo, loop = Flag("echo", "e"), Flag("loop", "l")
+    assert header_value([[], []]) == "ok"
+    assert header_value([[echo, loop], [], [], [Flag("wrong_language", "w")], []]) == (
+        "flagged 2/5: 0=echo,loop; 3=wrong_language"
+    )
+    many = header_value([[echo]] * (flags.MAX_LISTED + 2))
+    assert many.endswith("; +2 more") and many.startswith(f"flagged {flags.MAX_LISTED + 2}/")
+    assert len(header_value([[Flag(name, "") for name in flags.CHECKS]] * 128)) < 4096
