@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,8 @@ def test_schemathesis_all_checks_pass_against_the_front(shared_stack: SharedStac
     cmd += ["--exclude-path-regex", UPLOADS, "--request-timeout", "60", "--no-color"]
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     assert run.returncode == 0, run.stdout[-12000:] + run.stderr[-2000:]
+    # Every operation the document declares, but the two uploads, was reached and tested.
+    selected = re.search(r"Selected: (\d+)/(\d+)", run.stdout)
+    tested = re.search(r"Tested: (\d+)", run.stdout)
+    assert selected and tested, run.stdout[-4000:]
+    assert int(tested.group(1)) == int(selected.group(1)) == int(selected.group(2)) - 2, run.stdout[-4000:]
