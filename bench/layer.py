@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ class LayerPlan:
     load_core: str = "1"
     code: Path = REPO  # the checkout whose hunyuan_serve the stack runs
     profile: Path | None = None  # py-spy's top entries of the replica under each load, written here
+    qa: str | None = None  # the stack's replica.qa (off, flag, retry); None: the checkout's default
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -101,6 +103,7 @@ def start_stack(plan: LayerPlan, model: Path, work: Path) -> tuple[Server, str, 
     argv += ["--port", str(port), "--base-port", str(base), "--run-dir", str(work / "run")]
     # The tiny checkpoint's own length: 512 refuses a few of the WebUI file's longest strings (413).
     argv += ["--max-model-len", "2048", "--log-level", "warning"]
+    argv += ["--qa", plan.qa] if plan.qa else []  # the answer checks: --qa off against the default
     env = server_env({"PYTHONPATH": str(plan.code)})
     server = Server("up (stand-in)", argv, work / "up.log", env)
     url = f"http://127.0.0.1:{port}"
@@ -211,6 +214,21 @@ def phase(
     }
 
 
+def checks_cost() -> dict[str, float]:
+    """The answer checks alone (hunyuan_serve/qa), in this process: CPU-µs per string over the workload
+    with each human zh_CN translation as the answer, as the replica runs them on every answer."""
+    from hunyuan_serve.config.qa import QaSettings
+    from hunyuan_serve.qa.check import Answer, check
+
+    pairs = json.loads(DATA.read_text(encoding="utf-8"))
+    cfg = QaSettings()
+    check(Answer("Warm up the detector.", "预热检测器。", "en", "zh"), cfg)  # its model loads once
+    started = time.process_time()
+    for source, human in pairs.items():
+        check(Answer(source, human, "en", "zh"), cfg)
+    return {"strings": len(pairs), "cpu_us_per_string": 1e6 * (time.process_time() - started) / len(pairs)}
+
+
 def measure(plan: LayerPlan) -> dict[str, Any]:
     """The figures of one run (the coordinator's `make bench` can call this): a warm-up, then one
     single-string load and one batched load against the same stack."""
@@ -236,6 +254,8 @@ def measure(plan: LayerPlan) -> dict[str, Any]:
         "stack_cores": plan.stack_cores,
         "load_core": plan.load_core,
         "duration_s": plan.duration_s,
+        "qa": plan.qa or "default",
+        "checks": checks_cost(),
         "single": {"vus": plan.single_vus, **single},
         "batched": {"vus": plan.batch_vus, "batch": plan.batch, **batched},
     }
@@ -259,6 +279,10 @@ def format_figures(figures: dict[str, Any]) -> str:
             f"{row['replica_cpu_us_per_string']:14.0f} {row['nginx_cpu_us_per_string']:12.0f} "
             f"{row['p50_ms']:7.1f} {row['p99_ms']:7.1f} {row['failed_rate']:6.3f} {row['cache_hits']:5.0f}"
         )
+    if "checks" in figures:  # figures of a run before the answer checks have none
+        checks = figures["checks"]
+        rows.append(f"{'answer checks, in-process':28s} {'':8s} {'':10s} {checks['cpu_us_per_string']:14.0f}")
+        rows.append(f"(stack replica.qa: {figures['qa']}; checks over {checks['strings']} human answers)")
     return "\n".join(rows)
 
 
@@ -275,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code", type=Path, default=REPO, help="Checkout whose hunyuan_serve `up` runs.")
     parser.add_argument("--profile", type=Path, help="Write py-spy's top entries of the replica here.")
     parser.add_argument("--json", type=Path, help="Also write the figures here as JSON.")
+    parser.add_argument("--qa", choices=("off", "flag", "retry"), help="The stack's replica.qa.")
     args = parser.parse_args(argv)
     plan = LayerPlan(
         duration_s=args.duration,
@@ -286,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         load_core=args.load_core,
         code=args.code.resolve(),
         profile=args.profile,
+        qa=args.qa,
     )
     figures = measure(plan)
     print(format_figures(figures))

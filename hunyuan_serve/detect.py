@@ -74,9 +74,10 @@ def chinese_script(text: str) -> str:
     return "zh-Hant" if traditional > simplified else "zh"
 
 
-def candidates(text: str, max_chars: int = 2000) -> list[Detection]:
-    """Our languages the text may be in, most likely first (empty when none of ours scores at all)."""
-    results = _detector(max_chars).detect(text, model="lite", k=-1)
+def candidates(text: str, max_chars: int = 2000, k: int = -1) -> list[Detection]:
+    """Our languages the text may be in, most likely first (empty when none of ours scores at all);
+    k: only among the detector's k likeliest labels (-1: all 176; a few are much cheaper to read)."""
+    results = _detector(max_chars).detect(text, model="lite", k=k)
     found: list[Detection] = []
     seen: set[str] = set()
     for result in results:

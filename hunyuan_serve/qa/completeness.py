@@ -73,7 +73,10 @@ def kept(source: str, output: str) -> list[Flag]:
     """Every number, URL, placeholder and tag of the source comes back (as often as in the source);
     code spans holding code (`a_b`, `x.py`) count as markup."""
     found = []
+    holds = tokens.might_hold(source)
     for name, what, find in _KEPT:
+        if not holds[name]:
+            continue
         if name == NUMBERS:
             lost = tokens.numbers_missing(source, output)
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from hunyuan_serve.config.qa import QaSettings
@@ -13,13 +14,15 @@ _WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _DENSE_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
-def words(prose: str) -> list[str]:
-    """The text's words, lowercased; each Han, kana or Hangul character a word."""
+@functools.lru_cache(maxsize=64)
+def words(prose: str) -> tuple[str, ...]:
+    """The text's words, lowercased; each Han, kana or Hangul character a word. Kept for the few texts
+    just read: the echo, loop and language checks of one answer each ask for the same two."""
     found: list[str] = []
     for word in _WORD.findall(prose):
         dense = _DENSE_CHAR.findall(word)
         found.extend(dense if dense else [word.lower()])
-    return found
+    return tuple(found)
 
 
 def _ordinary(word: str) -> bool:

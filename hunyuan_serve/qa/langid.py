@@ -11,6 +11,8 @@ from hunyuan_serve.qa import scripts
 from hunyuan_serve.qa.echo import words
 from hunyuan_serve.qa.flags import WRONG_LANGUAGE, Flag
 
+_TOP = 3  # the detector's likeliest labels read: the first of ours among them is what it is sure of
+
 
 def _judged(best: str, target: str, counts: Counter[str], confidence: float, cfg: QaSettings) -> bool:
     """Whether the detector's other language stands: sure, not a close relative, written in the target's
@@ -19,8 +21,14 @@ def _judged(best: str, target: str, counts: Counter[str], confidence: float, cfg
     if best in scripts.relatives(target) or confidence < cfg.qa_langid_confidence:
         return False
     needs = scripts.LANGUAGE_SCRIPTS.get(best, frozenset())
-    own = scripts.LANGUAGE_SCRIPTS[target]
-    return bool(needs & own) and all(counts[script] for script in needs - {scripts.HAN} or needs)
+    return bool(needs & scripts.LANGUAGE_SCRIPTS[target]) and _present(best, counts)
+
+
+def _present(code: str, counts: Counter[str]) -> bool:
+    """Whether the text has letters of every script `code` needs but Han (which Japanese and Korean
+    text may lack): Japanese needs kana, Korean Hangul."""
+    needs = scripts.LANGUAGE_SCRIPTS.get(code, frozenset())
+    return all(counts[script] for script in needs - {scripts.HAN} or needs)
 
 
 def wrong_language(output: str, target: str, cfg: QaSettings, prose: str) -> Flag | None:
@@ -45,9 +53,10 @@ def wrong_language(output: str, target: str, cfg: QaSettings, prose: str) -> Fla
             f"{name} is written in {' or '.join(sorted(own))}; {round(share * 100)}% of the answer's "
             f"letters are, most are {main}",
         )
-    if len(scripts.sharing(target) - scripts.relatives(target)) == 0:
-        return None  # no other of our languages writes this script: the script said it all
-    found = detect.candidates(prose, cfg.qa_max_chars)
+    others = [code for code in scripts.sharing(target) - scripts.relatives(target) if _present(code, counts)]
+    if not others:
+        return None  # no other language of this script could be told from what is there: not guessed
+    found = detect.candidates(prose, cfg.qa_max_chars, k=_TOP)
     if not found or not _judged(found[0].language.code, target, counts, found[0].confidence, cfg):
         return None
     best = found[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from hunyuan_serve.config.qa import QaSettings
@@ -9,13 +10,16 @@ from hunyuan_serve.qa.echo import words
 from hunyuan_serve.qa.flags import LOOP, Flag
 
 
-def longest_repeat(units: Sequence[str], max_n: int) -> tuple[int, tuple[str, ...]]:
-    """The most times in a row one phrase of 1 to max_n units occurs, and that phrase.
+def longest_repeat(units: Sequence[str], max_n: int, at_least: int = 2) -> tuple[int, tuple[str, ...]]:
+    """The most times in a row one phrase of 1 to max_n units occurs, and that phrase; (1, ()) when no
+    unit occurs at_least times, since no phrase can then repeat that often.
 
     A phrase of n units repeated k times is a run of (k - 1) * n units each equal to the unit n before
     it: one pass per n, so the cost is len(units) * max_n comparisons.
     """
     best, phrase = 1, tuple[str, ...]()
+    if not units or Counter(units).most_common(1)[0][1] < at_least:
+        return best, phrase  # most answers: counted in C, no pass over them
     for n in range(1, max_n + 1):
         run = 0
         for index in range(n, len(units)):
@@ -29,7 +33,7 @@ def longest_repeat(units: Sequence[str], max_n: int) -> tuple[int, tuple[str, ..
 def loop(prose_source: str, prose_output: str, cfg: QaSettings) -> Flag | None:
     """The answer repeats a phrase qa_loop_repeats times or more in a row, beyond the source's own."""
     output_units = words(prose_output)
-    times, phrase = longest_repeat(output_units, cfg.qa_loop_max_ngram)
+    times, phrase = longest_repeat(output_units, cfg.qa_loop_max_ngram, cfg.qa_loop_repeats)
     if times < cfg.qa_loop_repeats:
         return None
     source_times, _ = longest_repeat(words(prose_source), cfg.qa_loop_max_ngram)

@@ -25,7 +25,8 @@ DENSITY = {
 
 
 def size(text: str) -> int:
-    return sum(1 for char in text if not char.isspace())
+    """Characters but white space."""
+    return len("".join(text.split()))
 
 
 def length_ratio(source: str, output: str, pair: tuple[str, str], cfg: QaSettings) -> Flag | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import bisect
+import functools
+import re
 from collections import Counter
 
 LATIN, HAN, KANA, HANGUL, CYRILLIC, ARABIC = "Latin", "Han", "Kana", "Hangul", "Cyrillic", "Arabic"
@@ -81,13 +83,29 @@ def script_of(char: str) -> str | None:
 
 
 def letters(text: str) -> Counter[str]:
-    """The text's letters counted by script (a dense script's character counts DENSE_WEIGHT)."""
+    """The text's letters counted by script (a dense script's character counts DENSE_WEIGHT).
+
+    ASCII letters are counted in C (what is left of the text once encoded to ASCII); only the other
+    characters are looked up, each once per process.
+    """
     counts: Counter[str] = Counter()
+    ascii_letters = len(_NOT_ASCII_LETTER.sub("", text))
+    if ascii_letters:
+        counts[LATIN] = ascii_letters
     for char in text:
-        script = script_of(char)
-        if script is not None:
-            counts[script] += DENSE_WEIGHT if script in DENSE else 1
+        if char >= "\x80":
+            script = _script_of_wide(char)
+            if script is not None:
+                counts[script] += DENSE_WEIGHT if script in DENSE else 1
     return counts
+
+
+_NOT_ASCII_LETTER = re.compile(r"[^A-Za-z]+")
+
+
+@functools.cache
+def _script_of_wide(char: str) -> str | None:
+    return script_of(char)
 
 
 # Languages the detector confuses and a translation between them may rightly leave much as it was.

@@ -29,6 +29,7 @@ _CODE_LIKE = re.compile(r"[_=./\\:()\[\]<>{}$#@-]|\d")
 # "0,0,0" is three numbers, "3 000" two.
 _DIGITS = r"\d{1,3}(?:[.,]\d{3})+(?!\d)(?:[.,]\d+)?|\d+(?:[.,]\d+)?"
 NUMBER = re.compile(_DIGITS)
+_ANY_DIGIT = re.compile(r"\d")
 # A number of its own: not part of a word (img2img, mk2, 1st, 5th, v1.1.4, Size-1), which a translation
 # may rewrite.
 _STANDALONE = re.compile(rf"(?<![\w.,])(?<!\w-)(?:{_DIGITS})(?![\w]|[.,]\d)")
@@ -98,11 +99,27 @@ def _without_urls(text: str) -> str:
     return URL.sub(" ", text)
 
 
+# Each pattern with the characters one of its matches must hold: a text without them is not scanned.
+_PROSE = ((URL, ("/", "www.")), (CODE_SPAN, ("`",)), (TAG, ("<",)), (PLACEHOLDER, ("%", "{", "$")))
+_PROSE += ((IDENTIFIER, ("_", ".", "-")),)
+
+
 def prose(text: str) -> str:
     """The text without what is carried over as it is (URLs, placeholders, tags, code): its words."""
-    for pattern in (URL, CODE_SPAN, TAG, PLACEHOLDER, IDENTIFIER):
-        text = pattern.sub(" ", text)
+    for pattern, needs in _PROSE:
+        if any(need in text for need in needs):
+            text = pattern.sub(" ", text)
     return text
+
+
+def might_hold(text: str) -> dict[str, bool]:
+    """Which kinds of kept items the text may hold at all (the cheap test before their patterns)."""
+    return {
+        "numbers": _ANY_DIGIT.search(text) is not None,
+        "urls": "/" in text or "www." in text,
+        "placeholders": "%" in text or "{" in text or "$" in text,
+        "markup": "<" in text or "`" in text,
+    }
 
 
 def missing(source: Counter[str], output: Counter[str]) -> list[str]:
