@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ast
+import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
@@ -9,10 +12,11 @@ import pytest
 from fastapi.routing import APIRoute
 from starlette.routing import Route
 
-from hunyuan_serve.edge.dialects import DIALECTS, EDGE_ERRORS, ROUTE_METHODS
+from hunyuan_serve.edge.dialects import DIALECTS, EDGE_ERRORS, ROUTE_METHODS, dialect_of
+from hunyuan_serve.replica.apis.openai_schema import parse_chat
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.openapi import HIDDEN, OPERATIONS, error_schema
+from hunyuan_serve.replica.openapi import HIDDEN, OPERATIONS, RENDERERS, error_schema
 from hunyuan_serve.replica.schema import parse_fields
 from tests.replica.replica_fakes import FakeEngine, make_config
 
@@ -80,3 +84,84 @@ def test_the_translate_body_schema_refuses_what_the_parser_refuses(app: Any, bod
     except ApiError:
         accepted = False
     assert jsonschema_rs.validator_for(schema["schema"]).is_valid(body) == accepted
+
+
+# -- the statuses the code raises, by the modules each translating operation runs through -------------
+
+REPLICA = Path(__file__).resolve().parents[2] / "hunyuan_serve" / "replica"
+# What every translating request passes: admission and deadline, parsing, the core, billing, fusion.
+CORE = ("http.py", "schema.py", "service.py", "errors.py", "priority.py", "usage.py", "ensemble.py")
+CORE += ("apis/sse.py", "review.py")
+ADAPTERS = {
+    ("post", "/translate"): ("apis/native.py", "apis/compat.py"),
+    ("post", "/v1/chat/completions"): ("apis/openai.py", "apis/openai_schema.py"),
+    ("post", "/v1/completions"): ("apis/openai.py", "apis/openai_schema.py"),
+    ("post", "/v2/translate"): ("apis/deepl.py", "apis/compat.py", "apis/deepl_glossaries.py"),
+    ("post", "/libretranslate/translate"): ("apis/libretranslate.py", "apis/compat.py"),
+    ("post", "/immersive/translate"): ("apis/immersive.py", "apis/compat.py"),
+}
+# Functions no call from that operation reaches: the `model` check is native /translate's and OpenAI's.
+# LibreTranslate's module also holds its file calls, which are operations of their own.
+NOT_REACHED = {
+    "/libretranslate/translate": {"check_model", "_translate_file", "_download"},
+    "/immersive/translate": {"check_model"},
+}
+NOT_REACHED["/v2/translate"] = {"check_model"}
+
+
+def raised(module: Path, skip: set[str]) -> set[int]:
+    """The literal statuses of every ApiError(status, ...) the module makes, outside `skip`'s functions."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    out: set[int] = set()
+    for func in ast.walk(tree):
+        if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef) and func.name not in skip:
+            for node in ast.walk(func):
+                if (
+                    isinstance(node, ast.Call)
+                    and getattr(node.func, "id", "") == "ApiError"
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                ):
+                    out.add(int(node.args[0].value))
+    return out
+
+
+@pytest.mark.parametrize("key", list(ADAPTERS), ids=lambda k: k[1])
+def test_each_status_the_code_raises_is_declared_as_its_api_answers_it(app: Any, key: Any) -> None:
+    method, path = key
+    skip = NOT_REACHED.get(path, set())
+    statuses = set().union(*(raised(REPLICA / name, skip) for name in (*CORE, *ADAPTERS[key])))
+    assert {400, 413, 503, 504} <= statuses  # the walk found the gate's and the parsers' refusals
+    render = RENDERERS[dialect_of(path).name]
+    answered = {render(ApiError(status, "any", "")).status_code for status in statuses}
+    declared = {int(status) for status in app.openapi()["paths"][path][method]["responses"]}
+    assert answered <= declared, sorted(answered - declared)
+
+
+USER = {"role": "user", "content": "Hi"}
+CHATS: list[dict[str, Any]] = [
+    {"messages": [USER]},
+    {"messages": [{"role": "system", "content": "Be brief"}, USER], "temperature": 1, "stop": ["\n"]},
+    {"messages": [USER], "n": 1, "logprobs": False, "user": "u-1", "max_completion_tokens": 5},
+    {"messages": [USER], "stream": True, "stream_options": {"include_usage": True}},
+    {"messages": []},
+    {"messages": [{"role": "assistant", "content": "x"}]},
+    {"messages": [{"role": {}, "content": "x"}, USER]},
+    {"messages": [USER], "n": 2},
+    {"messages": [USER], "logprobs": 0},
+    {"messages": [USER], "stop": ["a", "b", "c", "d", "e"]},
+    {"messages": [USER], "frequency_penalty": 3},
+    {"messages": [USER], "unknown": True},
+    {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]},
+]
+
+
+@pytest.mark.parametrize("body", CHATS, ids=str)
+def test_the_chat_body_schema_refuses_what_the_parser_refuses(app: Any, body: dict[str, Any]) -> None:
+    content = app.openapi()["paths"]["/v1/chat/completions"]["post"]["requestBody"]["content"]
+    try:
+        parse_chat(json.dumps(body).encode(), app.state.replica)
+        accepted = True
+    except ApiError:
+        accepted = False
+    assert jsonschema_rs.validator_for(content["application/json"]["schema"]).is_valid(body) == accepted
