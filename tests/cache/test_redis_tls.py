@@ -14,6 +14,7 @@ import pytest
 
 from hunyuan_serve.cache.redis_layer import RedisCache, RedisSettings
 from hunyuan_serve.storage.backend import StoreUnavailable
+from hunyuan_serve.storage.jobs_redis import RedisDocumentJobs
 from hunyuan_serve.storage.per_key import RedisStore
 from tests.support.redis_server import RedisServer, RedisTls, redis_server
 from tests.support.stacks import cli, free_port, http_ok, started, wait_until
@@ -124,3 +125,17 @@ def test_without_the_client_certificate_redis_refuses_the_link(shared: Shared) -
     store = RedisStore(_settings(shared, shared.ca, None))
     with pytest.raises(StoreUnavailable):
         asyncio.run(store.glossaries("someone"))
+
+
+def test_the_document_jobs_take_the_same_tls_link(shared: Shared, tmp_path: Path) -> None:
+    jobs = RedisDocumentJobs(_settings(shared, shared.ca, shared.client))
+    try:
+        assert jobs.get("someone", "no-such-job") is None and jobs.claim("worker", 5.0, 3) is None
+    finally:
+        jobs.close()
+    wrong = RedisDocumentJobs(_settings(shared, make_ca(tmp_path, "other").cert, shared.client))
+    try:
+        with pytest.raises(StoreUnavailable, match="certificate verify failed"):
+            wrong.get("someone", "no-such-job")
+    finally:
+        wrong.close()
