@@ -12,6 +12,7 @@ from pydantic import (
     model_validator,
 )
 
+from hunyuan_serve.config.bad_keys import BadKeyFields
 from hunyuan_serve.config.base import Section
 
 # What an Nginx quoted string cannot hold as is (a variable, the quote, the end of the directive).
@@ -164,7 +165,7 @@ class NginxConfig(Section):
         return value
 
 
-class AuthConfig(Section):
+class AuthConfig(BadKeyFields):
     """API keys at the edge: who may call, and how fast each key may go."""
 
     keys_file: str | None = Field(
