@@ -215,3 +215,13 @@ def test_the_key_policy_applies_between_the_request_and_the_pool() -> None:
     finally:
         priority.KEY.reset(token)
     assert review.policy(None) == "flag"
+
+
+def test_a_streams_last_event_carries_its_checks(flagging: Served) -> None:
+    _, client = flagging
+    body = {"text": "Delete 3 files", "source_lang": "en", "target_lang": "zh", "stream": True}
+    with client.stream("POST", "/translate", json=body) as response:
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
+    done = events[-1]
+    # The fake engine streams "<N>" (N the prompt's length): the source's 3 is not in it.
+    assert done["done"] is True and [flag["check"] for flag in done["qa"]] == ["numbers"]
