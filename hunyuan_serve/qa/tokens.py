@@ -100,8 +100,13 @@ def _without_urls(text: str) -> str:
 
 
 # Each pattern with the characters one of its matches must hold: a text without them is not scanned.
-_PROSE = ((URL, ("/", "www.")), (CODE_SPAN, ("`",)), (TAG, ("<",)), (PLACEHOLDER, ("%", "{", "$")))
-_PROSE += ((IDENTIFIER, ("_", ".", "-")),)
+_PROSE: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (URL, ("/", "www.")),
+    (CODE_SPAN, ("`",)),
+    (TAG, ("<",)),
+    (PLACEHOLDER, ("%", "{", "$")),
+    (IDENTIFIER, ("_", ".", "-")),
+)
 
 
 def prose(text: str) -> str:
