@@ -22,7 +22,7 @@ from hunyuan_serve.config import (
 from hunyuan_serve.config.replica import PARENT_PID_ENV
 from hunyuan_serve.run.rundir import lock_run_dir, make_run_dir, run_dir_of, web_root, worker_user
 from hunyuan_serve.supervise.placement import place_pools, plan_here, pool_info, pool_models, prepare_reload
-from hunyuan_serve.supervise.preflight import busy_ports, clear_leftovers
+from hunyuan_serve.supervise.preflight import busy_ports, clear_leftovers, tls_refusal
 from hunyuan_serve.supervise.reload_client import SOURCE_FILE
 
 if TYPE_CHECKING:
@@ -202,8 +202,15 @@ def reload_source(args: argparse.Namespace, written: ServeConfig, run_dir: Path)
     overrides = overrides_from_args(args)
     write_json_atomic(run_dir / SOURCE_FILE, {"config": path, "overrides": overrides})
 
+    def checked() -> ServeConfig:
+        cfg = build_config(load_config_file(path), overrides)
+        problem = tls_refusal(cfg)  # Nginx would take an expired pair, and keep its last on a mismatch
+        if problem:
+            raise ConfigError(problem)
+        return cfg
+
     async def read() -> ServeConfig:
-        return await asyncio.to_thread(lambda: build_config(load_config_file(path), overrides))
+        return await asyncio.to_thread(checked)
 
     async def prepare(cfg: ServeConfig) -> Prepared:
         return await asyncio.to_thread(prepare_reload, cfg, run_dir)

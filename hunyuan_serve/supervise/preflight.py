@@ -23,6 +23,15 @@ def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
     return [p for p in busy if p]
 
 
+def tls_refusal(cfg: ServeConfig) -> str | None:
+    """Why the edge's certificate and key cannot be given to Nginx, every reason (None: TLS off, or a
+    good pair). A reload asks it of the files as they are now: a renewal installed at the same paths."""
+    from hunyuan_serve.edge.tls import check_pair
+
+    report = check_pair(cfg.nginx)
+    return "; ".join(report.problems) if report is not None and report.problems else None
+
+
 LEFTOVER_POLL_S = 0.05  # how often `up` looks whether a previous `up`'s processes are gone (a pause)
 
 

@@ -6,6 +6,7 @@ with no failed request. Heavy: `flock /tmp/hs-heavy.lock .venv/bin/pytest -q tes
 
 from __future__ import annotations
 
+import datetime
 import os
 import ssl
 import subprocess
@@ -13,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import deepl
 import httpx
@@ -22,7 +24,7 @@ import pytest
 import yaml
 
 from tests.support.stacks import cli, free_ports, replicas_ready, started, tail, wait_until
-from tests.support.tls_certs import CA, Pair, fingerprint_pem, make_ca
+from tests.support.tls_certs import CA, DAY, Pair, fingerprint_pem, make_ca, other_key
 
 READY_TIMEOUT_S = 300.0  # `up`, Nginx and a stand-in replica on a loaded two-core machine
 RELOAD_TIMEOUT_S = 120.0
@@ -49,6 +51,15 @@ class Edge:
     run_dir: Path
     log: Path
     up: subprocess.Popen[bytes]
+    config: Path  # the file `up` was started with, which `reload` reads again
+    settings: dict[str, Any]
+
+    def reload(self, **nginx: object) -> subprocess.CompletedProcess[str]:
+        """The config file with these nginx settings, then `hunyuan-serve reload`."""
+        self.settings["nginx"].update(nginx)
+        self.config.write_text(yaml.safe_dump(self.settings))
+        argv = cli("reload", "--run-dir", str(self.run_dir))
+        return subprocess.run(argv, capture_output=True, text=True, timeout=RELOAD_TIMEOUT_S)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +85,8 @@ def edge(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     with started(
         cli("up", "--config", str(config)), log=log, ready=replicas_ready(plain, 1), timeout_s=READY_TIMEOUT_S
     ) as up:
-        yield Edge(ca, pair, plain, f"https://127.0.0.1:{tls_port}", tls_port, work / "run", log, up)
+        url = f"https://127.0.0.1:{tls_port}"
+        yield Edge(ca, pair, plain, url, tls_port, work / "run", log, up, config, settings)
 
 
 def _curl(*args: str) -> subprocess.CompletedProcess[str]:
@@ -248,3 +260,27 @@ def test_a_renewed_certificate_is_served_after_reload_without_a_failed_request(
     failed = [r for r in results if r != "ok"]
     assert not failed, f"{len(failed)} of {len(results)} failed: {failed[:5]}"
     print(f"\n{len(results)} requests over TLS through the renewal, {len(results) - before} after it began")
+
+
+def test_a_pair_at_new_paths_in_the_config_is_served_after_reload(edge: Edge, tmp_path: Path) -> None:
+    renewed = edge.ca.issue(tmp_path / "new", "renewed")
+    done = edge.reload(tls_cert=str(renewed.cert), tls_key=str(renewed.key))
+    assert done.returncode == 0, done.stdout + done.stderr + tail(edge.log)
+    assert _served_fingerprint(edge) == renewed.fingerprint
+
+
+def test_reload_refuses_an_expired_or_mismatched_pair_and_keeps_serving(edge: Edge, tmp_path: Path) -> None:
+    serving = _served_fingerprint(edge)
+    now = datetime.datetime.now(datetime.UTC)
+    expired = edge.ca.issue(tmp_path, "expired", not_before=now - 30 * DAY, not_after=now - DAY)
+    stray = other_key(tmp_path / "stray.key")
+    for cert, key, why in (
+        (expired.cert, expired.key, f"nginx.tls_cert {expired.cert} expired on "),
+        (expired.cert, stray, f"nginx.tls_key {stray} does not match the certificate"),
+    ):
+        done = edge.reload(tls_cert=str(cert), tls_key=str(key))
+        assert done.returncode == 1 and "refused, nothing was changed" in done.stderr, (
+            done.stdout + done.stderr
+        )
+        assert why in done.stderr
+        assert _served_fingerprint(edge) == serving
