@@ -202,3 +202,55 @@ def test_long_markdown_bench_row(stack: tuple[str, Path], monkeypatch: pytest.Mo
     row = run(stack[0], sentences=60, target="zh", concurrency=4, batch_size=8).as_dict()
     assert row["exit"] in (0, 1) and row["segments"] >= 60
     print(f"\nlong Markdown through up: {json.dumps(row)}")
+
+
+# The names of the service's answer checks (native /translate's `qa`).
+QA_CHECKS = {
+    "wrong_language",
+    "echo",
+    "loop",
+    "truncated",
+    "lines",
+    "sentences",
+    "paragraphs",
+    "numbers",
+    "urls",
+    "placeholders",
+    "markup",
+    "length_ratio",
+}
+
+
+def test_flagged_entries_are_fuzzy_and_listed(stack: tuple[str, Path], tmp_path: Path) -> None:
+    """The tiny model's random tokens fail the service's checks: those entries are written fuzzy, the
+    catalog passes msgfmt --check, and --report and --qa-report list each with its reasons."""
+    import csv
+
+    catalog = polib.POFile()
+    catalog.metadata = {"Content-Type": "text/plain; charset=UTF-8"}
+    for text in (
+        "Open the settings to choose where your files are kept.",
+        "The download finished, and the file is ready to open now.",
+        "Your changes are saved automatically every few minutes.",
+        "Sign in again to keep working on this document with others.",
+    ):
+        catalog.append(polib.POEntry(msgid=text, msgstr=""))
+    src, qa = tmp_path / "app.po", tmp_path / "qa.csv"
+    catalog.save(str(src))
+    dst, summary = translate(stack, tmp_path, src, "--to", "zh", "--qa-report", str(qa))
+    done = subprocess.run(["msgfmt", "--check", "-o", "/dev/null", str(dst)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    flagged = {f["source"]: f for f in summary["flagged"]}
+    assert flagged, "random tokens passed every check: the checks went untested"
+    assert all(f["checks"] and {c["check"] for c in f["checks"]} <= QA_CHECKS for f in flagged.values())
+    failed = {f["source"] for f in summary["failures"]}
+    for entry in polib.pofile(str(dst)):
+        if entry.msgid in flagged:
+            assert "fuzzy" in entry.flags and entry.msgstr == flagged[entry.msgid]["translation"]
+        else:
+            assert "fuzzy" not in entry.flags and (bool(entry.msgstr) != (entry.msgid in failed))
+    with qa.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["source"], r["written as"]) for r in rows] == [(s, "#, fuzzy") for s in flagged]
+    checks = sorted({c["check"] for f in flagged.values() for c in f["checks"]})
+    print(f"\n{len(flagged)} of {summary['total']} flagged ({', '.join(checks)}), {len(failed)} failed")
