@@ -20,6 +20,7 @@ from hunyuan_serve.edge.dialects import (
     Dialect,
     dialect_of,
 )
+from hunyuan_serve.qa.flags import HEADER as QA_HEADER
 from hunyuan_serve.replica.apis import compat_schemas as cs
 from hunyuan_serve.replica.apis import deepl, libretranslate, native, openai
 from hunyuan_serve.replica.apis import request_schemas as rs
@@ -63,6 +64,7 @@ class Op:
     success: Mapping[int, tuple[str, ...]] = field(default_factory=lambda: {200: (JSON,)})
     params: tuple[Schema, ...] = ()
     edge: bool = True  # behind the key check and Nginx's limits and refusals
+    checked: bool = False  # a translation: its answer checks' summary in X-Hunyuan-QA (replica/review.py)
 
 
 _TRANSLATE = (*GATE, *BODY, *WORK, (400, "unsupported_language"), (413, "too_many_texts"))
@@ -87,18 +89,22 @@ OPERATIONS: dict[tuple[str, str], Op] = {
         rs.translate_body,
         errors=(*_TRANSLATE, (404, "model_not_found"), (413, "text_too_long"), (503, "chimera_failed")),
         success={200: (JSON, SSE)},
+        checked=True,
     ),
     ("get", "/languages"): Op(gated=False),
-    ("post", "/immersive/translate"): Op(rs.immersive_body, errors=_COMPAT),
+    ("post", "/immersive/translate"): Op(rs.immersive_body, errors=_COMPAT, checked=True),
     ("post", "/v1/chat/completions"): Op(
-        cs.chat_body, errors=(*_COMPAT, (404, "model_not_found")), success={200: (JSON, SSE)}
+        cs.chat_body, errors=(*_COMPAT, (404, "model_not_found")), success={200: (JSON, SSE)}, checked=True
     ),
     ("post", "/v1/completions"): Op(
-        cs.completion_body, errors=(*_COMPAT, (404, "model_not_found")), success={200: (JSON, SSE)}
+        cs.completion_body,
+        errors=(*_COMPAT, (404, "model_not_found")),
+        success={200: (JSON, SSE)},
+        checked=True,
     ),
     ("get", "/v1/models"): Op(gated=False),
     ("get", "/v1/models/{model}"): Op(gated=False, errors=((404, "model_not_found"),)),
-    ("post", "/libretranslate/translate"): Op(cs.libre_translate_body, _COMPAT_MEDIA, _COMPAT),
+    ("post", "/libretranslate/translate"): Op(cs.libre_translate_body, _COMPAT_MEDIA, _COMPAT, checked=True),
     ("post", "/libretranslate/detect"): Op(cs.libre_detect_body, _COMPAT_MEDIA, (*GATE, *BODY)),
     ("get", "/libretranslate/languages"): Op(gated=False),
     ("post", "/libretranslate/translate_file"): Op(
@@ -107,7 +113,9 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("get", "/libretranslate/download_file/{name}"): Op(
         errors=(*_DOCUMENT, (409, "document_not_ready"), (500, "document_error")), success={200: ("*/*",)}
     ),
-    ("post", "/v2/translate"): Op(cs.deepl_translate_body, _COMPAT_MEDIA, (*_COMPAT, *_GLOSSARY)),
+    ("post", "/v2/translate"): Op(
+        cs.deepl_translate_body, _COMPAT_MEDIA, (*_COMPAT, *_GLOSSARY), checked=True
+    ),
     ("get", "/v2/languages"): Op(errors=((400, "invalid_request"), *GATE), params=(_LANGS,)),
     ("post", "/v2/languages"): Op(errors=((400, "invalid_request"), *GATE), params=(_LANGS,)),
     ("get", "/v2/usage"): Op(errors=(*GATE, *_STORE)),
@@ -199,6 +207,8 @@ def _responses(dialect: Dialect, path: str, op: Op) -> Schema:
     for status, media in op.success.items():
         content: Schema = {kind: {"schema": {}} for kind in media}
         responses[str(status)] = {"description": "Success", **({"content": content} if content else {})}
+        if op.checked:
+            responses[str(status)]["headers"] = {QA_HEADER: _QA}
     ref = {"schema": {"$ref": f"#/components/schemas/{error_name(dialect)}"}}
     retry = {"Retry-After": {"description": "Seconds to wait before retrying", "schema": {"type": "string"}}}
     for status in statuses(dialect, path, op):
@@ -211,6 +221,8 @@ def _responses(dialect: Dialect, path: str, op: Op) -> Schema:
     return responses
 
 
+# Not sent when the answer checks are off (replica.qa, a key's qa=, the request's own).
+_QA = {"description": '"ok", or "flagged F/N: i=check,..."', "schema": {"type": "string"}}
 _REASONS = {
     400: "Bad request: the message names the field at fault",
     401: "No API key (or a wrong one, OpenAI)",

@@ -71,6 +71,8 @@ BODIES: list[dict[str, Any]] = [
     {"texts": ["x"], "target_lang": "de", "stream": True},
     {"text": "x", "target_lang": "de", "stream": "yes"},
     {"text": "x", "target_lang": "de", "max_tokens": 5000},
+    {"text": "x", "target_lang": "de", "qa": "retry"},
+    {"text": "x", "target_lang": "de", "qa": "always"},
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hunyuan_serve.config.qa import QA_POLICIES
 from hunyuan_serve.families import chimera
 from hunyuan_serve.families.base import CONTEXT, GLOSSARY, PRESERVE_FORMAT, STYLE
 from hunyuan_serve.families.build import FAMILY_FEATURES, feature_limits
@@ -127,6 +128,7 @@ def translate_body(replica: ReplicaContext) -> Schema:
         **features(replica),
         "stream": {"type": "boolean"},
         "priority": nullable({"type": "string", "enum": list(priority.CLASSES)}),
+        "qa": nullable({"type": "string", "enum": list(QA_POLICIES)}),
         "model": nullable({"type": "string", "enum": [replica.engine.model_name]}),
     }
     if cfg.chimera_url:
