@@ -1,15 +1,20 @@
 """Interactive requests during a bulk job, and two keys' bulk jobs at once, on one stack.
 
 One `up --replicas 2` on CPU with the tiny model, vLLM's priority scheduling (engine.scheduling_policy
-priority, the default), a keys file of three keys: `page` (a person in the page: one string at a time,
-interactive by default), `ci-a` and `ci-b` (priority=bulk). The replicas' cache is off and EOS ignored,
-so every text costs max_tokens. Phases, each bounded in requests and seconds:
-1. idle: `page` sends one string at a time; p50/p95;
+priority, the default), a keys file of three keys: `page` (a person in the page: one string every
+0.2 s, interactive by default), `ci-a` and `ci-b` (priority=bulk). The replicas' cache is off and EOS
+ignored, so every text costs max_tokens. Three phases, each bounded in requests and seconds, run in
+rounds, each round in another order (none always meets a machine another just warmed or a
+neighbour's load alone), each figure over all rounds:
+1. idle: `page` alone; p50/p95;
 2. bulk alone: `ci-a`'s job, as the translate CLI sends it (as many batches of 16 in flight as it
    keeps against this stack; each batch distinct texts or another target), texts/s;
-3. bulk with interactive: the same job while `page` sends one at a time again; both figures;
-4. two keys: `ci-a` and `ci-b` each run that job at once; each key's share of the texts/s.
-Targets: interactive p50/p95 within 1.5x of idle, bulk at least 0.9x alone, each key at least 40%.
+3. bulk with interactive: the same job while `page` sends again; both figures;
+then two keys: `ci-a` and `ci-b` each run that job at once; each key's share of the texts/s. Beside
+each phase, the replicas' bulk width (hunyuan_bulk_width, its narrowest) and the bulk waiting in them
+(hunyuan_bulk_queued, its most), read from their /metrics twice a second.
+Targets: interactive p50/p95 within 1.5x of idle, bulk at least 0.6x alone with a person, the job
+alone never held back by the width (nobody active: full), each key at least 40%.
 `make bench ARGS="--only fairness"` runs it; alone: `python -m bench.fairness [--seconds 20]`.
 """
 
@@ -19,11 +24,13 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
+import re
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +40,13 @@ import yaml
 if __package__ in (None, ""):  # `python bench/fairness.py` as well as `python -m bench.fairness`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.ensemble import IGNORE_EOS_ENV, KV_BYTES, percentile, strings
+from bench.ensemble import IGNORE_EOS_ENV, KV_BYTES, strings
+from bench.fairness_report import Figures, Job, Width, latencies, merged, ratio, report
 from bench.names import STACK_TARGETS
 from bench.procs import REPO, Server, free_port, running, server_env
 from hunyuan_serve.client.settings import ClientSettings
 from hunyuan_serve.client.width import BULK_TEXTS_HEADER, parse_bulk_texts, requests_in_flight
+from hunyuan_serve.config import ReplicaConfig
 
 RESULTS = REPO / "bench" / "results"
 KEYS = {
@@ -45,137 +54,9 @@ KEYS = {
     "ci-a": "bench-ci-a-key-0123456789",
     "ci-b": "bench-ci-b-key-987654321",
 }
-# What the priority classes must reach: (figure, bound, whether it must be at most (True) or at least it).
-LATENCY_RATIO_MAX = 1.5
-BULK_RATIO_MIN = 0.9
-KEY_SHARE_MIN = 0.4
-
-
-@dataclass(frozen=True)
-class Latencies:
-    """One-at-a-time requests of `page`: how many were answered, their p50/p95, how many failed."""
-
-    answered: int
-    p50_ms: float
-    p95_ms: float
-    failed: int
-
-
-@dataclass(frozen=True)
-class Job:
-    """One key's bulk job over a window: texts answered, the window, batches refused (503) or failed."""
-
-    key: str
-    texts: int
-    wall_s: float
-    refused: int
-    failed: int
-
-    @property
-    def per_s(self) -> float:
-        return self.texts / self.wall_s if self.wall_s > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class Figures:
-    idle: Latencies
-    alone: Job
-    busy: Latencies  # `page` during the bulk job
-    beside: Job  # the bulk job while `page` sent
-    pair: tuple[Job, Job]  # the two keys at once
-    round_ratios: tuple[float, ...] = ()  # each round's bulk texts/s with interactive / alone
-
-
-def latencies(samples: Sequence[float], failed: int) -> Latencies:
-    return Latencies(
-        len(samples), round(percentile(list(samples), 50), 1), round(percentile(list(samples), 95), 1), failed
-    )
-
-
-def merged(jobs: Sequence[Job]) -> Job:
-    """Several windows of one key's job as one: their texts, seconds and refusals added."""
-    return Job(
-        jobs[0].key,
-        sum(j.texts for j in jobs),
-        round(sum(j.wall_s for j in jobs), 3),
-        sum(j.refused for j in jobs),
-        sum(j.failed for j in jobs),
-    )
-
-
-def ratio(value: float, base: float) -> float:
-    """value / base, 0 when there is no base (a phase that answered nothing)."""
-    return value / base if base > 0 else 0.0
-
-
-def shares(jobs: Sequence[Job]) -> list[float]:
-    """Each job's share of the texts all of them answered (0 each when none answered)."""
-    total = sum(j.texts for j in jobs)
-    return [ratio(j.texts, total) for j in jobs]
-
-
-def verdicts(f: Figures) -> list[tuple[str, float, str, bool]]:
-    """(what, measured, target, met) for each target of the issue."""
-    p50, p95 = ratio(f.busy.p50_ms, f.idle.p50_ms), ratio(f.busy.p95_ms, f.idle.p95_ms)
-    bulk = ratio(f.beside.per_s, f.alone.per_s)
-    rows = [
-        ("interactive p50, during the job / idle", p50, f"<= {LATENCY_RATIO_MAX}x", p50 <= LATENCY_RATIO_MAX),
-        ("interactive p95, during the job / idle", p95, f"<= {LATENCY_RATIO_MAX}x", p95 <= LATENCY_RATIO_MAX),
-        ("bulk texts/s, with interactive / alone", bulk, f">= {BULK_RATIO_MIN}x", bulk >= BULK_RATIO_MIN),
-    ]
-    for job, share in zip(f.pair, shares(f.pair), strict=True):
-        rows.append(
-            (
-                f"{job.key}'s share of two keys' texts/s",
-                share,
-                f">= {KEY_SHARE_MIN:.0%}",
-                share >= KEY_SHARE_MIN,
-            )
-        )
-    return rows
-
-
-def report(f: Figures, args: argparse.Namespace) -> str:
-    """The Markdown report: the setup, every phase's figures, and each target met or not."""
-    a, b = f.pair
-    lines = [
-        "# Interactive and bulk work on one stack",
-        "",
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. `up --replicas 2` (CPU, tiny model, "
-        "engine.scheduling_policy priority, cache off, EOS ignored, max_tokens "
-        f"{args.max_tokens}); a bulk job is {args.concurrency} batches of {args.batch} texts in flight "
-        f"({args.width_from}), X-Priority: bulk; each window {args.seconds:g} s at most, "
-        f"interactive requests one at a time, at most {args.interactive} idle and as many over the "
-        f"{args.rounds} rounds of the job alone and with interactive work (alternating which goes first); "
-        f"engine.max_num_seqs {args.max_num_seqs or 'default (256)'}. Client on the same two cores.",
-        "",
-        "| phase | interactive p50 ms | p95 ms | answered | failed | bulk texts/s | refused batches |",
-        "|---|---|---|---|---|---|---|",
-        f"| idle | {f.idle.p50_ms:.0f} | {f.idle.p95_ms:.0f} | {f.idle.answered} | {f.idle.failed} | - | - |",
-        f"| bulk alone | - | - | - | - | {f.alone.per_s:.1f} | {f.alone.refused} |",
-        f"| bulk + interactive | {f.busy.p50_ms:.0f} | {f.busy.p95_ms:.0f} | {f.busy.answered} | "
-        f"{f.busy.failed} | {f.beside.per_s:.1f} | {f.beside.refused} |",
-        f"| two keys: {a.key} / {b.key} | - | - | - | - | {a.per_s:.1f} / {b.per_s:.1f} | "
-        f"{a.refused} / {b.refused} |",
-        "",
-        "| target | measured | goal | met |",
-        "|---|---|---|---|",
-    ]
-    for what, value, goal, met in verdicts(f):
-        shown = f"{value:.0%}" if goal.endswith("%") else f"{value:.2f}x"
-        lines.append(f"| {what} | {shown} | {goal} | {'yes' if met else 'NO'} |")
-    failed = f.alone.failed + f.beside.failed + a.failed + b.failed
-    lines += [
-        "",
-        "Each round's bulk with interactive / alone: " + ", ".join(f"{r:.2f}x" for r in f.round_ratios) + ".",
-        f"Bulk batches failed (not 200, not 503): {failed}.",
-        "",
-        f"Re-run: `python -m bench.fairness --seconds {args.seconds:g} --interactive {args.interactive} "
-        f"--concurrency {args.concurrency} --batch {args.batch} --rounds {args.rounds}"
-        + (f" --max-num-seqs {args.max_num_seqs}" if args.max_num_seqs else "")
-        + "`.",
-    ]
-    return "\n".join(lines) + "\n"
+PHASES = ("idle", "alone", "beside")
+METRICS_EVERY_S = 0.5
+_GAUGE = re.compile(r"^(hunyuan_bulk_width|hunyuan_bulk_queued)\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
 
 
 # -- the measuring (a real stack) ---------------------------------------------------------------
@@ -187,8 +68,11 @@ def _client(base: str, key: str, connections: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=base, headers=headers, timeout=300, limits=limits, trust_env=False)
 
 
-async def _interactive(base: str, texts: list[str], until: float) -> tuple[list[float], int]:
-    """`page`'s strings one at a time until they are done or the clock passes `until`."""
+async def _interactive(
+    base: str, texts: list[str], until: float, every_s: float = 0.0
+) -> tuple[list[float], int]:
+    """`page`'s strings one at a time, the next `every_s` after the last was sent (or when it is
+    answered, if later), until they are done or the clock passes `until`."""
     samples: list[float] = []
     failed = 0
     async with _client(base, "page", 1) as client:
@@ -207,7 +91,39 @@ async def _interactive(base: str, texts: list[str], until: float) -> tuple[list[
                 samples.append((time.perf_counter() - t0) * 1000)
             else:
                 failed += 1
+            await asyncio.sleep(max(0.0, every_s - (time.perf_counter() - t0)))
     return samples, failed
+
+
+async def _gauges(ports: Sequence[int], seen: dict[str, list[float]]) -> None:
+    """The replicas' bulk width and queue, read from each one's /metrics every METRICS_EVERY_S."""
+    async with httpx.AsyncClient(timeout=5, trust_env=False) as client:
+        while True:
+            for port in ports:
+                try:
+                    text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
+                except httpx.HTTPError:
+                    continue
+                for name, value in _GAUGE.findall(text):
+                    seen.setdefault(name, []).append(float(value))
+            await asyncio.sleep(METRICS_EVERY_S)
+
+
+async def _watched(ports: Sequence[int], widths: dict[str, Width], phase: str, work: Any) -> Any:
+    """`work` awaited while the replicas' gauges are read; what they read lands in widths[phase]."""
+    seen: dict[str, list[float]] = {}
+    reader = asyncio.create_task(_gauges(ports, seen))
+    try:
+        return await work
+    finally:
+        reader.cancel()
+        await asyncio.gather(reader, return_exceptions=True)
+        narrow = min(seen.get("hunyuan_bulk_width", [0.0]))
+        queued = max(seen.get("hunyuan_bulk_queued", [0.0]))
+        old = widths.get(phase)
+        if old is not None:
+            narrow, queued = min(narrow, old.narrowest), max(queued, old.most_queued)
+        widths[phase] = Width(int(narrow), int(queued))
 
 
 async def _translate_width(base: str, batch: int) -> int:
@@ -260,65 +176,95 @@ async def _job(
     return Job(key, counts["texts"], round(time.monotonic() - t0, 3), counts["refused"], counts["failed"])
 
 
+async def _round(
+    base: str, args: argparse.Namespace, job: Iterator[dict[str, Any]], people: list[str], n: int
+) -> dict[str, Any]:
+    """One round of the three phases, in the order of round n (rotated): what each measured."""
+    order = PHASES[n % 3 :] + PHASES[: n % 3]
+    out: dict[str, Any] = {}
+    every = args.interactive_every_s
+    for kind in order:
+        if kind == "alone":  # the job alone: no person active, so the window of the last one passes first
+            await asyncio.sleep(args.window_s)
+        until = time.monotonic() + args.seconds
+        mine = people[(2 * n + (kind == "beside")) * args.interactive :][: args.interactive]
+        if kind == "idle":
+            work: Any = _interactive(base, mine, until, every)
+        elif kind == "alone":
+            work = _job(base, "ci-a", job, args, until)
+        else:
+            work = asyncio.gather(
+                _job(base, "ci-a", job, args, until), _interactive(base, mine, until, every)
+            )
+        out[kind] = await _watched(args.replica_ports, args.widths, kind, work)
+    return out
+
+
 async def _alternating(
     base: str, args: argparse.Namespace, job: Iterator[dict[str, Any]], people: list[str]
 ) -> Figures:
-    """Rounds of the job alone and the job with `page` beside it, in alternating order (neither always
-    meets a machine the other just warmed, or a neighbour's load alone); figures over all rounds."""
+    """Rounds of the person alone, the job alone and both together, each round in another order;
+    figures over all rounds."""
     alone: list[Job] = []
     beside: list[Job] = []
-    samples: list[float] = []
-    failed = 0
-    share = max(1, len(people) // args.rounds)
+    idle: list[float] = []
+    busy: list[float] = []
+    failed = {"idle": 0, "busy": 0}
     for n in range(args.rounds):
-        for kind in ("alone", "beside") if n % 2 == 0 else ("beside", "alone"):
-            until = time.monotonic() + args.seconds
-            if kind == "alone":
-                alone.append(await _job(base, "ci-a", job, args, until))
-                continue
-            mine = people[n * share : (n + 1) * share]
-            done, (times, missed) = await asyncio.gather(
-                _job(base, "ci-a", job, args, until), _interactive(base, mine, until)
-            )
-            beside.append(done)
-            samples += times
-            failed += missed
+        got = await _round(base, args, job, people, n)
+        alone.append(got["alone"])
+        done, (times, missed) = got["beside"]
+        beside.append(done)
+        busy += times
+        failed["busy"] += missed
+        idle += got["idle"][0]
+        failed["idle"] += got["idle"][1]
         print(f"[bench] fairness round {n + 1}: alone {alone[-1].per_s:.1f} texts/s, with interactive "
               f"{beside[-1].per_s:.1f} texts/s", flush=True)  # fmt: skip
     ratios = tuple(round(ratio(b.per_s, a.per_s), 3) for a, b in zip(alone, beside, strict=True))
-    idle = Latencies(0, 0.0, 0.0, 0)
     return Figures(
-        idle, merged(alone), latencies(samples, failed), merged(beside), (alone[0], alone[0]), ratios
+        latencies(idle, failed["idle"]),
+        merged(alone),
+        latencies(busy, failed["busy"]),
+        merged(beside),
+        (alone[0], alone[0]),
+        ratios,
     )
 
 
 async def _phases(base: str, args: argparse.Namespace) -> Figures:
     # Distinct strings per phase: vLLM's prefix cache would make a string sent before cheaper.
-    n = args.interactive
+    n = args.interactive * 2 * args.rounds
     texts = strings(10_000, 0)  # all the workload's distinct strings (about 5,000)
-    idle_texts, busy_texts, warm = texts[:n], texts[n : 2 * n], texts[2 * n : 2 * n + 4]
-    job = batch_bodies(texts[2 * n + 4 :], args.batch)
+    people, warm = texts[:n], texts[n : n + 4]
+    job = batch_bodies(texts[n + 4 :], args.batch)
     await _interactive(base, warm, time.monotonic() + args.seconds)  # warm-up, uncounted
     if args.concurrency is None:  # what `translate` itself would hold; the report says which
         args.concurrency = await _translate_width(base, args.batch)
         args.width_from = "as `translate` sizes it from the stack's X-Hunyuan-Bulk-Texts"
-    idle = latencies(*await _interactive(base, idle_texts, time.monotonic() + args.seconds))
-    print(f"[bench] fairness idle: {idle}", flush=True)
-    rounds = await _alternating(base, args, job, busy_texts)
-    print(f"[bench] fairness with interactive: {rounds.busy}; bulk {rounds.round_ratios}x alone", flush=True)
+    start_load = os.getloadavg()[0]
+    rounds = await _alternating(base, args, job, people)
+    print(
+        f"[bench] fairness idle {rounds.idle}, with the job {rounds.busy}; bulk {rounds.round_ratios}x alone"
+    )
     until = time.monotonic() + args.seconds
-    pair = await asyncio.gather(_job(base, "ci-a", job, args, until), _job(base, "ci-b", job, args, until))
+    both = asyncio.gather(_job(base, "ci-a", job, args, until), _job(base, "ci-b", job, args, until))
+    pair = await _watched(args.replica_ports, args.widths, "pair", both)
     print(f"[bench] fairness two keys: {pair[0].per_s:.1f} / {pair[1].per_s:.1f} texts/s", flush=True)
-    return replace(rounds, idle=idle, pair=(pair[0], pair[1]))
+    load = (start_load, os.getloadavg()[0])
+    return replace(rounds, pair=(pair[0], pair[1]), widths=dict(args.widths), load=load)
 
 
 def stack_config(work: Path, model: Path, port: int, args: argparse.Namespace) -> dict[str, Any]:
     keys = work / "keys"
     keys.write_text(f"{KEYS['page']}\n{KEYS['ci-a']} priority=bulk\n{KEYS['ci-b']} priority=bulk\n")
     keys.chmod(0o600)  # `up` refuses a keys file others may read
+    keys.chmod(0o600)  # `up` refuses a keys file others may read
+    args.replica_ports = [free_port()]
+    args.replica_ports.append(args.replica_ports[0] + 1)
     return {
         "replicas": 2,
-        "base_port": free_port(),
+        "base_port": args.replica_ports[0],
         "run_dir": str(work / "run"),
         "engine": {
             "model": str(model),
@@ -328,7 +274,11 @@ def stack_config(work: Path, model: Path, port: int, args: argparse.Namespace) -
             "scheduling_policy": "priority",
             **({"max_num_seqs": args.max_num_seqs} if args.max_num_seqs else {}),
         },
-        "replica": {"max_tokens": args.max_tokens, "cache_entries": 0},
+        "replica": {
+            "max_tokens": args.max_tokens,
+            "cache_entries": 0,
+            **({"interactive_window_s": 0} if args.width_off else {}),
+        },
         "auth": {"keys_file": str(keys)},
         "nginx": {"port": port, "read_timeout_s": 300.0},
         "supervisor": {"startup_timeout_s": 600.0},
@@ -365,16 +315,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="Bulk batches in flight per key (default: as many as `translate` keeps against this stack).",
     )
     parser.add_argument("--batch", type=int, default=16, help="Texts per bulk batch.")
+    parser.add_argument(
+        "--interactive-every-s", type=float, default=0.2, help="A person's pace: one string this often."
+    )
     parser.add_argument("--rounds", type=int, default=2, help="Rounds of bulk alone / with interactive.")
     parser.add_argument(
         "--max-num-seqs", type=int, help="The replicas' engine.max_num_seqs (default: the engine's default)."
     )
     parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument(
+        "--width-off",
+        action="store_true",
+        help="replica.interactive_window_s 0: the bulk width always full, as before the replicas had one.",
+    )
     parser.add_argument("--refused-pause-s", type=float, default=0.2, help="A refused batch's wait.")
     parser.add_argument("--start-timeout-s", type=float, default=900.0)
     parser.add_argument("--out", type=Path, default=RESULTS / "report-fairness.md")
     args = parser.parse_args(argv)
     args.width_from = "--concurrency"  # the report's word for where the width came from
+    args.widths = {}  # per phase, the replicas' bulk width as their /metrics said (_watched)
+    # How long a person counts as active: the job alone starts once the last one's window has passed.
+    args.window_s = 0.0 if args.width_off else ReplicaConfig().interactive_window_s + 0.5
     return args
 
 

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from bench.fairness import (
-    Figures,
-    Job,
-    batch_bodies,
-    latencies,
-    merged,
-    parse_args,
-    ratio,
-    report,
-    shares,
-    stack_config,
-    verdicts,
-)
+from bench.fairness import batch_bodies, parse_args, stack_config
+from bench.fairness_report import Figures, Job, Width, latencies, merged, ratio, report, shares, verdicts
 from hunyuan_serve.config import build_config
 
 
@@ -48,7 +38,7 @@ def test_verdicts_against_the_issues_targets() -> None:
     met = verdicts(_figures(busy_p95=250.0, beside_texts=950, b_texts=500))
     assert [row[3] for row in met] == [True, True, True, True, True]
     assert met[0][1] == pytest.approx(130 / 110) and met[2][1] == pytest.approx(0.95)
-    missed = verdicts(_figures(busy_p95=400.0, beside_texts=800, b_texts=300))
+    missed = verdicts(_figures(busy_p95=400.0, beside_texts=500, b_texts=300))  # the job at 0.5x
     assert [row[3] for row in missed] == [True, False, False, True, False]
     assert missed[4][0] == "ci-b's share of two keys' texts/s" and missed[4][1] == pytest.approx(1 / 3)
 
@@ -61,6 +51,17 @@ def test_report_lists_every_phase_and_target() -> None:
     assert "| interactive p95, during the job / idle | 2.00x | <= 1.5x | NO |" in text
     assert "| ci-a's share of two keys' texts/s | 67% | >= 40% | yes |" in text
     assert "Each round's bulk with interactive / alone: 0.75x, 0.85x." in text
+
+
+def test_the_width_columns_and_the_job_alone_never_held_back() -> None:
+    widths = {"idle": Width(192, 0), "alone": Width(192, 0), "beside": Width(40, 17), "pair": Width(192, 3)}
+    figures = replace(_figures(250.0, 950, 500), widths=widths, load=(3.5, 4.25))
+    text = report(figures, parse_args([]))
+    assert "| bulk + interactive | 130 | 250 | 4 | 1 | 47.5 | 3 | 40 | 17 |" in text
+    assert "| bulk waiting in a replica, job alone | 0 | 0 | yes |" in text
+    assert "Load average (1 min) 3.5 at the start, 4.2 at the end." in text
+    held = replace(figures, widths={**widths, "alone": Width(96, 5)})
+    assert ("bulk waiting in a replica, job alone", 5.0, "0", False) in verdicts(held)
 
 
 def test_the_stack_it_starts_is_a_valid_config(tmp_path: Path) -> None:
