@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -21,7 +21,7 @@ from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.edge.dialects import REFERENCE_SCHEMA, dialect_of
 from hunyuan_serve.families.base import Family
 from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
-from hunyuan_serve.replica import openapi, ops, priority, reference
+from hunyuan_serve.replica import ensemble, openapi, ops, priority, reference
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.documents_worker import DocumentWorker
@@ -33,8 +33,9 @@ from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle, load
 from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.review import Review
+from hunyuan_serve.replica.review import REQUEST, Review
 from hunyuan_serve.replica.sampling import replica_sampling
+from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.replica.usage import Usage
 from hunyuan_serve.storage.from_config import documents_from_config, store_from_config
@@ -65,7 +66,10 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
     cache = TranslationCache.from_config(rcfg, metrics)
     store = store_from_config(cfg)
     usage = Usage(auth.key_limits(cfg.auth), store, metrics.registry)
-    review = Review(rcfg, metrics, key_qa(specs))  # the answer checks: the pool's policy and each key's
+    fusion = Fusion(rcfg, auth.peer_headers(cfg.auth))
+    # The answer checks: the pool's policy and each key's; with a Chimera pool, fusion is a third try.
+    fuse = functools.partial(_fuse, fusion) if rcfg.chimera_url else None
+    review = Review(rcfg, metrics, key_qa(specs), fuse)
     return ReplicaContext(
         engine=engine,
         cfg=rcfg,
@@ -78,12 +82,22 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
         metrics=metrics,
         cache=cache,
         progress=ProgressWatch(),
-        fusion=Fusion(rcfg, auth.peer_headers(cfg.auth)),
+        fusion=fusion,
         store=store,
         usage=usage,
         documents=documents_from_config(cfg),
         front_port=cfg.nginx.port,
     )
+
+
+async def _fuse(
+    fusion: Fusion, req: TranslateRequest, index: int, answers: Sequence[str], request_id: str
+) -> str | None:
+    """A flagged text's two answers fused by the Chimera pool, as an ensemble's are; None: not fused."""
+    request = REQUEST.get()
+    key = ensemble.caller_key(request) if request is not None else None
+    done = await fusion.fuse(req, index, answers, request_id, key)
+    return done.result if done.fused_by is not None else None
 
 
 async def warm_up(replica: ReplicaContext) -> Generation:

@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from hunyuan_serve.auth import KEY_ID_STATE
 from hunyuan_serve.config import ReplicaConfig
-from hunyuan_serve.replica import priority
+from hunyuan_serve.replica import priority, review
 from hunyuan_serve.replica.errors import ApiError, request_fault
 from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.metrics import Metrics
@@ -285,6 +285,7 @@ class Gate:
         # runs in a task of its own, which took a copy of the context when it started).
         priority.CURRENT.set(call.priority)
         priority.KEY.set(call.owner)
+        review.REQUEST.set(request)  # a retry's fusion sends the caller's key on (replica/review.py)
         try:
             response = await self._run(call, handler, render_error)
         except BaseException:  # cancelled (the server stopping): the place is given back all the same

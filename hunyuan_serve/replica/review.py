@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
 
 from hunyuan_serve.config.qa import QaSettings
 from hunyuan_serve.families import format_tags
@@ -26,6 +29,11 @@ if TYPE_CHECKING:
 
 # The core's engine call for one prompt (Translator._run: metrics counted, the request's priority).
 Generate = Callable[[Prompt, Sampling, str], Awaitable[Generation]]
+# The Chimera pool's fusion of one text's answers (its index in the request): the fused text, or None
+# when the pool could not (the answers then stand as they are).
+Fuse = Callable[["TranslateRequest", int, Sequence[str], str], Awaitable[str | None]]
+# The request being served (set by the Gate): the fusion sends its caller's key on, as an ensemble does.
+REQUEST: contextvars.ContextVar[Request | None] = contextvars.ContextVar("hunyuan_qa_request", default=None)
 
 
 def request_policy(value: Any) -> str | None:
@@ -44,7 +52,8 @@ class Verdicts:
     policy: str = policy.OFF
     flags: list[list[Flag]] = field(default_factory=list)
     retried: int = 0  # texts generated again (policy retry)
-    replaced: int = 0  # of those, the texts whose second answer was kept (it failed fewer checks)
+    replaced: int = 0  # of those, the texts whose second answer (or fusion) was kept: fewer checks failed
+    fused: int = 0  # of those, the texts whose two answers the Chimera pool fused, the fusion kept
 
     def headers(self) -> dict[str, str]:
         """X-Hunyuan-QA (qa/flags.py header_value), unless the policy is off."""
@@ -64,6 +73,8 @@ class Verdicts:
         fields: dict[str, Any] = {"qa": header_value(self.flags)}
         if self.retried:
             fields.update(qa_retried=self.retried, qa_replaced=self.replaced)
+        if self.fused:
+            fields["qa_fused"] = self.fused
         return fields
 
 
@@ -89,8 +100,15 @@ def readable(req: TranslateRequest, index: int, answer: str) -> tuple[str, tuple
 class Review:
     """Checks the core's answers as the policy says, counts each failed check, retries under retry."""
 
-    def __init__(self, cfg: QaSettings, metrics: Metrics, key_qa: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cfg: QaSettings,
+        metrics: Metrics,
+        key_qa: Mapping[str, str] | None = None,
+        fuse: Fuse | None = None,
+    ) -> None:
         self.cfg = cfg
+        self.fuse = fuse  # where a Chimera pool exists: fusing a text's two answers is a third try
         self.flags = metrics.count_qa()  # hunyuan_qa_flags_total, registered once per replica
         self.key_qa: Mapping[str, str] = key_qa or {}  # each key's qa= by key_id (the keys file)
         self._ids = itertools.count()
@@ -136,10 +154,13 @@ class Review:
         prompts: Sequence[Prompt],
         verdicts: Verdicts,
         request_id: str,
+        results: Sequence[str] = (),
     ) -> list[Second]:
         """Under retry, each flagged text generated once more, all at once (never from the cache, never
         joined to another call); a second answer is kept when it fails fewer checks (verdicts updated).
-        Every second answer is returned, for the core to count its tokens and cache those kept."""
+        Where a Chimera pool fuses (self.fuse), a text still flagged has its two answers (`results`:
+        the first ones) fused, kept the same way. Every answer tried is returned, for the core to
+        count its tokens and cache those kept."""
         flagged = [index for index, each in enumerate(verdicts.flags) if each]
         if verdicts.policy != policy.RETRY or not flagged:
             return []
@@ -153,8 +174,39 @@ class Review:
             if kept:
                 verdicts.flags[index] = flags
             seconds.append(Second(index, generation, text, lost, kept))
-        verdicts.retried, verdicts.replaced = len(seconds), sum(each.kept for each in seconds)
+        verdicts.retried = len(seconds)
+        if self.fuse is not None and results and not req.preserve_format:
+            seconds = await self._fusions(self.fuse, req, results, seconds, verdicts, request_id)
+        verdicts.replaced = sum(each.kept for each in seconds)
         return seconds
+
+    async def _fusions(
+        self,
+        fuse: Fuse,
+        req: TranslateRequest,
+        results: Sequence[str],
+        seconds: list[Second],
+        verdicts: Verdicts,
+        request_id: str,
+    ) -> list[Second]:
+        """The texts still flagged after their second answer: both answers fused by the Chimera pool;
+        a fusion that fails fewer checks than the better of the two replaces it (None: not fused)."""
+        still = [each for each in seconds if verdicts.flags[each.index]]
+        calls = [
+            fuse(req, each.index, (results[each.index], each.text), f"{request_id}-qa") for each in still
+        ]
+        tried = []
+        for second, text in zip(still, await asyncio.gather(*calls), strict=True):
+            if text is None:
+                continue
+            flags = self._check(req, req.texts[second.index], text, "stop")
+            if policy.better(verdicts.flags[second.index], flags):
+                verdicts.flags[second.index] = flags
+                verdicts.fused += 1
+                # The Chimera's tokens are its own pool's; the second's were counted with the second.
+                tried.append(Second(second.index, Generation(text, 0, 0, "stop"), text, (), kept=True))
+                seconds[seconds.index(second)] = dataclasses.replace(second, kept=False)
+        return seconds + tried
 
     def _check(self, req: TranslateRequest, source: str, result: str, reason: str | None) -> list[Flag]:
         return check(Answer(source, result, req.source.code, req.target.code, reason), self.cfg)

@@ -188,7 +188,8 @@ class Translator:
         replaces the first, in the answer and in the cache (an identical request then gets it)."""
         reasons = [answer.generation.finish_reason for answer in answers]
         verdicts = outcome.verdicts = self.review.judge(req, outcome.results, reasons)
-        for second in await self.review.retry(self._run, req, prompts, verdicts, request_id):
+        first = list(outcome.results)
+        for second in await self.review.retry(self._run, req, prompts, verdicts, request_id, first):
             outcome.prompt_tokens += second.generation.prompt_tokens
             outcome.output_tokens += second.generation.output_tokens
             if second.kept:

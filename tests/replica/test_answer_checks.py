@@ -225,3 +225,48 @@ def test_a_streams_last_event_carries_its_checks(flagging: Served) -> None:
     done = events[-1]
     # The fake engine streams "<N>" (N the prompt's length): the source's 3 is not in it.
     assert done["done"] is True and [flag["check"] for flag in done["qa"]] == ["numbers"]
+
+
+class FusingEngine(FakeEngine):
+    """A Chimera's engine: every fusion answers `answer`."""
+
+    def __init__(self) -> None:
+        super().__init__(max_model_len=4000)
+        self.model_name = "fake-chimera"
+        self.answer = ""
+
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
+        done = await super().generate(prompt, sampling, request_id, priority)
+        return Generation(self.answer, done.prompt_tokens, 4, "stop")
+
+
+def test_with_a_chimera_pool_a_text_still_flagged_has_its_two_answers_fused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chimera = FusingEngine()
+    with serve_in_thread(create_app(chimera, make_config(), "chimera")) as chimera_url:
+        with httpx.Client(base_url=chimera_url, timeout=10) as client:
+            wait_ready(client)
+        with served(qa="retry", chimera_url=chimera_url) as (engine, client):
+            engine.script["Delete 3 files"] = [("删除文件", "stop"), ("删掉文件", "stop")]
+            chimera.answer = "删除 3 个文件"
+            with caplog.at_level("INFO", ACCESS_LOG):
+                body = {"text": "Delete 3 files", "source_lang": "en", "target_lang": "zh"}
+                fused = client.post("/translate", json=body)
+            assert fused.json()["result"] == "删除 3 个文件" and fused.json()["qa"] == [], fused.json()
+            sent, fusions = chimera.given[-1], len(chimera.given)  # the warm-up came first
+            assert "删除文件" in sent.messages[0]["content"] and "删掉文件" in sent.messages[0]["content"]
+            line = [json.loads(r.getMessage()) for r in caplog.records if r.name == ACCESS_LOG][-1]
+            assert line["qa_retried"] == 1 and line["qa_fused"] == 1 and line["qa_replaced"] == 1
+            # A fusion no better than the answers it fused is dropped: the first answer stands.
+            engine.script["Delete 4 files"] = [("删除文件", "stop")]
+            chimera.answer = "删除删除删除删除删除文件"
+            kept = client.post(
+                "/translate", json={"text": "Delete 4 files", "source_lang": "en", "target_lang": "zh"}
+            )
+            assert kept.json()["result"] == "删除文件" and [f["check"] for f in kept.json()["qa"]] == [
+                "numbers"
+            ]
+            assert len(chimera.given) == fusions + 1

@@ -101,6 +101,7 @@ def test_every_metric_the_dashboard_reads_is_one_a_replica_publishes() -> None:
     metrics = Metrics(_Stub(), in_flight=lambda: 0)  # type: ignore[arg-type]
     metrics.count_class(lambda: dict.fromkeys(priority.CLASSES, 0))
     metrics.count_width(lambda: 0, lambda: 0, lambda: 0)  # as build_replica does, for the bulk width
+    metrics.count_qa()  # as replica/review.py's Review does, for the answer checks
     published = set(re.findall(r"^# TYPE (\w+) (\w+)", metrics.render().decode(), re.M))
     names = {n + s for n, kind in published for s in ("", "_total", "_bucket", "_count", "_sum")}
     queried = set(re.findall(r"\b(hunyuan_\w+)", DASHBOARD.read_text()))
