@@ -259,7 +259,6 @@ def stack_config(work: Path, model: Path, port: int, args: argparse.Namespace) -
     keys = work / "keys"
     keys.write_text(f"{KEYS['page']}\n{KEYS['ci-a']} priority=bulk\n{KEYS['ci-b']} priority=bulk\n")
     keys.chmod(0o600)  # `up` refuses a keys file others may read
-    keys.chmod(0o600)  # `up` refuses a keys file others may read
     args.replica_ports = [free_port()]
     args.replica_ports.append(args.replica_ports[0] + 1)
     return {
