@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 import sys
@@ -46,3 +47,18 @@ def test_schemathesis_all_checks_pass_against_the_front(shared_stack: SharedStac
     tested = re.search(r"Tested: (\d+)", run.stdout)
     assert selected and tested, run.stdout[-4000:]
     assert int(tested.group(1)) == int(selected.group(1)) == int(selected.group(2)) - 2, run.stdout[-4000:]
+
+
+def test_a_keyed_front_serves_the_reference_without_a_key_and_declares_its_schemes(
+    keyed_stack: SharedStack,
+) -> None:
+    get = functools.partial(httpx.get, trust_env=False, timeout=30)
+    spec = get(keyed_stack.url + "/openapi.json").json()
+    assert set(spec["components"]["securitySchemes"]) == {"bearer", "token"}
+    for path, item in spec["paths"].items():
+        for operation in item.values():
+            assert ("security" in operation) == (path != "/health"), path
+    assert get(keyed_stack.url + "/docs").status_code == 200
+    assert get(keyed_stack.url + "/docs/assets/swagger-ui.css").status_code == 200
+    refused = get(keyed_stack.url + "/languages")
+    assert refused.status_code == 401, refused.text  # the API itself still asks for a key
