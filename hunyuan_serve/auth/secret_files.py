@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -36,19 +34,10 @@ def secret_paths(model: BaseModel, where: str = "") -> Iterator[tuple[str, str]]
 
 
 def exposed_secrets(cfg: ServeConfig) -> list[str]:
-    """Why each secret file the config names may not be started with: others may read (or write) it.
-
-    A file another user owns is left alone: that is a secret mounted for this process (a container's
-    or a Kubernetes Secret volume, root's, 0644 by default), which `chmod 600` would lock this user
-    out of; who may read it there is the mount's to say."""
+    """Why each secret file the config names may not be started with: others may read (or write) it
+    (private_files.exposed_problem: a missing file is its reader's to name, a mounted one the mount's)."""
     problems: list[str] = []
     for key, path in dict(secret_paths(cfg)).items():
-        try:
-            owner = Path(path).stat().st_uid
-        except OSError:
-            continue  # its reader says it is missing, in its own words
-        if owner != os.getuid():
-            continue
         problem = exposed_problem(path, key)
         if problem and problem not in problems:
             problems.append(problem)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,3 +30,16 @@ def test_a_secret_open_to_others_is_refused_with_the_fix(tmp_path: Path, mode: i
 
 def test_a_missing_file_is_left_to_its_reader(tmp_path: Path) -> None:
     assert exposed_problem(tmp_path / "absent", "keys file") is None
+
+
+def test_a_secret_another_user_owns_is_the_mounts_to_guard(tmp_path: Path) -> None:
+    """A container's or a Kubernetes Secret volume mounts the file as root's, 0644: chmod would lock the
+    service out, so it is not refused; the same mode on the service's own file is."""
+    if os.getuid() != 0:
+        pytest.skip("chown to another user needs root")
+    secret = tmp_path / "tls.key"
+    secret.write_text("k\n", encoding="utf-8")
+    secret.chmod(0o644)
+    assert exposed_problem(secret, "nginx.tls_key") is not None
+    os.chown(secret, 65534, 65534)
+    assert exposed_problem(secret, "nginx.tls_key") is None
