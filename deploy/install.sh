@@ -9,8 +9,9 @@ PYTHON=${PYTHON:-python3}
 # Debian packages the service and its tests use (nginx 1.22 from Debian; its njs module, which routes by
 # model in front of several pools; a small CJK font for the page test; redis-server for the cache shared
 # across hosts; strace, with which the observability test sees a replica's answer leave in one write;
-# tcpdump, whose capture of the hosts' bridge shows the multi-host test nothing readable on the wire).
-APT_PACKAGES=(nginx libnginx-mod-http-js fonts-wqy-microhei gettext prometheus redis-server strace tcpdump)
+# tcpdump, whose capture of the hosts' bridge shows the multi-host test nothing readable on the wire;
+# curl, with which the tests run the docs' examples and check the TLS front's HTTP/2 and refusals).
+APT_PACKAGES=(nginx libnginx-mod-http-js fonts-wqy-microhei gettext prometheus redis-server strace tcpdump curl)
 # Only the web page test drives a browser; where the distribution has no chromium package (Ubuntu ships
 # a snap) that test is skipped.
 OPTIONAL_APT_PACKAGES=(chromium)
