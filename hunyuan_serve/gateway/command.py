@@ -87,9 +87,15 @@ def check_files(inventory: Inventory) -> None:
 
 
 def tls_files(inventory: Inventory) -> None:
-    """The inventory's CA and client certificate load (gateway/tls.py client_context), or a ConfigError."""
+    """The inventory's CA and client certificate load (gateway/tls.py client_context), and its client key
+    is its owner's alone; else a ConfigError naming the file."""
+    from hunyuan_serve.config import ConfigError
     from hunyuan_serve.gateway.tls import client_context
+    from hunyuan_serve.private_files import exposed_problem
 
+    problem = exposed_problem(inventory.tls_key, "tls_key") if inventory.tls_key else None
+    if problem:
+        raise ConfigError(f"inventory: {problem}")
     client_context(inventory)
 
 

@@ -225,6 +225,22 @@ def test_an_https_host_serving_plain_http_is_refused_at_start_naming_it(
     assert not run_dir.exists()  # nothing half-started
 
 
+def test_a_client_key_others_may_read_is_refused_at_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ca = make_ca(tmp_path / "pki")
+    client = ca.issue(tmp_path / "pki", "gateway", ["gateway"], client=True)
+    client.key.chmod(0o644)
+    path = tmp_path / "inventory.yaml"
+    data = {"hosts": TLS_HOSTS, "tls_ca": str(ca.cert), "tls_name": "r.hs"}
+    path.write_text(yaml.safe_dump({**data, "tls_cert": str(client.cert), "tls_key": str(client.key)}))
+    run_dir = tmp_path / "run"
+    assert main(["gateway", "--inventory", str(path), "--run-dir", str(run_dir)]) == 2
+    message = capsys.readouterr().err
+    assert f"tls_key {client.key} has mode 0644: others may read it; run: chmod 600" in message, message
+    assert not run_dir.exists()
+
+
 def test_a_secret_for_a_plain_non_loopback_host_is_refused_at_start(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
