@@ -58,7 +58,7 @@ Served = tuple[ScriptedEngine, httpx.Client]
 @contextlib.contextmanager
 def served(**replica: object) -> Iterator[Served]:
     engine = ScriptedEngine()
-    cfg = make_config(cache_entries=0, **replica)
+    cfg = make_config(**{"cache_entries": 0, **replica})
     with (
         serve_in_thread(create_app(engine, cfg, HUNYUAN_MT)) as url,
         httpx.Client(base_url=url, timeout=10) as client,
@@ -270,3 +270,13 @@ def test_with_a_chimera_pool_a_text_still_flagged_has_its_two_answers_fused(
                 "numbers"
             ]
             assert len(chimera.given) == fusions + 1
+
+
+def test_a_kept_second_answer_is_what_the_cache_answers_next() -> None:
+    with served(qa="retry", cache_entries=100) as (engine, client):
+        engine.script["Delete 6 files"] = [("删除文件", "stop"), ("删除 6 个文件", "stop")]
+        body = {"text": "Delete 6 files", "source_lang": "en", "target_lang": "zh"}
+        first = client.post("/translate", json=body).json()
+        again = client.post("/translate", json=body).json()
+        assert first["result"] == again["result"] == "删除 6 个文件" and again["cached"] is True
+        assert again["qa"] == [] and engine.calls_for("Delete 6 files") == 2  # none for the second request
