@@ -46,12 +46,15 @@ def structure(source: str, output: str, prose_source: str, prose_output: str, cf
     """Lines and paragraphs: none lost (more may come back: a wrapped line); sentences: no fewer than
     qa_sentences_min_share of a source of at least qa_sentences_min (translators merge a few)."""
     found = []
-    source_lines = lines(source)
-    if source_lines > 1:
-        found.append(_counted(LINES, "lines", source_lines, lines(output)))
-    source_paragraphs = paragraphs(source)
-    if source_paragraphs > 1:
-        found.append(_counted(PARAGRAPHS, "paragraphs", source_paragraphs, paragraphs(output)))
+    if "\n" in source:  # else one line and one paragraph, which any answer has
+        source_lines = lines(source)
+        if source_lines > 1:
+            found.append(_counted(LINES, "lines", source_lines, lines(output)))
+        source_paragraphs = paragraphs(source)
+        if source_paragraphs > 1:
+            found.append(_counted(PARAGRAPHS, "paragraphs", source_paragraphs, paragraphs(output)))
+    if len(_SENTENCE_END.findall(prose_source)) + 1 < cfg.qa_sentences_min:
+        return [flag for flag in found if flag is not None]  # too few sentences to compare
     source_sentences = sentences(prose_source)
     if source_sentences >= cfg.qa_sentences_min:
         output_sentences = sentences(prose_output)

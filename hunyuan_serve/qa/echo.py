@@ -39,16 +39,16 @@ def echo(prose_source: str, prose_output: str, pair: tuple[str, str], cfg: QaSet
     words (a name, a code, a number may rightly stay as it is)."""
     if pair[1] in scripts.relatives(pair[0]):
         return None
-    ordinary = [word for word in _WORD.findall(prose_source) if _ordinary(word)]
-    if len(words(" ".join(ordinary))) < cfg.qa_echo_min_words:
-        return None
     ours, theirs = words(prose_source), words(prose_output)
-    if not theirs:
+    if not theirs or not ours:
         return None
     ours_set, theirs_set = set(ours), set(theirs)
-    kept = sum(word in theirs_set for word in ours) / len(ours)
     borrowed = sum(word in ours_set for word in theirs) / len(theirs)
-    if min(kept, borrowed) < cfg.qa_echo_similarity:
+    if borrowed < cfg.qa_echo_similarity:
+        return None  # most answers: their own words (asked first, as it is the cheaper test)
+    kept = sum(word in theirs_set for word in ours) / len(ours)
+    ordinary = [word for word in _WORD.findall(prose_source) if _ordinary(word)]
+    if kept < cfg.qa_echo_similarity or len(words(" ".join(ordinary))) < cfg.qa_echo_min_words:
         return None
     what = "the source's words" if kept == borrowed == 1 else "nearly the source's words"
     return Flag(ECHO, f"the answer is {what}: {round(borrowed * 100)}% of its words are in the source")

@@ -31,6 +31,8 @@ def size(text: str) -> int:
 
 def length_ratio(source: str, output: str, pair: tuple[str, str], cfg: QaSettings) -> Flag | None:
     """Outside qa_ratio_low to qa_ratio_high times the expected length, for a source long enough."""
+    if len(source) < cfg.qa_ratio_min_chars:
+        return None  # shorter still without its spaces
     source_size = size(source)
     if source_size < cfg.qa_ratio_min_chars:
         return None

@@ -120,6 +120,7 @@ def relatives(code: str) -> frozenset[str]:
     return frozenset({code})
 
 
+@functools.cache
 def sharing(code: str) -> frozenset[str]:
     """The languages written in one of `code`'s scripts (itself included)."""
     own = LANGUAGE_SCRIPTS.get(code, frozenset())

@@ -100,19 +100,20 @@ def _without_urls(text: str) -> str:
 
 
 # Each pattern with the characters one of its matches must hold: a text without them is not scanned.
-_PROSE: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
-    (URL, ("/", "www.")),
-    (CODE_SPAN, ("`",)),
-    (TAG, ("<",)),
-    (PLACEHOLDER, ("%", "{", "$")),
-    (IDENTIFIER, ("_", ".", "-")),
+_PROSE: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
+    (URL, frozenset("/.")),
+    (CODE_SPAN, frozenset("`")),
+    (TAG, frozenset("<")),
+    (PLACEHOLDER, frozenset("%{$")),
+    (IDENTIFIER, frozenset("_.-")),
 )
 
 
 def prose(text: str) -> str:
     """The text without what is carried over as it is (URLs, placeholders, tags, code): its words."""
+    present = set(text)
     for pattern, needs in _PROSE:
-        if any(need in text for need in needs):
+        if needs & present:
             text = pattern.sub(" ", text)
     return text
 
