@@ -164,3 +164,26 @@ def test_the_width_settings_are_replica_fields_each_pool_may_set() -> None:
     assert (cfg.interactive_window_s, cfg.interactive_step_ratio, cfg.bulk_width_min) == (2, 1.2, 1)
     with pytest.raises(ValueError, match="interactive_step_ratio"):
         ReplicaConfig(interactive_step_ratio=1.0)
+
+
+def test_a_step_is_read_from_vllms_iteration_details_and_its_log_line_dropped() -> None:
+    import logging
+    from types import SimpleNamespace
+
+    from hunyuan_serve.replica.engine_stats import quiet_step_lines, step_of
+
+    details = SimpleNamespace(num_ctx_requests=2, num_generation_requests=30, elapsed_ms=8.5, is_dummy=False)
+    assert step_of(SimpleNamespace(iteration_details=details)) == (32, 0.0085)
+    assert step_of(SimpleNamespace(iteration_details=None)) is None
+    assert step_of(SimpleNamespace(iteration_details=SimpleNamespace(is_dummy=True))) is None
+    quiet_step_lines()
+    quiet_step_lines()  # once is enough, however many engines a process starts
+    logger = logging.getLogger("vllm.v1.metrics.loggers")
+    assert [type(f).__name__ for f in logger.filters].count("_NoStepLines") == 1
+
+    def kept(msg: str) -> bool:
+        return bool(logger.filter(logging.LogRecord(logger.name, logging.INFO, "", 0, msg, ("",), None)))
+
+    # vLLM's own format (vllm/v1/metrics/loggers.py _log_iteration_details) against its other lines
+    assert not kept("%sIteration(%d): %d context requests, %d context tokens")
+    assert kept("%sAvg prompt throughput: %.1f tokens/s")
