@@ -34,7 +34,7 @@ STEEP = learnt(4.8e-3, 5e-3)  # every sequence doubles the step: the floor holds
 
 
 def rule(clock: Clock, **settings: float) -> WidthRule:
-    return WidthRule(BulkWidthSettings(**settings), FULL, clock)  # type: ignore[arg-type]
+    return WidthRule(BulkWidthSettings(**settings), FULL, clock)
 
 
 # (seconds since the start, a person arrives then?, people in the engine, width expected)

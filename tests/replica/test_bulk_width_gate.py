@@ -38,7 +38,7 @@ class Held:
 
 
 def gate_of(clock: Clock, full: int = 192, **settings: float) -> BulkGate:
-    gate = BulkGate(WidthRule(BulkWidthSettings(**settings), full, clock))  # type: ignore[arg-type]
+    gate = BulkGate(WidthRule(BulkWidthSettings(**settings), full, clock))
     gate.model = STEEP  # a person narrows bulk to its floor, bulk_width_min (4)
     return gate
 
