@@ -108,8 +108,9 @@ def build_supervisor(
 
 def _stack_info(cfg: ServeConfig, info: Mapping[str, Any], events: Path) -> dict[str, Any]:
     """What `status` shows of the stack: the pools' models and families, the events file (and where the
-    peer secret is, so `status` can ask the replicas; never the secret itself)."""
-    return {**info, "events": str(events), "peer_secret_file": cfg.auth.peer_secret_file}
+    peer secret is, so `status` can ask the replicas; never the secret itself; and whether they speak TLS)."""
+    secret, tls = cfg.auth.peer_secret_file, bool(cfg.replica.tls_cert)
+    return {**info, "events": str(events), "peer_secret_file": secret, "replica_tls": tls}
 
 
 def cmd_up(args: argparse.Namespace) -> int:

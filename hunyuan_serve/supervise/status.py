@@ -32,9 +32,11 @@ def parse_bulk_width(metrics_text: str) -> int | None:
     return int(float(found.group(1))) if found else None
 
 
-def _metrics(addr: str, timeout_s: float, headers: dict[str, str]) -> str | None:
+def _metrics(addr: str, timeout_s: float, headers: dict[str, str], tls: bool = False) -> str | None:
+    # A replica on TLS (replica.tls_cert) is this host's own: asked over TLS, unverified, as its probes are.
+    url = f"{'https' if tls else 'http'}://{addr}/metrics"
     try:
-        response = httpx.get(f"http://{addr}/metrics", timeout=timeout_s, trust_env=False, headers=headers)
+        response = httpx.get(url, timeout=timeout_s, trust_env=False, headers=headers, verify=not tls)
     except httpx.HTTPError:
         return None
     return response.text if response.status_code == 200 else None
@@ -68,7 +70,8 @@ def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | No
     for replica in state.get("replicas", []):
         live = running and replica.get("pid") is not None and _routable(replica.get("state"))
         addr = replica.get("addr")  # where `up` reaches it (plan.addr)
-        text = _metrics(str(addr), timeout_s, headers) if live and addr else None
+        tls = bool(state.get("replica_tls"))
+        text = _metrics(str(addr), timeout_s, headers, tls) if live and addr else None
         replica["in_flight"] = parse_in_flight(text) if text is not None else None
         replica["bulk_width"] = parse_bulk_width(text) if text is not None else None
         if not running:

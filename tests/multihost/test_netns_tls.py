@@ -11,6 +11,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import functools
+import json
 import re
 import signal
 import ssl
@@ -229,6 +230,15 @@ def _ports(pcap: Path) -> set[int]:
     return {
         int(line.split(" > ", 1)[1].split(":", 1)[0].rsplit(".", 1)[1]) for line in lines if " > " in line
     }
+
+
+def test_a_hosts_own_status_reads_its_tls_replicas(deployment: Deployment) -> None:
+    host = deployment.lab.host("a")
+    argv = cli("status", "--run-dir", str(deployment.work / "run-a"), "--json")
+    shown = subprocess.run(host.argv(argv), capture_output=True, text=True, timeout=60)
+    (replica,) = json.loads(shown.stdout)["replicas"]
+    # Its /metrics answered over TLS without a client certificate: the gauge is a number, not unknown.
+    assert replica["state"] == "ready" and replica["in_flight"] is not None, replica
 
 
 def _translate(client: httpx.Client, i: int) -> tuple[int, str]:
