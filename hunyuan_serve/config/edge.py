@@ -71,9 +71,7 @@ class NginxConfig(Section):
     # the tiny model serve about 75 req/s from ~35 in flight each on); what waits inside a replica past
     # that only waits longer, where the edge can no longer refuse it. 128 still takes the bench's
     # 100-user closed loop on one replica without refusing (`python -m bench overload` measures the edge).
-    cpu_max_conns: int = Field(
-        128, ge=1, description="max_conns of a CPU replica when max_conns is unset."
-    )
+    cpu_max_conns: int = Field(128, ge=1, description="max_conns of a CPU replica when max_conns is unset.")
     # Nginx shares the cores with engines that spin while they wait: at the same priority its workers
     # wait for a core, and an edge refusal with them. A negative value needs root (or CAP_SYS_NICE):
     # without it Nginx logs setpriority's failure and runs at 0.
@@ -151,7 +149,6 @@ class NginxConfig(Section):
         if self.tls_cert and self.tls_port in (self.port, self.status_port):
             raise ValueError(f"nginx.tls_port {self.tls_port} is also nginx.port or nginx.status_port")
         return self
-
 
     @field_validator("cors_origins", mode="before")
     @classmethod
