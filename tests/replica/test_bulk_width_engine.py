@@ -24,6 +24,7 @@ pytestmark = pytest.mark.engine
 MAX_NUM_SEQS = 32  # full width 24: the interactive reserve's quarter stays free for people
 BULK = 40  # more than the full width, so some bulk always waits in the replica
 SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=24)
+PERSON_STRINGS = 4
 PERSON = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=4)
 
 
@@ -32,7 +33,8 @@ class Step:
     """One engine step as seen right after it: vLLM's scheduled bulk requests, the gate's figures."""
 
     vllm_bulk: int  # our bulk requests vLLM holds and has scheduled (its frontend's request states)
-    vllm_bulk_unscheduled: int  # ... and has not: waiting in vLLM's own queue
+    vllm_bulk_unscheduled: int  # ... and has not yet (on their way to the engine core, or waiting there)
+    vllm_waiting: int  # requests the scheduler left waiting in this step (its own count, any class)
     gate_bulk: int
     width: int
     queued: int  # bulk waiting in the replica
@@ -41,11 +43,8 @@ class Step:
 @dataclass
 class Record:
     steps: list[Step] = field(default_factory=list)
-    # Per request: the engine's step count when the person sent it, when vLLM's frontend first held it
-    # unscheduled, and when it first held it scheduled.
-    person_sent: dict[str, int] = field(default_factory=dict)
-    unscheduled: dict[str, int] = field(default_factory=dict)
-    scheduled: dict[str, int] = field(default_factory=dict)
+    person_sent: list[str] = field(default_factory=list)
+    scheduled: set[str] = field(default_factory=set)  # requests vLLM's frontend saw scheduled
     line: Any = None
     answers: int = 0
 
@@ -64,10 +63,10 @@ def _watch(engine: VllmEngine, gated: GatedEngine, record: Record) -> None:
     def on_step(seqs: int, seconds: float) -> None:
         states = _states(engine)
         bulk = [done for rid, done in states if engine._live.get(rid) == BULK_PRIORITY]
-        record.steps.append(Step(sum(bulk), len(bulk) - sum(bulk), gate.bulk, gate.width(), gate.waiting()))
-        for rid, scheduled in states:
-            seen = record.scheduled if scheduled else record.unscheduled
-            seen.setdefault(rid, engine.stats.steps)
+        waiting = engine.stats.waiting  # the scheduler's stats of this step, recorded just before
+        step = Step(sum(bulk), len(bulk) - sum(bulk), waiting, gate.bulk, gate.width(), gate.waiting())
+        record.steps.append(step)
+        record.scheduled.update(rid for rid, scheduled in states if scheduled)
         if learn is not None:
             learn(seqs, seconds)
 
@@ -77,7 +76,7 @@ def _watch(engine: VllmEngine, gated: GatedEngine, record: Record) -> None:
 async def _person(gated: GatedEngine, engine: VllmEngine, record: Record, prompt: Any, n: int) -> None:
     for turn in range(n):
         rid = f"person-{turn}"
-        record.person_sent[rid] = engine.stats.steps
+        record.person_sent.append(rid)
         await gated.generate(prompt, PERSON, rid, priority.ENGINE_PRIORITY[priority.INTERACTIVE])
         await asyncio.sleep(0)
 
@@ -106,7 +105,7 @@ async def _scenario(model: Path) -> Record:
             await engine.generate(prompt, PERSON, f"warm-{turn}", 0)
         await asyncio.gather(*(bulk() for _ in range(BULK)))
         _watch(engine, gated, record)
-        person = asyncio.create_task(_person(gated, engine, record, prompt, 4))
+        person = asyncio.create_task(_person(gated, engine, record, prompt, PERSON_STRINGS))
         await asyncio.sleep(0)  # the person's first string is in: the width has narrowed
         jobs = [asyncio.create_task(bulk()) for _ in range(BULK)]
         await asyncio.gather(person, *jobs)
@@ -140,16 +139,9 @@ def test_with_a_person_active_vllm_runs_no_more_bulk_than_the_width(record: Reco
     assert max(s.queued for s in record.steps) > 0  # the job's surplus waited in the replica
 
 
-def test_bulk_over_the_width_never_waits_in_vllms_queue(record: Record) -> None:
-    # Sent while step k runs, a request is in step k+1: seen scheduled at most two steps after it was
-    # first seen waiting. Bulk held back waits in the replica's queue instead.
-    bulk = [rid for rid in record.unscheduled if rid.startswith("bulk-")]
-    assert bulk
-    for rid in bulk:
-        assert record.scheduled[rid] - record.unscheduled[rid] <= 2, rid
-
-
-def test_the_persons_request_starts_within_one_step(record: Record) -> None:
-    assert set(record.person_sent) <= set(record.scheduled)
-    for rid, sent in record.person_sent.items():
-        assert record.scheduled[rid] - sent <= 2, (rid, sent, record.scheduled[rid])
+def test_nothing_waits_in_vllms_queue_so_the_persons_strings_start_at_the_next_step(record: Record) -> None:
+    # After every step the scheduler's own queue was empty: whatever reached the engine core, bulk let
+    # in under the width or the person's string, went into the very next step's batch. The bulk held
+    # back waited in the replica's queue instead, where it can be reordered.
+    assert [n for n, step in enumerate(record.steps) if step.vllm_waiting] == []
+    assert set(record.person_sent) <= record.scheduled and len(record.person_sent) == PERSON_STRINGS
