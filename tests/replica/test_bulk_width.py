@@ -187,3 +187,24 @@ def test_a_step_is_read_from_vllms_iteration_details_and_its_log_line_dropped() 
     # vLLM's own format (vllm/v1/metrics/loggers.py _log_iteration_details) against its other lines
     assert not kept("%sIteration(%d): %d context requests, %d context tokens")
     assert kept("%sAvg prompt throughput: %.1f tokens/s")
+
+
+def test_each_pool_sets_its_own_width_settings() -> None:
+    from hunyuan_serve.config import ServeConfig
+    from hunyuan_serve.config.serve import resolve_pools
+
+    cfg = ServeConfig.model_validate(
+        {
+            "replica": {"interactive_step_ratio": 1.2},
+            "pools": [
+                {"name": "page", "model": "org/A"},
+                {"name": "batch", "model": "org/B", "replica": {"interactive_window_s": 0}},
+            ],
+        }
+    )
+    page, batch = (pool.cfg.replica for pool in resolve_pools(cfg))
+    assert (page.interactive_window_s, page.interactive_step_ratio) == (
+        ReplicaConfig().interactive_window_s,
+        1.2,
+    )
+    assert (batch.interactive_window_s, batch.interactive_step_ratio) == (0, 1.2)
