@@ -81,15 +81,29 @@ def test_official_clients_send_their_keys_and_read_the_refusals(stack: Stack) ->
 def test_the_translate_cli_sends_its_key_and_names_the_refusal_without_one(
     stack: Stack, tmp_path: Path
 ) -> None:
+    import deepl
+
     from hunyuan_serve.client.settings import API_KEY_ENV
     from tests.support.stacks import cli
 
+    def counted() -> int:
+        count = deepl.Translator(KEY, server_url=stack.url).get_usage().character.count
+        assert count is not None
+        return count
+
     src = tmp_path / "in.txt"
-    src.write_text("Hello.\n", encoding="utf-8")
+    # A line no other test sends, so the replicas' shared cache cannot answer it from another test.
+    src.write_text("The key's own line, sent by the translate CLI.\n", encoding="utf-8")
     cmd = cli("translate", "--url", stack.url, "--to", "de", "--no-cache", "--no-progress", str(src))
     env = {k: v for k, v in os.environ.items() if k != API_KEY_ENV}
     refused = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     assert refused.returncode != 0 and "missing_api_key" in refused.stderr, refused.stderr
+    before = counted()
     given = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env={**env, API_KEY_ENV: KEY})
-    assert given.returncode == 0 and given.stdout.strip(), given.stderr
+    # The key reached the service: it counted this line against the key. The tiny model's random answer
+    # may still be refused by the client's own checks (a control character), which no key causes.
+    assert counted() > before, given.stderr
+    assert "api_key" not in given.stderr, given.stderr
+    answered = given.returncode == 0 and given.stdout.strip()
+    assert answered or "failed line 1: control characters" in given.stderr, given.stderr
     assert KEY not in given.stderr + given.stdout
