@@ -99,6 +99,15 @@ def tls_files(inventory: Inventory) -> None:
     client_context(inventory)
 
 
+def front_tls_problems(inventory: Inventory) -> list[str]:
+    """The front's own certificate pair (nginx.tls_cert and tls_key), checked as `up` checks its own:
+    a gateway is the front clients reach, so a bad pair must stop it just the same."""
+    from hunyuan_serve.edge.tls import check_pair
+
+    report = check_pair(inventory.serve_config().nginx)
+    return list(report.problems) if report else []
+
+
 def _discovery(inventory: Inventory) -> HttpDiscovery:
     """Polls of the hosts with the peer secret, over TLS to https hosts (the CA, the client certificate)."""
     from hunyuan_serve.auth import peer_headers
@@ -131,7 +140,8 @@ def run_gateway(inventory: Inventory, run_dir: Path) -> int:
     from hunyuan_serve.run.rundir import lock_run_dir
 
     check_files(inventory)
-    refused = host_problems(inventory)  # before the run dir: a refused start leaves nothing behind
+    # Before the run dir: a refused start leaves nothing behind.
+    refused = front_tls_problems(inventory) or host_problems(inventory)
     if refused:
         print("hunyuan-serve gateway: cannot start: " + "; ".join(refused), file=sys.stderr)
         return 1

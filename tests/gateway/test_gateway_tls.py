@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -253,4 +254,24 @@ def test_a_secret_for_a_plain_non_loopback_host_is_refused_at_start(
     assert main(["gateway", "--inventory", str(path), "--run-dir", str(run_dir)]) == 2
     message = capsys.readouterr().err
     assert "hosts[0] (gpu-a): the peer secret would cross the network in plain HTTP to 10.77.0.2" in message
+    assert not run_dir.exists()
+
+
+def test_a_front_pair_that_does_not_hold_is_refused_before_any_host_is_asked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ca = make_ca(tmp_path / "pki")
+    past = datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=1)
+    old = ca.issue(tmp_path / "pki", "front", not_before=past - datetime.timedelta(days=30), not_after=past)
+    path = tmp_path / "inventory.yaml"
+    nginx = {"tls_cert": str(old.cert), "tls_key": str(old.key)}
+    # No host answers at this address: a refusal naming the pair shows it was checked first.
+    hosts = [{"name": "a", "url": f"http://127.0.0.1:{free_port()}"}]
+    path.write_text(yaml.safe_dump({"hosts": hosts, "nginx": nginx}))
+    run_dir = tmp_path / "run"
+    assert main(["gateway", "--inventory", str(path), "--run-dir", str(run_dir)]) == 1
+    message = capsys.readouterr().err
+    assert "cannot start" in message and f"nginx.tls_cert {old.cert}" in message and "expired" in message, (
+        message
+    )
     assert not run_dir.exists()
