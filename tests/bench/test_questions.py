@@ -49,20 +49,47 @@ def test_the_index_is_current_and_fits_a_screen() -> None:
         assert f"[{q.name}](" in text
 
 
+# A result named as git keeps it at a commit (`git show f98fb9c:bench/results/report-full.md`).
+_AT_COMMIT = re.compile(r"([0-9a-f]{7,40}):(bench/results/[\w./-]*[\w/])")
+
+
+def _in_git(commit: str, path: str) -> bool:
+    found = subprocess.run(
+        ["git", "-C", str(REPO), "cat-file", "-e", f"{commit}:{path}"], capture_output=True
+    )
+    return found.returncode == 0
+
+
+def stale_results(name: str, text: str) -> list[str]:
+    """The bench results a file's text names that are not there (at the commit it names, if it names one)."""
+    stale = [
+        f"{name}: {commit}:{path}" for commit, path in _AT_COMMIT.findall(text) if not _in_git(commit, path)
+    ]
+    for found in re.findall(r"bench/results/[\w./-]*[\w/]", _AT_COMMIT.sub("", text)):
+        # A placeholder (bench/results/QUESTION/latest.md) names a pattern, not a file.
+        if not re.search(r"[A-Z]{3,}", found) and not (REPO / found).exists():
+            stale.append(f"{name}: {found}")
+    return stale
+
+
 def test_no_text_in_the_repository_names_a_bench_result_that_is_gone() -> None:
     listed = subprocess.run(["git", "-C", str(REPO), "ls-files"], capture_output=True, text=True, check=True)
     stale = []
     for name in listed.stdout.splitlines():
-        if not name.endswith((".md", ".py", ".j2", ".yaml", "Makefile")) or name.startswith("bench/results/"):
-            continue
         path = REPO / name
-        if not path.is_file():
-            continue
-        for found in re.findall(r"bench/results/[\w./-]*[\w/]", path.read_text(encoding="utf-8")):
-            # A placeholder (bench/results/QUESTION/latest.md) names a pattern, not a file.
-            if not re.search(r"[A-Z]{3,}", found) and not (REPO / found).exists():
-                stale.append(f"{name}: {found}")
+        if name.endswith((".md", ".json", ".py", ".j2", ".yaml", "Makefile")) and path.is_file():
+            stale += stale_results(name, path.read_text(encoding="utf-8"))
     assert stale == []
+
+
+def test_a_result_gone_from_the_tree_or_from_its_commit_is_stale() -> None:
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
+    )
+    commit, folder = head.stdout.strip(), "bench/results" + "/"  # split, so this file names no result itself
+    gone, kept_one = folder + "gone.md", folder + "README.md"
+    text = f"{kept_one} {gone} {folder}QUESTION/latest.md {commit}:{kept_one} {commit}:{gone}"
+    assert stale_results("x", text) == [f"x: {commit}:{gone}", f"x: {gone}"]
 
 
 FAKE = Question(
