@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, model_validator
 
 from hunyuan_serve.config.base import Section
+
+# The validation context in which config/serve.py validates each pool's own config: {"pool": NAME}.
+POOL_CONTEXT = "pool"
 
 QaPolicy = Literal["off", "flag", "retry"]
 QA_POLICIES: tuple[QaPolicy, ...] = ("off", "flag", "retry")
@@ -69,6 +72,16 @@ class QaSettings(Section):
         description="loop: times in a row one word or phrase may repeat in an answer (beyond the "
         "source's own repeats) before it is a loop.",
     )
+    # Two, against a source that repeats nothing back to back: no item of the 5,568 human WebUI
+    # translations comes twice in a row where its source has no repeat, while a model's loop often
+    # starts as one item said twice ("最后, 最终, 封锁, 封锁"), below qa_loop_repeats.
+    qa_loop_item_repeats: int = Field(
+        2,
+        ge=2,
+        description="loop: times in a row one list item or sentence (text between commas, 、, semicolons, "
+        "sentence ends or line breaks) makes a loop, in an answer whose source repeats nothing back to "
+        "back (qa_loop_repeats is for phrases that repeat anywhere).",
+    )
     qa_loop_max_ngram: int = Field(
         8, ge=1, le=32, description="loop: the longest phrase, in words (characters in CJK), looked for."
     )
@@ -83,6 +96,15 @@ class QaSettings(Section):
         le=1,
         description="sentences: the least share of the source's sentences an answer may have "
         "(translators merge some; far fewer means text was dropped).",
+    )
+    # 46 sentences for 50 is 92% of them, far above qa_sentences_min_share, yet four sentences lost.
+    # The 5,568 human WebUI translations hold no source over 6 sentences and none that loses 4 and
+    # passes the share: how often translators merge 4 sentences of a long paragraph is not measured here.
+    qa_sentences_max_lost: int = Field(
+        3,
+        ge=1,
+        description="sentences: the most sentences an answer may lack, however long its source (of at "
+        "least qa_sentences_min); more are flagged even above qa_sentences_min_share.",
     )
     qa_ratio_min_chars: int = Field(
         40,
@@ -112,3 +134,23 @@ class QaSettings(Section):
         description="Characters of a source and its answer the checks read (a longer text: its start), "
         "so their cost stays bounded.",
     )
+    # The scrape targets `up` writes carry a pool label too; a Prometheus scraping them keeps the
+    # target's as `pool` and this one as `exported_pool`, with the same value. A replica scraped any
+    # other way (a pod, a replica run by hand) has only this one.
+    qa_pool_label: str = Field(
+        "default",
+        min_length=1,
+        description="The `pool` label of hunyuan_qa_flags_total: the pool this replica serves. Each "
+        "pool's config sets it to the pool's name (pools[].name), for `up` and the Kubernetes "
+        "manifests alike; `default` without a pools section. Set it for a replica run on its own.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _pool_label_from_its_pool(cls, data: Any, info: ValidationInfo) -> Any:
+        """A pool's config (validated with the pool's name as context) labels its counter with that
+        name, whatever its replica overrides say, so no two pools count under one label."""
+        pool = (info.context or {}).get(POOL_CONTEXT)
+        if pool and isinstance(data, dict):
+            return {**data, "qa_pool_label": pool}
+        return data

@@ -46,7 +46,7 @@ def check(answer: Answer, cfg: QaSettings) -> list[Flag]:
 def check_generation(output: str, finish_reason: str | None, cfg: QaSettings) -> list[Flag]:
     """What can be checked of an answer to a prompt as a client wrote it (no known source or target):
     a loop, and a stop at max_tokens."""
-    found = [loop("", tokens.prose(output[: cfg.qa_max_chars]), cfg)]
+    found = [loop(None, tokens.prose(output[: cfg.qa_max_chars]), cfg)]
     if finish_reason == "length":
         found.append(Flag(TRUNCATED, "the answer stopped at max_tokens, mid-text"))
     return [flag for flag in found if flag is not None]

@@ -43,8 +43,9 @@ def _counted(name: str, what: str, source: int, output: int) -> Flag | None:
 
 
 def structure(source: str, output: str, prose_source: str, prose_output: str, cfg: QaSettings) -> list[Flag]:
-    """Lines and paragraphs: none lost (more may come back: a wrapped line); sentences: no fewer than
-    qa_sentences_min_share of a source of at least qa_sentences_min (translators merge a few)."""
+    """Lines and paragraphs: none lost (more may come back: a wrapped line); sentences, for a source of
+    at least qa_sentences_min: no fewer than qa_sentences_min_share of them (translators merge a few),
+    and no more than qa_sentences_max_lost lost (46 of 50 is a high share, and four sentences)."""
     found = []
     if "\n" in source:  # else one line and one paragraph, which any answer has
         source_lines = lines(source)
@@ -58,7 +59,11 @@ def structure(source: str, output: str, prose_source: str, prose_output: str, cf
     source_sentences = sentences(prose_source)
     if source_sentences >= cfg.qa_sentences_min:
         output_sentences = sentences(prose_output)
-        if output_sentences < source_sentences * cfg.qa_sentences_min_share:
+        lost = source_sentences - output_sentences
+        if (
+            output_sentences < source_sentences * cfg.qa_sentences_min_share
+            or lost > cfg.qa_sentences_max_lost
+        ):
             found.append(_counted(SENTENCES, "sentences", source_sentences, output_sentences))
     return [flag for flag in found if flag is not None]
 

@@ -9,20 +9,28 @@ from hunyuan_serve.config.qa import QaSettings
 from hunyuan_serve.qa import scripts
 from hunyuan_serve.qa.flags import ECHO, Flag
 
-# A word: letters, with inner apostrophes or hyphens; a dense script's character is a word of its own.
-_WORD = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
-_DENSE_CHAR = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_DENSE = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_DENSE_CHAR = re.compile(f"[{_DENSE}]")
+# A word: each Han, kana or Hangul character, or a run of other letters with inner apostrophes or
+# hyphens. The run stops at a dense character, so a word that mixes scripts ("将A设置为") is 将, A, 设,
+# 置, 为: keeping only its Han made "将A…将B…将C…将D…" read as a loop of 将设置为.
+_LETTERS = rf"[^\W\d_{_DENSE}]+"
+_WORD = re.compile(rf"[{_DENSE}]|{_LETTERS}(?:['’-]{_LETTERS})*")
+# The loop check's units: words and numbers, so "插槽1、插槽2、插槽3、插槽4" is no loop of 插槽.
+_WORD_OR_NUMBER = re.compile(rf"{_WORD.pattern}|\d+")
 
 
 @functools.lru_cache(maxsize=64)
 def words(prose: str) -> tuple[str, ...]:
-    """The text's words, lowercased; each Han, kana or Hangul character a word. Kept for the few texts
-    just read: the echo, loop and language checks of one answer each ask for the same two."""
-    found: list[str] = []
-    for word in _WORD.findall(prose):
-        dense = _DENSE_CHAR.findall(word)
-        found.extend(dense if dense else [word.lower()])
-    return tuple(found)
+    """The text's words, lowercased. Kept for the few texts just read: the echo, loop and language
+    checks of one answer each ask for the same two."""
+    return tuple(_WORD.findall(prose.lower()))
+
+
+@functools.lru_cache(maxsize=64)
+def units(prose: str) -> tuple[str, ...]:
+    """The text's words and numbers, lowercased: what a loop repeats."""
+    return tuple(_WORD_OR_NUMBER.findall(prose.lower()))
 
 
 def _ordinary(word: str) -> bool:
@@ -47,8 +55,8 @@ def echo(prose_source: str, prose_output: str, pair: tuple[str, str], cfg: QaSet
     if borrowed < cfg.qa_echo_similarity:
         return None  # most answers: their own words (asked first, as it is the cheaper test)
     kept = sum(word in theirs_set for word in ours) / len(ours)
-    ordinary = [word for word in _WORD.findall(prose_source) if _ordinary(word)]
-    if kept < cfg.qa_echo_similarity or len(words(" ".join(ordinary))) < cfg.qa_echo_min_words:
+    ordinary = sum(_ordinary(word) for word in _WORD.findall(prose_source))
+    if kept < cfg.qa_echo_similarity or ordinary < cfg.qa_echo_min_words:
         return None
     what = "the source's words" if kept == borrowed == 1 else "nearly the source's words"
     return Flag(ECHO, f"the answer is {what}: {round(borrowed * 100)}% of its words are in the source")

@@ -99,12 +99,12 @@ class Metrics:
             Gauge(name, what, registry=r).set_function(read)
 
     def count_qa(self) -> Counter:
-        """The answer checks' counter (replica/review.py), by check (qa/flags.py CHECKS); the pool is the
-        scrape target's label, as for every replica series."""
+        """The answer checks' counter (replica/review.py), by check (qa/flags.py CHECKS) and pool (the
+        replica's replica.qa_pool_label, its pool's name)."""
         return Counter(
             "hunyuan_qa_flags",
-            "Answers sent that failed an answer check, by check.",
-            ["check"],
+            "Answers sent that failed an answer check, by check and pool.",
+            ["check", "pool"],
             registry=self.registry,
         )
 

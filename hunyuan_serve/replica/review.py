@@ -110,6 +110,7 @@ class Review:
         self.cfg = cfg
         self.fuse = fuse  # where a Chimera pool exists: fusing a text's two answers is a third try
         self.flags = metrics.count_qa()  # hunyuan_qa_flags_total, registered once per replica
+        self.pool = cfg.qa_pool_label  # its pool label: the pool this replica serves
         self.key_qa: Mapping[str, str] = key_qa or {}  # each key's qa= by key_id (the keys file)
         self._ids = itertools.count()
 
@@ -138,7 +139,7 @@ class Review:
     def count(self, flags: Sequence[Sequence[Flag]]) -> None:
         for each in flags:
             for flag in each:
-                self.flags.labels(check=flag.check).inc()
+                self.flags.labels(check=flag.check, pool=self.pool).inc()
 
     def fused(self, req: TranslateRequest, results: Sequence[str]) -> Verdicts:
         """An ensemble's fused answers (or a stream's whole one), checked and counted: flagged only, as

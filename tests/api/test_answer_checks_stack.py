@@ -36,4 +36,5 @@ def test_random_output_is_flagged_in_native_translate_and_in_the_deepl_header(
         )
         assert "qa" not in off.json() and HEADER not in off.headers
     replica = httpx.get(f"http://127.0.0.1:{shared_stack.base_port}/metrics", timeout=10).text
-    assert 'hunyuan_qa_flags_total{check="truncated"}' in replica
+    # Labelled with the replica's pool: the shared stack has no pools section, so its one pool, default.
+    assert 'hunyuan_qa_flags_total{check="truncated",pool="default"}' in replica

@@ -14,6 +14,14 @@ CFG = QaSettings()
 EN_LONG = "The weather is nice today, so let us all go for a long walk in the park."
 ZH_LONG = "今天天气很好，我们大家一起去公园里散步很久吧。"
 FR_LONG = "Il fait beau aujourd'hui, allons tous faire une longue promenade dans le parc."
+# One paragraph of 50 sentences ("The red cat sleeps."), and its translation sentence by sentence.
+_COLORS = {"red": "红", "blue": "蓝", "green": "绿", "black": "黑", "white": "白"}
+_COLORS |= {"grey": "灰", "brown": "棕", "pink": "粉", "gold": "金", "silver": "银"}
+_ANIMALS = {"cat": "猫", "dog": "狗", "horse": "马", "bird": "鸟", "fish": "鱼"}
+FIFTY_EN = " ".join(f"The {color} {animal} sleeps." for color in _COLORS for animal in _ANIMALS)
+FIFTY_ZH = [
+    f"{zh_color}色的{zh_animal}在睡觉。" for zh_color in _COLORS.values() for zh_animal in _ANIMALS.values()
+]
 
 
 def names(source: str, output: str, pair: str = "en-zh", reason: str = "stop") -> list[str]:
@@ -52,6 +60,24 @@ FAILING = [
     ("code changed", "Run `pip install -e .` first", "先运行 `pip 安装`", "en-zh", "stop", ["markup"]),
     ("far too short", EN_LONG + " " + EN_LONG, "好。", "en-zh", "stop", ["length_ratio"]),
     ("sentences dropped", "One. Two. Three. Four. Five.", "一。", "en-zh", "stop", ["sentences"]),
+    ("4 sentences of 50 dropped", FIFTY_EN, "".join(FIFTY_ZH[:46]), "en-zh", "stop", ["sentences"]),
+    ("a loop in mixed script", "Set A to 1.", "将A设置为1。" * 4, "en-zh", "stop", ["loop"]),
+    (
+        "a list item said twice",
+        "Last, final, lockdown, blockade",
+        "最后, 最终, 封锁, 封锁",
+        "en-zh",
+        "stop",
+        ["loop"],
+    ),
+    (
+        "a sentence said twice",
+        "Lock the layer, then save it.",
+        "锁定图层。锁定图层。",
+        "en-zh",
+        "stop",
+        ["loop"],
+    ),
 ]
 
 
@@ -117,6 +143,31 @@ PASSING = [
         "en-zh",
     ),
     ("a label in backticks translated", "Override `Sampling method` now", "现在覆写 `采样器`", "en-zh"),
+    # Latin letters inside Han text are words of their own: "将A…将B…" is no loop of 将设置为.
+    (
+        "Latin names inside Han",
+        "Set A to 1. Set B to 2. Set C to 3. Set D to 4.",
+        "将A设置为1。将B设置为2。将C设置为3。将D设置为4。",
+        "en-zh",
+    ),
+    ("Latin axes inside Han", "X axis, Y axis, Z axis, W axis", "X轴、Y轴、Z轴、W轴", "en-zh"),
+    ("Latin layers inside Han", "Layer A, layer B, layer C, layer D", "A层、B层、C层、D层", "en-zh"),
+    (
+        "a term in Latin inside Han",
+        "Open the LoRA tab, then the LoRA list, then the LoRA file.",
+        "打开LoRA选项卡，然后打开LoRA列表，然后打开LoRA文件。",
+        "en-zh",
+    ),
+    # Numbers are units of a loop too: 插槽1、插槽2 is no loop of 插槽.
+    ("numbered items", "Slots 1, 2, 3 and 4 are free.", "插槽1、插槽2、插槽3、插槽4均空闲。", "en-zh"),
+    ("a list item the source repeats", "Lock, lock!", "封锁，封锁！", "en-zh"),
+    ("a repeat the source has in another form", "Very, very good", "非常、非常好", "en-zh"),
+    (
+        "3 sentences of 50 merged into others",
+        FIFTY_EN,
+        "".join(FIFTY_ZH[:47]),
+        "en-zh",
+    ),
 ]
 
 
@@ -145,9 +196,26 @@ def test_thresholds_are_the_config_fields() -> None:
     ] == ["length_ratio"]
 
 
+def test_the_new_loop_and_sentence_thresholds_are_config_fields() -> None:
+    # A list item three times in a row is a loop when three are asked for; twice is not.
+    assert names("Last, final, lockdown, blockade", "最后，最终，封锁，封锁") == ["loop"]
+    three = QaSettings(qa_loop_item_repeats=3)
+    assert check(Answer("Last, final, lockdown, blockade", "最后，最终，封锁，封锁", "en", "zh"), three) == []
+    thrice = check(Answer("Last, final, lockdown, blockade", "最后，封锁，封锁，封锁", "en", "zh"), three)
+    assert [f.check for f in thrice] == ["loop"] and "'封锁' comes 3 times in a row" in thrice[0].detail
+    # Four of 50 sentences lost is flagged by default; allowing four passes it, the share rule still holds.
+    lenient = QaSettings(qa_sentences_max_lost=4)
+    assert check(Answer(FIFTY_EN, "".join(FIFTY_ZH[:46]), "en", "zh"), lenient) == []
+    assert [f.check for f in check(Answer(FIFTY_EN, "".join(FIFTY_ZH[:25]), "en", "zh"), lenient)] == [
+        "sentences"
+    ]
+
+
 def test_a_prompt_as_written_gets_the_checks_that_need_no_languages() -> None:
     assert [f.check for f in check_generation("a b a b a b a b a b", "length", CFG)] == ["loop", "truncated"]
     assert check_generation("A fine answer.", "stop", CFG) == []
+    # With no source to compare with, an item said twice is not judged ("Yes, yes.").
+    assert check_generation("Yes, yes.", "stop", CFG) == []
 
 
 def test_the_longest_repeat_is_found_for_phrases_of_several_units() -> None:

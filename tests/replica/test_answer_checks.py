@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from qa_scripted import ENGLISH, HEADER, Served, flag_counts, served
 from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
-from hunyuan_serve.families import HUNYUAN_MT
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.replica import priority
 from hunyuan_serve.replica.app import create_app
@@ -18,53 +17,6 @@ from hunyuan_serve.replica.engine_types import Generation, Sampling
 from hunyuan_serve.replica.http import ACCESS_LOG
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.review import Review
-
-HEADER = "X-Hunyuan-QA"
-ENGLISH = "The weather is nice today, so let us all go for a long walk in the park."
-CHINESE = "今天天气很好，我们大家一起去公园里散步很久吧。"
-
-
-class ScriptedEngine(FakeEngine):
-    """Answers each source with the next of its scripted (text, finish reason) pairs; the last repeats.
-
-    A source without a script gets a good Chinese answer; `calls_for` counts the calls per source.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(max_model_len=4000)
-        self.script: dict[str, list[tuple[str, str]]] = {}
-        self.asked: list[str] = []
-
-    async def generate(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
-    ) -> Generation:
-        done = await super().generate(prompt, sampling, request_id, priority)
-        content = prompt.messages[0]["content"] if prompt.is_chat else prompt.text
-        source = next((each for each in self.script if each in content), None)
-        self.asked.append(source or content)
-        if source is None:
-            return Generation(CHINESE, done.prompt_tokens, 9, "stop")
-        answers = self.script[source]
-        text, reason = answers.pop(0) if len(answers) > 1 else answers[0]
-        return Generation(text, done.prompt_tokens, 9, reason)
-
-    def calls_for(self, source: str) -> int:
-        return sum(source in each for each in self.asked)
-
-
-Served = tuple[ScriptedEngine, httpx.Client]
-
-
-@contextlib.contextmanager
-def served(**replica: object) -> Iterator[Served]:
-    engine = ScriptedEngine()
-    cfg = make_config(**{"cache_entries": 0, **replica})
-    with (
-        serve_in_thread(create_app(engine, cfg, HUNYUAN_MT)) as url,
-        httpx.Client(base_url=url, timeout=10) as client,
-    ):
-        wait_ready(client)
-        yield engine, client
 
 
 @pytest.fixture(scope="module")
@@ -165,8 +117,8 @@ def test_flags_are_counted_by_check_and_written_to_the_log_line(
         client.post("/translate", json={"text": "Close 9 tabs", "source_lang": "en", "target_lang": "zh"})
     lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == ACCESS_LOG]
     assert lines[-1]["qa"] == "flagged 1/1: 0=numbers"
-    metrics = client.get("/metrics").text
-    assert 'hunyuan_qa_flags_total{check="numbers"}' in metrics
+    # Labelled with the pool this replica serves: `default`, for a config without pools.
+    assert flag_counts(client)[("numbers", "default")] >= 1
 
 
 def test_retry_keeps_the_second_answer_only_when_it_fails_fewer_checks() -> None:
