@@ -26,7 +26,7 @@ def systemd_quote(value: object) -> str:
     return f'"{escaped}"'
 
 
-def environment() -> jinja2.Environment:
+def unit_environment() -> jinja2.Environment:
     """The packaged systemd template, with the filter that quotes a word of a unit file."""
     return strict_environment("hunyuan_serve", systemd_quote=systemd_quote)
 
@@ -49,7 +49,7 @@ def render_systemd(
     env: jinja2.Environment | None = None,
 ) -> str:
     """The unit that runs `up` under systemd, reading the config file at config_path."""
-    template = (env or environment()).get_template(SYSTEMD_TEMPLATE)
+    template = (env or unit_environment()).get_template(SYSTEMD_TEMPLATE)
     return template.render(
         argv=list(argv),
         exe=argv[0],

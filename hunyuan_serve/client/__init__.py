@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hunyuan_serve.client.api import AsyncTranslateClient, TranslateClient
     from hunyuan_serve.client.settings import ClientSettings
-    from hunyuan_serve.client.wire import Language, TranslateError, Translation
+    from hunyuan_serve.client.wire import ServedLanguage, TranslateError, Translation
 
 # Loaded on first use, so `hunyuan-serve --help` does not pay for httpx.
 _EXPORTS = {
     "AsyncTranslateClient": "hunyuan_serve.client.api",
-    "Language": "hunyuan_serve.client.wire",
+    "ServedLanguage": "hunyuan_serve.client.wire",
     "TranslateClient": "hunyuan_serve.client.api",
     "TranslateError": "hunyuan_serve.client.wire",
     "Translation": "hunyuan_serve.client.wire",
@@ -23,7 +23,7 @@ _EXPORTS = {
 __all__ = [
     "AsyncTranslateClient",
     "ClientSettings",
-    "Language",
+    "ServedLanguage",
     "TranslateClient",
     "TranslateError",
     "Translation",

@@ -21,7 +21,7 @@ from hunyuan_serve.client.width import (
 )
 from hunyuan_serve.client.wire import (
     Instructions,
-    Language,
+    ServedLanguage,
     Terms,
     Translation,
     http_options,
@@ -193,7 +193,7 @@ class AsyncTranslateClient:
 
         return [t for batch in await self.map_batches(texts, one, progress) for t in batch]
 
-    async def languages(self) -> list[Language]:
+    async def languages(self) -> list[ServedLanguage]:
         return parse_languages(await self._request("GET", "/languages"))
 
     async def health(self) -> tuple[int, dict[str, Any]]:
@@ -294,7 +294,7 @@ class TranslateClient:
         )
         return self._call(coro)
 
-    def languages(self) -> list[Language]:
+    def languages(self) -> list[ServedLanguage]:
         return self._call(self._async.languages())
 
     def health(self) -> tuple[int, dict[str, Any]]:

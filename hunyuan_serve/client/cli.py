@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hunyuan_serve.client.output import EXIT_INTERRUPTED, usage_error
-from hunyuan_serve.client.run import load_document, translate
+from hunyuan_serve.client.run import load_document, run_translate
 from hunyuan_serve.client.settings import DEFAULT_URL, ClientSettings, api_key_from
 
 # Settings with a flag of their own elsewhere on this command.
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(str(err))
     options = {key.split(".", 1)[1]: v for key, v in vars(args).items() if key.startswith("sampling.")}
     try:
-        return asyncio.run(_until_interrupted(translate(args, settings, loaded, glossary, options)))
+        return asyncio.run(_until_interrupted(run_translate(args, settings, loaded, glossary, options)))
     except KeyboardInterrupt:
         print(
             "\ninterrupted: finished batches are cached; run the same command again to resume",

@@ -16,7 +16,7 @@ class GlossaryError(ValueError):
 
 
 @dataclass(frozen=True)
-class Glossary:
+class FixedTerms:
     """Terms with a fixed rendering; a term mapped to itself is kept untranslated."""
 
     terms: Mapping[str, str] = field(default_factory=dict)
@@ -95,8 +95,8 @@ def parse_keep_list(text: str) -> dict[str, str]:
     return {term: term for term in terms if term and not term.startswith("#")}
 
 
-def load_glossary(glossary: Path | None = None, keep: Path | None = None) -> Glossary:
-    """Merge a glossary file and a do-not-translate list (one term a line) into one Glossary."""
+def load_glossary(glossary: Path | None = None, keep: Path | None = None) -> FixedTerms:
+    """Merge a glossary file and a do-not-translate list (one term a line) into one FixedTerms."""
     terms: dict[str, str] = {}
     for path, keep_only in ((glossary, False), (keep, True)):
         if path is None:
@@ -106,4 +106,4 @@ def load_glossary(glossary: Path | None = None, keep: Path | None = None) -> Glo
         except OSError as err:
             raise GlossaryError(f"cannot read {path}: {err.strerror}") from None
         terms.update(parse_keep_list(text) if keep_only else parse_glossary(text, str(path)))
-    return Glossary(terms)
+    return FixedTerms(terms)

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from hunyuan_serve.client.api import AsyncTranslateClient, Progress
-from hunyuan_serve.client.glossary import Glossary
+from hunyuan_serve.client.glossary import FixedTerms
 from hunyuan_serve.client.resplit import complete, own_checks
 from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment
 from hunyuan_serve.client.store import TranslationStore, cache_profile
@@ -72,7 +72,7 @@ async def localize(
     target: str,
     source: str | None = None,
     *,
-    glossary: Glossary | None = None,
+    glossary: FixedTerms | None = None,
     terms: Mapping[str, str] | None = None,
     store: TranslationStore | None = None,
     options: Mapping[str, Any] | None = None,

@@ -66,7 +66,7 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-async def translate(
+async def run_translate(
     args: argparse.Namespace, settings: ClientSettings, loaded: Any, glossary: Any, options: dict[str, Any]
 ) -> int:
     from hunyuan_serve.client.api import AsyncTranslateClient

@@ -6,7 +6,7 @@ import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
-from hunyuan_serve.client.glossary import Glossary
+from hunyuan_serve.client.glossary import FixedTerms
 from hunyuan_serve.client.placeholders import has_words, placeholder_problems
 
 
@@ -31,16 +31,16 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class SegmentResult:
     """The text to write for a segment and, when it failed, why."""
 
     text: str
     problem: str | None = None
 
 
-def plan_segment(segment: str, glossary: Glossary | None = None) -> Plan:
+def plan_segment(segment: str, glossary: FixedTerms | None = None) -> Plan:
     """Decide how a segment is handled; whitespace around it is kept as it is."""
-    glossary = glossary or Glossary()
+    glossary = glossary or FixedTerms()
     core = segment.strip()
     start = segment.find(core) if core else len(segment)
     prefix, suffix = segment[:start], segment[start + len(core) :]
@@ -53,16 +53,16 @@ def plan_segment(segment: str, glossary: Glossary | None = None) -> Plan:
     return Plan(segment, Action.SEND, prefix, core, suffix, request, protected)
 
 
-def finish(plan: Plan, translation: str | None, error: str | None = None) -> Outcome:
+def finish(plan: Plan, translation: str | None, error: str | None = None) -> SegmentResult:
     """Accept a translation if it kept every placeholder; otherwise keep the source and say why."""
     if plan.fixed is not None:
-        return Outcome(plan.fixed)
+        return SegmentResult(plan.fixed)
     if translation is None:
-        return Outcome(plan.source, error or "not translated")
+        return SegmentResult(plan.source, error or "not translated")
     problems = check_translation(plan, translation)
     if problems:
-        return Outcome(plan.source, "; ".join(problems))
-    return Outcome(plan.prefix + translation.strip() + plan.suffix)
+        return SegmentResult(plan.source, "; ".join(problems))
+    return SegmentResult(plan.prefix + translation.strip() + plan.suffix)
 
 
 def check_translation(plan: Plan, translation: str) -> list[str]:

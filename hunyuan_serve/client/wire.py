@@ -45,7 +45,9 @@ class Translation:
 
 
 @dataclass(frozen=True)
-class Language:
+class ServedLanguage:
+    """A language as the service lists it (`GET /languages`)."""
+
     code: str
     name: str
     native_name: str = ""
@@ -162,10 +164,12 @@ def parse_qa(value: Any) -> tuple[QaFlag, ...] | None:
     return tuple(flags)
 
 
-def parse_languages(response: httpx.Response) -> list[Language]:
+def parse_languages(response: httpx.Response) -> list[ServedLanguage]:
     data = response.json()
     return [
-        Language(str(item["code"]), str(item.get("name", item["code"])), str(item.get("native_name", "")))
+        ServedLanguage(
+            str(item["code"]), str(item.get("name", item["code"])), str(item.get("native_name", ""))
+        )
         for item in data.get("languages", [])
     ]
 

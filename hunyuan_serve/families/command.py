@@ -15,7 +15,7 @@ from hunyuan_serve.families.detect import family_from_config, read_model_config
 from hunyuan_serve.languages import UnknownLanguage, find_language
 
 
-def render_chat(model: str, prompt: Prompt) -> str:
+def rendered_chat(model: str, prompt: Prompt) -> str:
     """The text the engine tokenizes: the model's chat template applied as the replica applies it."""
     if not prompt.is_chat:
         return prompt.text
@@ -87,7 +87,7 @@ def _build(args: argparse.Namespace) -> tuple[str, Prompt]:
 def _run(args: argparse.Namespace) -> int:
     try:
         family, prompt = _build(args)
-        chat_text = render_chat(args.model, prompt) if args.model else None
+        chat_text = rendered_chat(args.model, prompt) if args.model else None
     except (PromptInputError, UnknownLanguage) as err:
         print(f"hunyuan-serve prompt: {err}", file=sys.stderr)
         return 2

@@ -28,7 +28,7 @@ from hunyuan_serve.k8s.manifests import (
     replica_pdb,
     service,
 )
-from hunyuan_serve.k8s.pools import PodPlan, edge_pools, front_config, front_routing
+from hunyuan_serve.k8s.pools import PodPlan, front_config, front_pools, front_routing
 
 KUSTOMIZATION = "kustomization.yaml"
 HEADER = (
@@ -55,7 +55,7 @@ def front_nginx_conf(pools: list[PodPlan], cfg: ServeConfig | None = None, tls_d
         prefix=prefix,
         web_root=web_root,
         worker_user=None,
-        pools=edge_pools(pools),
+        pools=front_pools(pools),
         script=script,
     )
 

@@ -96,7 +96,7 @@ def pod_options(args: argparse.Namespace) -> PodOptions:
     )
 
 
-def tls_problem(cfg: ServeConfig, tls_secret: str | None) -> str | None:
+def tls_secret_problem(cfg: ServeConfig, tls_secret: str | None) -> str | None:
     """nginx.tls_cert names a file on this host, which no pod has: on Kubernetes the pair is a Secret."""
     if cfg.nginx.tls_cert and not tls_secret:
         return (
@@ -154,7 +154,7 @@ def cmd_render_k8s(args: argparse.Namespace) -> int:
     if not args.out:
         raise ConfigError("render k8s needs --out DIR")
     cfg = config_from_args(args)
-    checks = [open_front_problem(cfg), revision_problem(cfg), tls_problem(cfg, args.tls_secret)]
+    checks = [open_front_problem(cfg), revision_problem(cfg), tls_secret_problem(cfg, args.tls_secret)]
     problems = [p for p in checks if p] + mount_clashes(cfg)
     if problems:
         raise ConfigError("; ".join(problems))

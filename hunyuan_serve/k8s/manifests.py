@@ -77,7 +77,7 @@ def http_probe(path: str, period_s: int, timeout_s: int, failures: int, *, tls: 
     }
 
 
-def deep_probe(port: int, period_s: int, timeout_s: int, failures: int) -> Doc:
+def deep_health_probe(port: int, period_s: int, timeout_s: int, failures: int) -> Doc:
     """The deep /health asked from inside the pod: the replica answers it to loopback callers only (it
     makes the engine generate), and kubelet's own httpGet comes from the node's address."""
     url = f"http://127.0.0.1:{port}/health?deep=1"
@@ -100,7 +100,7 @@ def replica_probes(cfg: ServeConfig, port: int | None = None) -> Doc:
         # The replica answers hung after health_deep_timeout_s; kubelet waits that long plus a probe's own.
         deep_timeout = seconds(cfg.replica.health_deep_timeout_s + sup.probe_timeout_s)
         deep_period = max(seconds(sup.probe_interval_s * sup.deep_probe_every), deep_timeout)
-        live = deep_probe(port or cfg.replica.port, deep_period, deep_timeout, sup.unhealthy_threshold)
+        live = deep_health_probe(port or cfg.replica.port, deep_period, deep_timeout, sup.unhealthy_threshold)
     else:  # deep probes off: the shallow /health still says hung (stall_timeout_s)
         live = http_probe("/health", period, timeout, sup.unhealthy_threshold)
     return {"startupProbe": startup, "readinessProbe": ready, "livenessProbe": live}

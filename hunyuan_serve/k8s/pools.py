@@ -100,7 +100,7 @@ def _pods(cfg: ServeConfig, pool: str | None) -> list[PodPlan]:
         plans = [_in_pool(plan, pool) for plan in plans]
     model = model_of(cfg, bool(pods))
     served = with_replica_engine(cfg, plans, model, model)
-    return [PodPlan(plan, tp if plan.gpus else 0, replica_config(served, plan)) for plan in plans]
+    return [PodPlan(plan, tp if plan.gpus else 0, pod_replica_config(served, plan)) for plan in plans]
 
 
 def _in_pool(plan: ReplicaPlan, pool: str) -> ReplicaPlan:
@@ -111,7 +111,7 @@ def _in_pool(plan: ReplicaPlan, pool: str) -> ReplicaPlan:
     return replace(plan, name=name, config_path=config_path, argv=argv, pool=pool)
 
 
-def replica_config(cfg: ServeConfig, plan: ReplicaPlan) -> ServeConfig:
+def pod_replica_config(cfg: ServeConfig, plan: ReplicaPlan) -> ServeConfig:
     """What `up` writes for this replica (its own port), bound to the pod's address."""
     data = cfg.model_dump(mode="json")
     data["replica"].update(port=plan.port, host=POD_BIND)
@@ -139,7 +139,7 @@ def front_routing(pools: list[PodPlan]) -> Routing:
     return routing_from_states(members, [p.plan.name for p in pools], [p.plan.pool for p in pools])
 
 
-def edge_pools(pools: list[PodPlan]) -> list[ConfigPool]:
+def front_pools(pools: list[PodPlan]) -> list[ConfigPool]:
     """Each config pool as the front routes to it: the config its replicas read (their served name)."""
     first: dict[str, ServeConfig] = {}
     for pool in pools:

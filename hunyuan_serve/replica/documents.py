@@ -43,7 +43,7 @@ def key_hash(document_key: str) -> str:
     return hashlib.sha256(document_key.encode()).hexdigest()
 
 
-def key_matches(job: Job, document_key: str | None) -> bool:
+def job_key_matches(job: Job, document_key: str | None) -> bool:
     return document_key is not None and hmac.compare_digest(job.key_hash, key_hash(document_key))
 
 

@@ -14,7 +14,7 @@ Render = Callable[[Sequence[str], frozenset[int]], bytes]
 
 
 @dataclass(frozen=True)
-class Parsed:
+class ParsedDocument:
     """What a job translates: its segments (with the CLI's labels, contexts and markup flags) and how
     the file is written back around their translations."""
 
@@ -25,7 +25,7 @@ class Parsed:
     formatted: tuple[bool, ...] = field(default=())
 
 
-def read(data: bytes, filename: str, fmt: str, target: str, source: str | None) -> Parsed:
+def read(data: bytes, filename: str, fmt: str, target: str, source: str | None) -> ParsedDocument:
     """The file read in its format; a FormatError names what is wrong with it (the job's error)."""
     if fmt == DOCX:
         return _read_docx(data)
@@ -39,10 +39,10 @@ def read(data: bytes, filename: str, fmt: str, target: str, source: str | None) 
         document.check(text)
         return encode(text, encoding)
 
-    return Parsed(document.segments, document.labels, render, document.contexts, document.formatted)
+    return ParsedDocument(document.segments, document.labels, render, document.contexts, document.formatted)
 
 
-def _read_docx(data: bytes) -> Parsed:
+def _read_docx(data: bytes) -> ParsedDocument:
     """Each paragraph with text (the body's, and each table cell's) is a segment. Written back, a
     paragraph's text goes into its first run with text, the other runs emptied: the paragraph keeps
     its style and its first run's formatting (a bold word inside it does not survive: the model
@@ -68,7 +68,7 @@ def _read_docx(data: bytes) -> Parsed:
         word.save(out)
         return out.getvalue()
 
-    return Parsed(segments, labels, render)
+    return ParsedDocument(segments, labels, render)
 
 
 def _paragraphs(word: Any) -> list[Any]:

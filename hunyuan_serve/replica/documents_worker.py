@@ -20,7 +20,7 @@ from hunyuan_serve.client.settings import ClientSettings
 from hunyuan_serve.client.store import TranslationStore
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families.base import CONTEXT, PRESERVE_FORMAT
-from hunyuan_serve.replica.documents_files import Parsed, read
+from hunyuan_serve.replica.documents_files import ParsedDocument, read
 from hunyuan_serve.storage.backend import StoreUnavailable
 from hunyuan_serve.storage.from_config import document_cache_path
 from hunyuan_serve.storage.jobs import Documents, Job
@@ -173,7 +173,7 @@ class DocumentWorker:
         lease = self.cfg.replica.document_lease_s
         return self.jobs.progress(job.id, self.holder, lease, counts.done(), counts.total, counts.not_sent)
 
-    async def _translate(self, job: Job, parsed: Parsed, key: str | None) -> None:
+    async def _translate(self, job: Job, parsed: ParsedDocument, key: str | None) -> None:
         rcfg = self.cfg.replica
         counts = _Counts(total=len(parsed.segments))
         self._counts[job.id] = counts
@@ -222,7 +222,7 @@ class DocumentWorker:
         if not self._renew(job, counts):
             raise LeaseLost(job.id)
 
-    def _finish(self, job: Job, parsed: Parsed, texts: list[str], summary: Summary) -> None:
+    def _finish(self, job: Job, parsed: ParsedDocument, texts: list[str], summary: Summary) -> None:
         if summary.aborted:
             self.jobs.fail(job.id, self.holder, f"Translation failed: {summary.aborted}")
             return

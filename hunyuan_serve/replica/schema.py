@@ -248,11 +248,11 @@ def parse_translate(
         raise ApiError(413, "body_too_large", f"body is {len(raw)} bytes; the limit is {cfg.max_body_bytes}")
     data = decode_body(raw)
     if served is not None:
-        check_model(data, served)
+        check_requested_model(data, served)
     return parse_fields(data, cfg, defaults, max_model_len)
 
 
-def check_model(data: dict[str, Any], served: str) -> None:
+def check_requested_model(data: dict[str, Any], served: str) -> None:
     """`model` (optional, as OpenAI's): a string naming the served model, else a 404 model_not_found."""
     model = data.get("model")
     if model is None:

@@ -13,7 +13,7 @@ from scripted_service import ScriptedService
 from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.formats import FormatError, Options, parse
 from hunyuan_serve.client.formats.markdown import sentence_segmenter, split_sentences
-from hunyuan_serve.client.formats.subtitles import wrap
+from hunyuan_serve.client.formats.subtitles import wrap_lines
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pysubs2"
 REAL_FILES = [DATA / "README.md", DATA / "test_video.srt", DATA / "vtt_example.vtt"]
@@ -119,9 +119,9 @@ def test_sentences_split_by_pysbd_never_inside_code() -> None:
 
 
 def test_wrap_fits_the_cue_lines() -> None:
-    assert wrap("one two three four", 2) == ["one two", "three four"]
-    assert wrap("一二三四五六七八", 2) == ["一二三四", "五六七八"]
-    assert wrap("short", 3) == ["short"]
+    assert wrap_lines("one two three four", 2) == ["one two", "three four"]
+    assert wrap_lines("一二三四五六七八", 2) == ["一二三四", "五六七八"]
+    assert wrap_lines("short", 3) == ["short"]
 
 
 def test_malformed_subtitles_name_the_line() -> None:

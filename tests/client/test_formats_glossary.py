@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.client.formats import FormatError, detect_format, parse_json, parse_text
-from hunyuan_serve.client.glossary import Glossary, GlossaryError, load_glossary, parse_glossary
+from hunyuan_serve.client.glossary import FixedTerms, GlossaryError, load_glossary, parse_glossary
 from hunyuan_serve.client.segments import Action, finish, plan_segment
 from hunyuan_serve.client.settings import ClientSettings, parse_retry_after, retry_delay
 
@@ -105,7 +105,7 @@ def test_load_glossary_and_keep_list(tmp_path: Path) -> None:
         load_glossary(tmp_path / "missing.tsv")
 
 
-GLOSSARY = Glossary(
+GLOSSARY = FixedTerms(
     {"Stable Diffusion": "Stable Diffusion", "Stable Diffusion checkpoint": "SD 模型", "Train": "训练"}
 )
 

@@ -37,7 +37,7 @@ def test_deploy_dirs_show_the_templates_the_renderer_loads() -> None:
         (golden.REPO / "deploy/nginx/nginx.conf.j2", render.environment(), render.NGINX_TEMPLATE),
         (
             golden.REPO / "deploy/systemd/hunyuan-serve.service.j2",
-            systemd_unit.environment(),
+            systemd_unit.unit_environment(),
             systemd_unit.SYSTEMD_TEMPLATE,
         ),
     ):
@@ -215,7 +215,7 @@ def test_a_template_changed_after_the_environment_was_built_is_not_read_again(
     monkeypatch.setattr(
         templating.jinja2, "PackageLoader", lambda *_: jinja2.FileSystemLoader(tmp_path / "templates")
     )
-    env = systemd_unit.environment()
+    env = systemd_unit.unit_environment()
     first = env.get_template(systemd_unit.SYSTEMD_TEMPLATE)
     changed = tmp_path / "templates" / systemd_unit.SYSTEMD_TEMPLATE
     changed.write_text("changed {{ nothing }}\n", encoding="utf-8")

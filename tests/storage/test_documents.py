@@ -135,8 +135,8 @@ def test_the_status_shows_what_deepl_shows_in_each_state() -> None:
 
 
 def test_the_document_key_reads_the_job_and_nothing_else() -> None:
-    assert d.key_matches(job(), "K")
-    assert not d.key_matches(job(), "K2") and not d.key_matches(job(), None)
+    assert d.job_key_matches(job(), "K")
+    assert not d.job_key_matches(job(), "K2") and not d.job_key_matches(job(), None)
 
 
 def test_one_holder_at_a_time_and_a_dead_ones_job_is_retaken(jobs: Documents, clock: Clock) -> None:

@@ -83,13 +83,13 @@ def _cues(fmt: str, content: str, spans: Sequence[tuple[int, int]], labels: Sequ
             if index in failed or translation == segments[index]:
                 continue  # unchanged cues keep their own line breaks
             lines = max(1, len(originals[index].splitlines()))
-            edits.append(Edit(start, end, newline.join(wrap(translation, lines))))
+            edits.append(Edit(start, end, newline.join(wrap_lines(translation, lines))))
         return splice(content, edits)
 
     return Document(fmt, segments, tuple(labels), rebuild)
 
 
-def wrap(text: str, lines: int) -> list[str]:
+def wrap_lines(text: str, lines: int) -> list[str]:
     """text broken into at most `lines` lines of even length (words kept whole where they fit)."""
     flat = " ".join(text.split())
     if lines <= 1 or not flat:

@@ -12,7 +12,7 @@ from hunyuan_serve.replica.apis.request_schemas import (
     NO_NUL,
     NON_BLANK,
     Schema,
-    languages,
+    language_enum,
     nullable,
     sampling,
     text,
@@ -130,8 +130,8 @@ def libre_translate_body(replica: ReplicaContext) -> Schema:
         "type": "object",
         "properties": {
             "q": _texts_or_one(replica.cfg.max_batch_texts),
-            "source": languages(ours, auto=True),
-            "target": languages(ours),
+            "source": language_enum(ours, auto=True),
+            "target": language_enum(ours),
             "format": {"anyOf": [{"enum": list(libretranslate._FORMATS)}, FALSY]},  # false: text
             "alternatives": nullable({"type": "integer"}),
             "api_key": ANY,
@@ -152,8 +152,8 @@ def libre_file_body(_replica: ReplicaContext) -> Schema:
     ours = _libre_codes()
     props = {
         "file": {"type": "string", "format": "binary"},
-        "source": languages(ours, auto=True),
-        "target": languages(ours),
+        "source": language_enum(ours, auto=True),
+        "target": language_enum(ours),
         "api_key": {"type": "string"},
     }
     return {"type": "object", "properties": props, "required": ["file", "source", "target"]}
@@ -167,11 +167,11 @@ def deepl_translate_body(replica: ReplicaContext) -> Schema:
     """POST /v2/translate: the fields _check_names honours or takes with no effect; no others."""
     have = FAMILY_FEATURES[replica.translator.family]
     strings = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
-    source = languages(_deepl_codes("source"))
+    source = language_enum(_deepl_codes("source"))
     props: dict[str, Schema] = {
         "text": _texts_or_one(replica.cfg.max_batch_texts),
         "source_lang": nullable(source),
-        "target_lang": languages(_deepl_codes("target")),
+        "target_lang": language_enum(_deepl_codes("target")),
         "tag_handling": nullable({"type": "string", "enum": list(deepl._TAG_HANDLING)}),
         # any false value is no tags, as _tags reads it
         "ignore_tags": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}, FALSY]},
@@ -229,8 +229,8 @@ def deepl_document_body(_replica: ReplicaContext) -> Schema:
     """POST /v2/document: a multipart file part, target_lang, optional source_lang and formality."""
     props = {
         "file": {"type": "string", "format": "binary"},
-        "target_lang": languages(_deepl_codes("target")),
-        "source_lang": languages(_deepl_codes("source")),
+        "target_lang": language_enum(_deepl_codes("target")),
+        "source_lang": language_enum(_deepl_codes("source")),
         "formality": {"type": "string", "enum": list(deepl._FORMALITY_OK)},
         "filename": {"type": "string"},
     }

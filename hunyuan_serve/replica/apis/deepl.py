@@ -225,7 +225,7 @@ async def create_glossary(request: Request, replica: ReplicaDep) -> Response:
 
 @router.get("/glossaries")
 async def list_glossaries(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(glossaries.list_glossaries, replica, False), render_error)
+    return await replica.gate.serve(request, _route(glossaries.list_owned, replica, False), render_error)
 
 
 @router.get("/glossaries/{glossary_id}")
@@ -257,7 +257,7 @@ async def create_multilingual(request: Request, replica: ReplicaDep) -> Response
 
 @v3.get("/glossaries")
 async def list_multilingual(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(glossaries.list_glossaries, replica, True), render_error)
+    return await replica.gate.serve(request, _route(glossaries.list_owned, replica, True), render_error)
 
 
 @v3.get("/glossaries/{glossary_id}")

@@ -209,7 +209,7 @@ def _base(lang: Language) -> str:
     return codes.deepl_source_code(lang).lower()
 
 
-async def find(replica: ReplicaContext, call: Call, document_id: str, check_key: bool = True) -> Job:
+async def find_job(replica: ReplicaContext, call: Call, document_id: str, check_key: bool = True) -> Job:
     """The caller's job whose document_key the body names; another key's job, or a wrong document_key,
     is DeepL's 404 (nothing tells that it exists)."""
     key = None
@@ -219,20 +219,20 @@ async def find(replica: ReplicaContext, call: Call, document_id: str, check_key:
         if not isinstance(key, str) or not key:
             raise _bad("Parameter 'document_key' not specified.")
     job = await stored(lambda: replica.documents.get(glossaries.owner(call), document_id))
-    if job is None or (check_key and not documents.key_matches(job, key)):
+    if job is None or (check_key and not documents.job_key_matches(job, key)):
         raise ApiError(404, "document_not_found", NOT_FOUND)
     return job
 
 
 async def status(replica: ReplicaContext, document_id: str, call: Call) -> Response:
-    job = await find(replica, call, document_id)
+    job = await find_job(replica, call, document_id)
     return JSONResponse(documents.status_body(job, time.time()))
 
 
 async def result(replica: ReplicaContext, document_id: str, call: Call) -> Response:
     """The translated file, once: it is deleted as it is read (DeepL: "removed from the server once it
     was downloaded"). Not done yet: DeepL's 503 (the client's DocumentNotReadyException)."""
-    job = await find(replica, call, document_id)
+    job = await find_job(replica, call, document_id)
     not_ready(job, replica)
     got = await stored(lambda: replica.documents.result(job.owner, job.id, True))
     if got is None:  # downloaded by a racing call in between

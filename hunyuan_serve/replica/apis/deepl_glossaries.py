@@ -98,7 +98,7 @@ async def create_v3(replica: ReplicaContext, call: Call) -> Response:
     return JSONResponse(g.v3_info(glossary), status_code=201)
 
 
-async def list_glossaries(replica: ReplicaContext, v3_shape: bool, call: Call) -> Response:
+async def list_owned(replica: ReplicaContext, v3_shape: bool, call: Call) -> Response:
     found = await _stored(replica.store.glossaries(owner(call)))
     if v3_shape:
         return JSONResponse({"glossaries": [g.v3_info(each) for each in found]})

@@ -205,7 +205,7 @@ def _public_base(replica: ReplicaContext, call: Call) -> str:
 async def _download(replica: ReplicaContext, name: str, call: Call) -> Response:
     """The translated file of /translate_file, to the key that made it (another key: not found)."""
     job_id = name.split(".", 1)[0]
-    job = await documents.find(replica, call, job_id, check_key=False)
+    job = await documents.find_job(replica, call, job_id, check_key=False)
     if job.state == doc_jobs.ERROR:
         raise ApiError(500, "document_error", f"Cannot translate file: {job.error}")
     if job.state != doc_jobs.DONE:

@@ -57,7 +57,7 @@ def _zero(value: Any) -> bool:
     return type(value) in (bool, int, float) and value == 0
 
 
-def languages(codes: list[str], *, auto: bool = False) -> Schema:
+def language_enum(codes: list[str], *, auto: bool = False) -> Schema:
     return {"type": "string", "enum": [*codes, *([AUTO_CODE] if auto else [])]}
 
 
@@ -120,9 +120,9 @@ def translate_body(replica: ReplicaContext) -> Schema:
         "text": text(),
         "texts": {"type": "array", "items": text(), "minItems": 1, "maxItems": cfg.max_batch_texts},
         # src_lang and tgt_lang are read only without source_lang and target_lang (see aliased)
-        "source_lang": nullable(languages(codes, auto=True)),
+        "source_lang": nullable(language_enum(codes, auto=True)),
         "src_lang": {},
-        "target_lang": languages(codes),
+        "target_lang": language_enum(codes),
         "tgt_lang": {},
         **sampling(replica.engine.max_model_len),
         **features(replica),
@@ -151,8 +151,8 @@ def translate_body(replica: ReplicaContext) -> Schema:
         "anyOf": [{"required": ["target_lang"]}, {"required": ["tgt_lang"]}],
         "not": _together("stream", "preserve_format", "ensemble"),
         "allOf": [
-            aliased("source_lang", "src_lang", nullable(languages(codes, auto=True))),
-            aliased("target_lang", "tgt_lang", languages(codes)),
+            aliased("source_lang", "src_lang", nullable(language_enum(codes, auto=True))),
+            aliased("target_lang", "tgt_lang", language_enum(codes)),
         ],
     }
 
@@ -184,8 +184,8 @@ def immersive_body(replica: ReplicaContext) -> Schema:
                 "minItems": 1,
                 "maxItems": replica.cfg.max_batch_texts,
             },
-            "source_lang": nullable(languages(codes, auto=True)),
-            "target_lang": languages(codes),
+            "source_lang": nullable(language_enum(codes, auto=True)),
+            "target_lang": language_enum(codes),
         },
         "required": ["text_list", "target_lang"],
     }
