@@ -1,4 +1,4 @@
-"""The edge's certificate and key pair checked before Nginx gets them: match, dates, names, the key's mode."""
+"""TLS pairs checked before a server gets them (the edge's, the replicas'): match, dates, names, key mode."""
 
 from __future__ import annotations
 
@@ -41,60 +41,79 @@ def check_pair(nginx: NginxConfig, now: datetime.datetime | None = None) -> Pair
     """The pair of nginx.tls_cert and nginx.tls_key checked (None: TLS is off)."""
     if not nginx.tls_cert or not nginx.tls_key:
         return None
+    return check_pair_files(nginx.tls_cert, nginx.tls_key, "nginx", checked_host(nginx), now)
+
+
+def check_replica_pair(
+    cert: str | None, key: str | None, now: datetime.datetime | None = None
+) -> PairReport | None:
+    """The replicas' own pair (replica.tls_cert and tls_key) checked as the edge's is, but for names: the
+    name it must cover is the gateway's tls_name, which this host's config does not hold."""
+    if not cert or not key:
+        return None
+    return check_pair_files(cert, key, "replica", None, now)
+
+
+def check_pair_files(
+    cert_path: str, key_path: str, section: str, host: str | None, now: datetime.datetime | None = None
+) -> PairReport:
+    """A certificate and key pair checked: the key's mode, the match, the dates, and that the names
+    cover `host` (None: no name checked). Each problem names its file as SECTION.tls_cert or tls_key."""
     when = now or datetime.datetime.now(datetime.UTC)
-    cert, problem = _load_cert(Path(nginx.tls_cert))
-    key_problems = _key_problems(Path(nginx.tls_key), cert)
+    cert_key, key_key = f"{section}.tls_cert", f"{section}.tls_key"
+    cert, problem = _load_cert(Path(cert_path), cert_key)
+    key_problems = _key_problems(Path(key_path), cert, key_key)
     if cert is None:
-        return PairReport((problem or "no certificate", *key_problems), nginx.tls_cert)
-    host = checked_host(nginx)
+        return PairReport((problem or "no certificate", *key_problems), cert_path)
     names = cert_names(cert)
-    problems = [*key_problems, *_date_problems(cert, when, nginx.tls_cert)]
+    problems = [*key_problems, *_date_problems(cert, when, f"{cert_key} {cert_path}")]
     if host is not None and not covers(names, host):
         shown = ", ".join(names) or "none"
-        problems.append(f"nginx.tls_cert {nginx.tls_cert} does not cover {host} (its names: {shown})")
+        problems.append(f"{cert_key} {cert_path} does not cover {host} (its names: {shown})")
     until = cert.not_valid_after_utc.strftime("%Y-%m-%d %H:%M UTC")
-    checked = f"covers {host}" if host else "no name checked (set nginx.tls_host)"
+    unchecked = "no name checked (set nginx.tls_host)" if section == "nginx" else "no name checked"
+    checked = f"covers {host}" if host else unchecked
     summary = f"{', '.join(names) or 'no names'}; valid until {until}; {checked}"
     return PairReport(tuple(problems), summary)
 
 
-def _load_cert(path: Path) -> tuple[x509.Certificate | None, str | None]:
+def _load_cert(path: Path, what: str) -> tuple[x509.Certificate | None, str | None]:
     """The first certificate of the PEM file (the one Nginx serves), or why there is none."""
     try:
         data = path.read_bytes()
     except OSError as err:
-        return None, f"nginx.tls_cert {path}: {err.strerror or err}"
+        return None, f"{what} {path}: {err.strerror or err}"
     try:
         return x509.load_pem_x509_certificates(data)[0], None
     except ValueError:
-        return None, f"nginx.tls_cert {path}: not a PEM certificate"
+        return None, f"{what} {path}: not a PEM certificate"
 
 
-def _key_problems(path: Path, cert: x509.Certificate | None) -> list[str]:
+def _key_problems(path: Path, cert: x509.Certificate | None, what: str) -> list[str]:
     """The key unreadable, open to others, encrypted, or not the certificate's."""
-    exposed = exposed_problem(path, "nginx.tls_key")
+    exposed = exposed_problem(path, what)
     problems = [exposed] if exposed else []
     try:
         data = path.read_bytes()
     except OSError as err:
-        return [*problems, f"nginx.tls_key {path}: {err.strerror or err}"]
+        return [*problems, f"{what} {path}: {err.strerror or err}"]
     try:
         key = serialization.load_pem_private_key(data, password=None)
-    except TypeError:  # the password is missing: Nginx would ask for it on a terminal it does not have
-        return [*problems, f"nginx.tls_key {path} is encrypted: give Nginx an unencrypted key"]
+    except TypeError:  # the password is missing: the server would ask for it on a terminal it does not have
+        return [*problems, f"{what} {path} is encrypted: give it an unencrypted key"]
     except (ValueError, UnsupportedAlgorithm):
-        return [*problems, f"nginx.tls_key {path}: not a PEM private key"]
+        return [*problems, f"{what} {path}: not a PEM private key"]
     if cert is not None and key.public_key().public_bytes(*_SPKI) != cert.public_key().public_bytes(*_SPKI):
-        problems.append(f"nginx.tls_key {path} does not match the certificate (another key pair's)")
+        problems.append(f"{what} {path} does not match the certificate (another key pair's)")
     return problems
 
 
-def _date_problems(cert: x509.Certificate, now: datetime.datetime, path: str) -> list[str]:
+def _date_problems(cert: x509.Certificate, now: datetime.datetime, named: str) -> list[str]:
     after, before = cert.not_valid_after_utc, cert.not_valid_before_utc
     if now > after:
-        return [f"nginx.tls_cert {path} expired on {after:%Y-%m-%d %H:%M} UTC: install a renewed one"]
+        return [f"{named} expired on {after:%Y-%m-%d %H:%M} UTC: install a renewed one"]
     if now < before:
-        return [f"nginx.tls_cert {path} is not valid before {before:%Y-%m-%d %H:%M} UTC (check the clock)"]
+        return [f"{named} is not valid before {before:%Y-%m-%d %H:%M} UTC (check the clock)"]
     return []
 
 

@@ -121,6 +121,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     from hunyuan_serve.doctor import format_checks, preflight_pools
 
     cfg = written = config_from_args(args)
+    # Before the run dir and its lock: a refused pair leaves nothing half-started. It comes before the
+    # listen check so that every fault of a pair (a key others may read too) is one refusal, exit 1.
+    problem = tls_refusal(cfg)
+    if problem:
+        print("hunyuan-serve: cannot start: " + problem, file=sys.stderr)
+        return 1
     problem = open_listen_problem(cfg)
     if problem:  # a setting to change, like any other refused config: exit 2, before anything is written
         raise ConfigError(problem)

@@ -1,4 +1,4 @@
-"""`up`'s checks before it writes anything: what a previous `up` left running, and busy ports."""
+"""`up`'s checks before it writes anything: the TLS pairs, what a previous `up` left running, busy ports."""
 
 from __future__ import annotations
 
@@ -24,12 +24,14 @@ def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
 
 
 def tls_refusal(cfg: ServeConfig) -> str | None:
-    """Why the edge's certificate and key cannot be given to Nginx, every reason (None: TLS off, or a
-    good pair). A reload asks it of the files as they are now: a renewal installed at the same paths."""
-    from hunyuan_serve.edge.tls import check_pair
+    """Why the edge's pair (nginx.tls_*) or the replicas' (replica.tls_*) cannot be served, every reason
+    (None: TLS off, or good pairs). `up` asks it before it makes its run dir; a reload asks it of the
+    files as they are now: a renewal installed at the same paths."""
+    from hunyuan_serve.edge.tls import check_pair, check_replica_pair
 
-    report = check_pair(cfg.nginx)
-    return "; ".join(report.problems) if report is not None and report.problems else None
+    reports = (check_pair(cfg.nginx), check_replica_pair(cfg.replica.tls_cert, cfg.replica.tls_key))
+    problems = [p for report in reports if report is not None for p in report.problems]
+    return "; ".join(problems) if problems else None
 
 
 LEFTOVER_POLL_S = 0.05  # how often `up` looks whether a previous `up`'s processes are gone (a pause)

@@ -1,5 +1,6 @@
-"""`up` refuses a bad TLS pair before it starts anything: an expired certificate, a key of another pair,
-a key others may read; each named in its refusal, and no Nginx config or events file written."""
+"""`up` refuses a bad TLS pair before it makes anything: an expired certificate, a key of another pair,
+a key others may read; the edge's pair (nginx.tls_*) and the replicas' own (replica.tls_*), each named in
+its refusal, exit 1, and no run directory (so no lock, config or events file) left behind."""
 
 from __future__ import annotations
 
@@ -14,22 +15,30 @@ from tests.support.stacks import cli, free_ports
 from tests.support.tls_certs import DAY, make_ca, other_key
 
 
-def _up(tmp_path: Path, model: Path, cert: Path, key: Path) -> subprocess.CompletedProcess[str]:
+def _up(tmp_path: Path, model: Path, section: str, cert: Path, key: Path) -> subprocess.CompletedProcess[str]:
     port, tls_port, base = free_ports(3)
+    nginx: dict[str, object] = {"port": port}
     settings = {
         "replicas": 1,
         "base_port": base,
         "run_dir": str(tmp_path / "run"),
         "engine": {"model": str(model), "stand_in": True},
-        "nginx": {"port": port, "tls_port": tls_port, "tls_cert": str(cert), "tls_key": str(key)},
+        "nginx": nginx,
     }
+    if section == "nginx":
+        nginx.update(tls_port=tls_port, tls_cert=str(cert), tls_key=str(key))
+    else:
+        settings["replica"] = {"tls_cert": str(cert), "tls_key": str(key)}
     config = tmp_path / "up.yaml"
     config.write_text(yaml.safe_dump(settings))
     return subprocess.run(cli("up", "--config", str(config)), capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.parametrize("section", ["nginx", "replica"])
 @pytest.mark.parametrize("fault", ["expired", "mismatched", "readable"])
-def test_up_refuses_a_bad_pair_naming_the_reason(tiny_model_dir: Path, tmp_path: Path, fault: str) -> None:
+def test_up_refuses_a_bad_pair_naming_the_reason(
+    tiny_model_dir: Path, tmp_path: Path, section: str, fault: str
+) -> None:
     ca = make_ca(tmp_path / "ca")
     now = datetime.datetime.now(datetime.UTC)
     if fault == "expired":
@@ -39,15 +48,12 @@ def test_up_refuses_a_bad_pair_naming_the_reason(tiny_model_dir: Path, tmp_path:
     key = other_key(tmp_path / "other.key") if fault == "mismatched" else pair.key
     if fault == "readable":
         key.chmod(0o644)
-    done = _up(tmp_path, tiny_model_dir, pair.cert, key)
-    # 1: a failed preflight row; 2: a refused setting (a key others may read is refused with the other
-    # secret files, before the preflight)
-    assert done.returncode in (1, 2), done.stdout + done.stderr
+    done = _up(tmp_path, tiny_model_dir, section, pair.cert, key)
+    assert done.returncode == 1, done.stdout + done.stderr
     why = {
-        "expired": f"nginx.tls_cert {pair.cert} expired on ",
-        "mismatched": f"nginx.tls_key {key} does not match the certificate",
-        "readable": f"nginx.tls_key {key} has mode 0644: others may read it; run: chmod 600 {key}",
+        "expired": f"{section}.tls_cert {pair.cert} expired on ",
+        "mismatched": f"{section}.tls_key {key} does not match the certificate",
+        "readable": f"{section}.tls_key {key} has mode 0644: others may read it; run: chmod 600 {key}",
     }[fault]
-    assert why in done.stderr, done.stderr
-    run = tmp_path / "run"
-    assert not (run / "nginx" / "nginx.conf").exists() and not (run / "events.jsonl").exists()
+    assert f"cannot start: {why}" in done.stderr or f"; {why}" in done.stderr, done.stderr
+    assert not (tmp_path / "run").exists()  # no run dir, so no lock, config or events file
