@@ -25,6 +25,7 @@ from hunyuan_serve.config.replica import ReplicaConfig
 
 POOL_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 DEFAULT_POOL = "default"  # the name of the one pool that today's single-model settings describe
+HOST_WIDE_REPLICA_KEYS = ("tls_cert", "tls_key")  # replica keys a pool may not set (PoolConfig)
 
 
 class PoolConfig(Section):
@@ -52,6 +53,20 @@ class PoolConfig(Section):
     @classmethod
     def _parse_gpus(cls, value: Any) -> Any:
         return gpus_value(value)
+
+    @model_validator(mode="after")
+    def _host_wide_tls(self) -> PoolConfig:
+        # The host's Nginx reaches every replica of it one way and its listing tells the gateway so, both
+        # from the top-level pair: a pool's own pair would leave that pool proxied in plain HTTP to a TLS
+        # port, never ready.
+        named = [key for key in HOST_WIDE_REPLICA_KEYS if key in self.replica]
+        if named:
+            keys = " and ".join(f"pools.{self.name}.replica.{key}" for key in named)
+            raise ValueError(
+                f"{keys}: TLS on the replicas is host-wide; set replica.tls_cert and replica.tls_key at the "
+                "top level (every pool's replicas then listen with it), not in a pool"
+            )
+        return self
 
 
 class ServeConfig(Section):
