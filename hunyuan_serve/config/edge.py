@@ -210,6 +210,9 @@ class GatewayConfig(Section):
         10.0, ge=0, description="Longest such wait (it doubles per eviction since the replica was ready)."
     )
     drain_timeout_s: float = Field(10.0, ge=0, description="Time in-flight requests get on shutdown.")
+    reload_wait_timeout_s: float = Field(
+        60.0, gt=0, description="Longest `gateway reload` waits for the reload's outcome."
+    )
     # Hosts serving different models behind one front would answer the same request differently (and
     # a client's cache is keyed by the model the front names): set it to route only hosts serving it.
     model: str | None = Field(

@@ -1,4 +1,4 @@
-"""`hunyuan-serve gateway` (run the front) and `gateway status`: the composition root of the gateway."""
+"""`hunyuan-serve gateway` (run the front), `gateway status` and `reload`: the gateway's composition root."""
 
 from __future__ import annotations
 
@@ -22,14 +22,25 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser = subparsers.add_parser(
         "gateway",
         help="Front several `up` hosts with one Nginx (`gateway status`: its hosts and replicas).",
-        description="Run the multi-host front from an inventory file, or with `status` show the "
-        "running one's hosts and replicas.",
+        description="Run the multi-host front from an inventory file, with `status` show the running "
+        "one's hosts and replicas, or with `reload` have it check and serve its renewed TLS pair.",
     )
-    parser.add_argument("action", nargs="?", choices=("status",), help="status: show the running gateway.")
+    parser.add_argument(
+        "action",
+        nargs="?",
+        choices=("status", "reload"),
+        help="status: show the running gateway; reload: its front's TLS pair read again (a renewal).",
+    )
     parser.add_argument("--inventory", metavar="FILE", help="YAML inventory: peer_secret_file, hosts, ...")
     parser.add_argument("--port", type=int, help="Public port of the front (overrides the inventory's).")
     parser.add_argument("--run-dir", help="Where its Nginx, state and events go (default: per-user).")
     parser.add_argument("--json", action="store_true", help="status: print JSON instead of a table.")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        metavar="S",
+        help="reload: seconds to wait for the outcome (gateway.reload_wait_timeout_s).",
+    )
     parser.set_defaults(func=cmd_gateway)
 
 
@@ -46,6 +57,8 @@ def gateway_run_dir(args: argparse.Namespace, inventory: Inventory | None) -> Pa
 def cmd_gateway(args: argparse.Namespace) -> int:
     if args.action == "status":
         return cmd_status(args)
+    if args.action == "reload":
+        return cmd_reload(args)
     from hunyuan_serve.config import ConfigError
     from hunyuan_serve.gateway.inventory import load_inventory, with_port
 
@@ -58,7 +71,7 @@ def cmd_gateway(args: argparse.Namespace) -> int:
 
 
 def _problems(inventory: Inventory) -> list[str]:
-    """Why the gateway cannot start: an unguarded public front, a busy port."""
+    """Why the gateway cannot start: an unguarded public front, a busy port (the TLS one too)."""
     from hunyuan_serve.auth import open_listen_problem
     from hunyuan_serve.run.ports import port_problem
 
@@ -67,6 +80,8 @@ def _problems(inventory: Inventory) -> list[str]:
         open_listen_problem(cfg, peer_guards_listen=False),
         port_problem(cfg.nginx.listen, cfg.nginx.port),
     ]
+    if cfg.nginx.tls_cert:
+        problems.append(port_problem(cfg.nginx.listen, cfg.nginx.tls_port))
     return [p for p in problems if p]
 
 
@@ -141,18 +156,13 @@ def run_gateway(inventory: Inventory, run_dir: Path) -> int:
 
     check_files(inventory)
     # Before the run dir: a refused start leaves nothing behind.
-    refused = front_tls_problems(inventory) or host_problems(inventory)
+    refused = front_tls_problems(inventory) or _problems(inventory) or host_problems(inventory)
     if refused:
         print("hunyuan-serve gateway: cannot start: " + "; ".join(refused), file=sys.stderr)
         return 1
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "logs").mkdir(exist_ok=True)
     lock = lock_run_dir(run_dir)
-    problems = _problems(inventory)
-    if problems:
-        print("hunyuan-serve gateway: cannot start: " + "; ".join(problems), file=sys.stderr)
-        lock.close()
-        return 1
     emit = _open_events(inventory, run_dir)
     try:
         return asyncio.run(build_gateway(inventory, run_dir, emit).run())
@@ -200,7 +210,18 @@ def build_gateway(inventory: Inventory, run_dir: Path, emit: JsonEvents) -> Gate
     )
 
 
-# -- status ---------------------------------------------------------------------------------------
+# -- status and reload -----------------------------------------------------------------------------
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    """SIGHUP to the running gateway, its outcome awaited (gateway/reload_client.py)."""
+    from hunyuan_serve.config import GatewayConfig
+    from hunyuan_serve.gateway.inventory import load_inventory
+    from hunyuan_serve.gateway.reload_client import reload_gateway
+
+    inventory = load_inventory(args.inventory) if args.inventory else None
+    settings = inventory.gateway if inventory is not None else GatewayConfig()
+    return reload_gateway(gateway_run_dir(args, inventory), args.timeout or settings.reload_wait_timeout_s)
 
 
 def cmd_status(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 # One round every gateway.probe_interval_s: the hosts' listings (when discovery_interval_s has passed)
 # and the replicas' probes run at once, each bounded by its own timeout; then time passes in the fleet
 # and Nginx gets the new routing if it differs from what it has. Signals only enqueue; the loop stops
-# between two rounds. Every effect goes through a small protocol, so the unit tests run it on fakes.
+# between two rounds, or on SIGHUP (`gateway reload`) has Nginx read the front's pair again there.
+# Every effect goes through a small protocol, so the unit tests run it on fakes.
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from hunyuan_serve.edge.controller import NginxError
 from hunyuan_serve.edge.driver import EdgeDriver, EdgeView, Move
 from hunyuan_serve.edge.render import environment, render_nginx
 from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
+from hunyuan_serve.gateway.front_tls import FrontPair
 from hunyuan_serve.gateway.hosts import Event, Fleet, HostListing, HostView
 from hunyuan_serve.gateway.inventory import Inventory
 from hunyuan_serve.gateway.tls import listing_problem, upstream_tls
@@ -46,7 +48,7 @@ class Gateway:
         run_dir: Path,
         web_root: Path,
         worker_user: str | None,
-        signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM),
+        signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
     ) -> None:
         self.inventory, self.gw, self.cfg = inventory, inventory.gateway, inventory.serve_config()
         self.discovery, self.prober, self.nginx, self.clock = discovery, prober, nginx, clock
@@ -56,6 +58,8 @@ class Gateway:
         self.queue: asyncio.Queue[int] = asyncio.Queue()
         self.templates = environment()
         self.upstream_tls = upstream_tls(inventory)
+        self.front = FrontPair(self.cfg.nginx, run_dir)
+        self.reloads = 0  # the last reload id given out (SIGHUP)
         self.edge = EdgeDriver(
             nginx,
             self._render,
@@ -71,7 +75,7 @@ class Gateway:
         self.started_at = self.clock.wall()
 
     def request_stop(self, signum: int = signal.SIGTERM) -> None:
-        """What a signal does: enqueue; the loop stops between two rounds."""
+        """What a signal does: enqueue; the loop stops between two rounds (SIGHUP: reloads there)."""
         self.queue.put_nowait(signum)
 
     async def run(self) -> int:
@@ -83,6 +87,11 @@ class Gateway:
             logrotate.rotate_forever(self._log_files, lambda: self.cfg.logs, self.clock.sleep, self.emit)
         )
         try:
+            installed = self.front.install()
+            if isinstance(installed, str):  # the pair changed since the start's check
+                self.emit("nginx_failed", error=installed)
+                return 1
+            self.cfg = self.cfg.model_copy(update={"nginx": installed})
             await self.step()  # the first listings, so Nginx starts with what is already there
             await self.start_nginx()
             while await self._pause():
@@ -110,9 +119,31 @@ class Gateway:
             sleeper.cancel()
             getter.cancel()
         if getter in done:
-            self.emit("signal", signal=signal.Signals(getter.result()).name)
+            signum = getter.result()
+            if signum == signal.SIGHUP:
+                await self.reload_front()
+                return True
+            self.emit("signal", signal=signal.Signals(signum).name)
             return False
         return True
+
+    async def reload_front(self) -> None:
+        """`gateway reload`: the front's pair read again at its paths (a renewal), checked as at start,
+        and Nginx reloaded on it; a pair the checks refuse leaves the one served in place."""
+        self.reloads += 1
+        rid = self.reloads
+        self.emit("reload_requested", reload=rid, source="SIGHUP")
+        installed = await asyncio.to_thread(self.front.install)
+        if isinstance(installed, str):
+            self.emit("reload_refused", reload=rid, error=installed)
+            return
+        self.cfg = self.cfg.model_copy(update={"nginx": installed})
+        self.edge.stale = True  # the same view loaded again: Nginx reads the pair on a reload
+        if await self.edge.reload(self.view()) is None:
+            self.emit("reload_failed", reload=rid, error=self.edge.error)
+            return
+        self.write_state()
+        self.emit("reload_done", reload=rid, tls=self.front.summary)
 
     # -- one round -------------------------------------------------------------------------------
 
@@ -261,6 +292,7 @@ class Gateway:
                 "ready": routing.ready if routing else 0,
                 "replicas": len(routing.servers) if routing else 0,
                 "config_generation": self.edge.generation,
+                "tls": self.front.summary,
                 **self.nginx.describe(),
             },
         }

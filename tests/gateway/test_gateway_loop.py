@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hunyuan_serve.config import GatewayConfig
+from hunyuan_serve.gateway.command import format_inventory
 from hunyuan_serve.gateway.hosts import HostListing, ListedReplica, parse_listing
 from hunyuan_serve.gateway.inventory import parse_inventory
 from hunyuan_serve.gateway.loop import Gateway
@@ -18,22 +21,25 @@ from tests.support.fakes import FakeClock, FakeDiscovery, FakeNginx, FakeProber
 A, B = "http://10.77.0.2:8080", "http://10.77.0.3:8080"
 
 
-def listing(*replicas: tuple[str, str, bool], config: int = 1, model: str = "tiny-mt") -> HostListing:
-    return HostListing(model, "hunyuan-mt", config, tuple(ListedReplica(*r) for r in replicas))
+def listing(
+    *replicas: tuple[str, str, bool], config: int = 1, model: str = "tiny-mt", tls: bool = False
+) -> HostListing:
+    return HostListing(model, "hunyuan-mt", config, tuple(ListedReplica(*r) for r in replicas), tls)
 
 
 class Harness:
-    def __init__(self, tmp_path: Path, **gateway: Any) -> None:
+    def __init__(self, tmp_path: Path, inventory: dict[str, Any] | None = None, **gateway: Any) -> None:
         settings = {"host_down_after": 3, "unhealthy_threshold": 3, "readmit_backoff_s": 1.0, **gateway}
         data = {"hosts": [{"name": "a", "url": A}, {"name": "b", "url": B}], "gateway": settings}
-        self.inventory = parse_inventory(data, "test.yaml", tmp_path)
+        self.inventory = parse_inventory({**data, **(inventory or {})}, "test.yaml", tmp_path)
+        self.a, self.b = (h.url for h in self.inventory.hosts)
         self.clock, self.discovery = FakeClock(instant=True), FakeDiscovery()
         self.prober = FakeProber(self.clock)
         self.nginx = FakeNginx(self.clock, tmp_path / "nginx")
         self.events: list[tuple[str, dict[str, Any]]] = []
         self.discovery.answers = {
-            A: listing(("replica-0", "10.77.0.2:8101", True)),
-            B: listing(("replica-0", "10.77.0.3:8101", True)),
+            self.a: listing(("replica-0", "10.77.0.2:8101", True)),
+            self.b: listing(("replica-0", "10.77.0.3:8101", True)),
         }
         self.gw = Gateway(
             self.inventory,
@@ -214,6 +220,71 @@ async def test_a_refused_reload_keeps_the_last_config_and_is_retried(tmp_path: P
     h.nginx.reject = None
     await h.rounds(3)
     assert all(h.nginx.upstream().values()) and len(h.nginx.upstream()) == 2
+
+
+# A host whose TLS does not match its url, or whose replicas would get the peer secret in plain HTTP off
+# loopback; each host's url passes the inventory's own checks at load, so only its listing shows it.
+SECRET_PLAIN = {
+    "peer_secret_file": "peer.secret",  # beside the inventory: in tmp_path
+    "hosts": [{"name": "a", "url": "http://127.0.0.1:8080"}, {"name": "b", "url": "http://127.0.0.2:8080"}],
+}
+HTTPS = {
+    "tls_ca": "/etc/hs/ca.crt",
+    "tls_name": "replicas.hs.internal",
+    "hosts": [{"name": "a", "url": "https://10.77.0.2:8443"}, {"name": "b", "url": "https://10.77.0.3:8443"}],
+}
+
+
+@pytest.mark.parametrize(
+    ("inventory", "tls", "why"),
+    [
+        (
+            SECRET_PLAIN,
+            False,
+            "replica replica-0 at 10.77.0.3:8101 is not loopback and the link is plain HTTP",
+        ),
+        (HTTPS, True, "its url is https but its replicas listen in plain HTTP"),
+    ],
+)
+async def test_a_host_ready_after_the_start_is_not_routed_when_its_listing_breaks_the_tls_rules(
+    tmp_path: Path, inventory: dict[str, Any], tls: bool, why: str
+) -> None:
+    (tmp_path / "peer.secret").write_text("s" * 32)
+    h = Harness(tmp_path, inventory)
+    a_addr = "127.0.0.1:8101" if not tls else "10.77.0.2:8101"
+    h.discovery.answers = {h.a: listing(("replica-0", a_addr, True), tls=tls), h.b: "ConnectError"}
+    await h.boot()  # b does not answer yet: the start's own check (start_problems) never saw it
+    h.discovery.answers[h.b] = listing(("replica-0", "10.77.0.3:8101", True))  # plain HTTP
+    await h.rounds(6)
+    assert h.nginx.upstream() == {a_addr: True}  # a is routed; nothing of b is
+    assert [e["replica"] for e in h.named("admitted")] == ["a/replica-0"]
+    assert [e["host"] for e in h.named("host_down")] == ["b"] and why in h.named("host_down")[0]["reason"]
+    state = json.loads((tmp_path / "gateway.json").read_text())
+    b = state["hosts"][1]
+    assert (b["name"], b["state"], b["replicas"]) == ("b", "down", [])
+    assert why in b["reason"] and why in format_inventory(state)  # what `gateway status` prints
+
+
+async def test_sighup_reloads_nginx_on_the_same_routing_and_the_loop_goes_on(tmp_path: Path) -> None:
+    h = Harness(tmp_path)
+    task = asyncio.create_task(h.gw.run())
+    await _until(lambda: bool(h.named("nginx_started")))
+    loads = len(h.nginx.reloads)
+    h.gw.request_stop(signal.SIGHUP)
+    await _until(lambda: bool(h.named("reload_done")))
+    assert h.named("reload_done") == [{"reload": 1, "tls": None}]  # TLS off: nothing to check
+    assert len(h.nginx.reloads) == loads + 1 and not task.done()
+    h.gw.request_stop()
+    assert await asyncio.wait_for(task, 5) == 0
+
+
+async def _until(condition: Callable[[], bool], turns: int = 10_000) -> None:
+    """Let the loop run (the fake clock sleeps at once) until condition holds, a bounded number of turns."""
+    for _ in range(turns):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    pytest.fail(f"not reached within {turns} turns of the event loop")
 
 
 async def test_run_stops_on_a_signal_and_stops_nginx(tmp_path: Path) -> None:
