@@ -16,7 +16,7 @@ class PolicyInvalid(ValueError):
     """A `qa` value that is not one of the policies, worded for the caller."""
 
 
-def parse(value: Any, where: str = "qa") -> str | None:
+def parse_policy(value: Any, where: str = "qa") -> str | None:
     """A request's or a key's `qa`: one of off, flag, retry; None when not given."""
     if value is None:
         return None

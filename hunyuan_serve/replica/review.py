@@ -39,7 +39,7 @@ REQUEST: contextvars.ContextVar[Request | None] = contextvars.ContextVar("hunyua
 def request_policy(value: Any) -> str | None:
     """A request's `qa` field: off, flag or retry (None: not given), else a 422 naming the field."""
     try:
-        return policy.parse(value)
+        return policy.parse_policy(value)
     except policy.PolicyInvalid as err:
         raise ApiError(422, "invalid_parameter", str(err)) from None
 

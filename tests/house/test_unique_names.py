@@ -21,12 +21,6 @@ DELIBERATE: dict[str, str] = {
 }
 # `cmd_NAME`: a program's handler of its subcommand NAME; up and the gateway both have `status` and `reload`.
 SUBCOMMAND = "cmd_"
-# Shared by accident, but each side was being changed elsewhere as this test landed: rename the one that is
-# less central, then drop its entry here.
-TO_RENAME: dict[str, str] = {
-    "check_files": "edge/tls.py (a TLS pair) and gateway/command.py (the inventory's secret and keys files)",
-    "parse": "client/formats/ (a file in its format) and qa/policy.py (a request's or a key's qa value)",
-}
 DEFINED = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -46,7 +40,7 @@ def shared(root: Path) -> dict[str, list[str]]:
 
 
 def test_no_two_modules_define_a_class_or_function_of_one_name() -> None:
-    listed = {**DELIBERATE, **TO_RENAME}
+    listed = DELIBERATE
     unlisted = {
         name: modules
         for name, modules in shared(PACKAGE).items()
@@ -56,7 +50,6 @@ def test_no_two_modules_define_a_class_or_function_of_one_name() -> None:
 
 
 def test_every_deliberate_name_is_still_shared() -> None:
-    # TO_RENAME is left out: its entries are being renamed by other changes, in either order with this one.
     assert set(DELIBERATE) - set(shared(PACKAGE)) == set(), "no longer shared: drop it from the list"
 
 

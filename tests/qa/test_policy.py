@@ -17,8 +17,8 @@ def test_the_request_wins_over_the_key_which_wins_over_the_pool() -> None:
 @pytest.mark.parametrize("value", ["on", "", 1, True, ["flag"]])
 def test_a_value_that_is_no_policy_is_refused_naming_the_choices(value: object) -> None:
     with pytest.raises(policy.PolicyInvalid, match="qa must be one of off, flag, retry"):
-        policy.parse(value)
-    assert policy.parse(None) is None and policy.parse("retry") == "retry"
+        policy.parse_policy(value)
+    assert policy.parse_policy(None) is None and policy.parse_policy("retry") == "retry"
 
 
 def test_a_second_answer_replaces_the_first_only_when_it_fails_fewer_checks() -> None:
