@@ -1,20 +1,25 @@
-"""Interactive requests during a bulk job, and two keys' bulk jobs at once, on one stack.
+"""Interactive requests during a bulk job, two keys' bulk jobs at once, and the job with the width off.
 
-One `up --replicas 2` on CPU with the tiny model, vLLM's priority scheduling (engine.scheduling_policy
-priority, the default), a keys file of three keys: `page` (a person in the page: one string every
-0.2 s, interactive by default), `ci-a` and `ci-b` (priority=bulk). The replicas' cache is off and EOS
-ignored, so every text costs max_tokens. Three phases, each bounded in requests and seconds, run in
-rounds, each round in another order (none always meets a machine another just warmed or a
-neighbour's load alone), each figure over all rounds:
+Two `up --replicas 2` stacks on CPU with the tiny model, started once and alike but for the bulk
+width: the stack under test (the width on, unless --width-off) and one with replica.interactive_window_s
+0 (the width always full); only one of them works at a time, so each has the machine's cores to
+itself. vLLM's priority scheduling (engine.scheduling_policy priority, the default), a keys file of
+three keys: `page` (a person in the page: one string every 0.2 s, interactive by default), `ci-a` and
+`ci-b` (priority=bulk). The replicas' cache is off and EOS ignored, so every text costs max_tokens.
+Four phases, each bounded in requests and seconds, run in rounds, each round in another order (none
+always meets a machine another just warmed or a neighbour's load alone), each figure over all rounds:
 1. idle: `page` alone; p50/p95;
 2. bulk alone: `ci-a`'s job, as the translate CLI sends it (as many batches of 16 in flight as it
    keeps against this stack; each batch distinct texts or another target), texts/s;
-3. bulk with interactive: the same job while `page` sends again; both figures;
+3. bulk alone, width off: the same job on the other stack, right before or after 2 (the pair's order
+   alternating by round), so that each round's on/off ratio compares neighbours in time;
+4. bulk with interactive: the same job while `page` sends for as long as the job runs (its window and
+   its last batches); the person's latencies count the strings sent within the window;
 then two keys: `ci-a` and `ci-b` each run that job at once; each key's share of the texts/s. Beside
 each phase, the replicas' bulk width (hunyuan_bulk_width, its narrowest) and the bulk waiting in them
 (hunyuan_bulk_queued, its most), read from their /metrics twice a second.
 Targets: interactive p50/p95 within 1.5x of idle, bulk at least 0.6x alone with a person, the job
-alone never held back by the width (nobody active: full), each key at least 40%.
+alone with the width on at least 0.9x the job with it off, each key at least 40%.
 `make bench ARGS="--only fairness"` runs it; alone: `python -m bench.fairness [--seconds 20]`.
 """
 
@@ -22,39 +27,39 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import itertools
 import json
+import math
 import os
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
 if __package__ in (None, ""):  # `python bench/fairness.py` as well as `python -m bench.fairness`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.ensemble import IGNORE_EOS_ENV, KV_BYTES, strings
+from bench.ensemble import strings
 from bench.fairness_report import Figures, Job, Width, latencies, merged, ratio, report
+from bench.fairness_stack import KEYS, Stack, start_stack
 from bench.names import STACK_TARGETS
-from bench.procs import REPO, Server, free_port, running, server_env
+from bench.procs import REPO
 from hunyuan_serve.client.settings import ClientSettings
 from hunyuan_serve.client.width import BULK_TEXTS_HEADER, parse_bulk_texts, requests_in_flight
 from hunyuan_serve.config import ReplicaConfig
 
 RESULTS = REPO / "bench" / "results"
-KEYS = {
-    "page": "bench-page-key-0123456789",
-    "ci-a": "bench-ci-a-key-0123456789",
-    "ci-b": "bench-ci-b-key-987654321",
-}
-PHASES = ("idle", "alone", "beside")
+PHASES = ("idle", "alone", "beside")  # on the stack under test; "off" goes beside "alone" (round_order)
+# The job's target languages: the workload's ~5,500 strings into each of these are more distinct prompts
+# than a run's job phases send (about 47,000 texts at 330 texts/s), so none meets vLLM's prefix cache.
+JOB_TARGETS = (*STACK_TARGETS, "pt", "it", "tr", "vi")
 METRICS_EVERY_S = 0.5
 _GAUGE = re.compile(r"^(hunyuan_bulk_width|hunyuan_bulk_queued)\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
 
@@ -69,17 +74,22 @@ def _client(base: str, key: str, connections: int) -> httpx.AsyncClient:
 
 
 async def _interactive(
-    base: str, texts: list[str], until: float, every_s: float = 0.0
+    base: str,
+    texts: list[str],
+    going: Callable[[], bool],
+    every_s: float = 0.0,
+    counted_until: float = math.inf,
 ) -> tuple[list[float], int]:
     """`page`'s strings one at a time, the next `every_s` after the last was sent (or when it is
-    answered, if later), until they are done or the clock passes `until`."""
+    answered, if later), while `going()` holds and strings are left: the latencies of those sent
+    before `counted_until`, and how many of those failed."""
     samples: list[float] = []
     failed = 0
     async with _client(base, "page", 1) as client:
         for text in texts:
-            if time.monotonic() >= until:
+            if not going():
                 break
-            t0 = time.perf_counter()
+            t0, sent = time.perf_counter(), time.monotonic()
             try:
                 answer = await client.post(
                     "/translate", json={"text": text, "source_lang": "en", "target_lang": "zh"}
@@ -87,12 +97,16 @@ async def _interactive(
                 ok = answer.status_code == 200
             except httpx.HTTPError:
                 ok = False
-            if ok:
+            if sent < counted_until and ok:
                 samples.append((time.perf_counter() - t0) * 1000)
-            else:
+            elif sent < counted_until:
                 failed += 1
             await asyncio.sleep(max(0.0, every_s - (time.perf_counter() - t0)))
     return samples, failed
+
+
+def _before(until: float) -> Callable[[], bool]:
+    return lambda: time.monotonic() < until
 
 
 async def _gauges(ports: Sequence[int], seen: dict[str, list[float]]) -> None:
@@ -140,7 +154,7 @@ def batch_bodies(texts: Sequence[str], batch: int) -> Iterator[dict[str, Any]]:
     """Bulk batches none of which repeats a prompt of another before texts x targets run out: each pass
     over the texts goes into the next target language. A repeated batch would measure the replica's
     coalescing of identical texts in flight (and vLLM's prefix cache), not the engine's work."""
-    for target in itertools.cycle(STACK_TARGETS):
+    for target in itertools.cycle(JOB_TARGETS):
         for start in range(0, len(texts) - batch + 1, batch):
             yield {"texts": list(texts[start : start + batch]), "source_lang": "en", "target_lang": target}
 
@@ -176,138 +190,150 @@ async def _job(
     return Job(key, counts["texts"], round(time.monotonic() - t0, 3), counts["refused"], counts["failed"])
 
 
+def round_order(n: int) -> list[str]:
+    """Round n's phases: the three on the stack under test rotated by n, and the job on the stack with
+    the width off right beside the job alone, after it in even rounds and before it in odd ones."""
+    order = list(PHASES[n % 3 :] + PHASES[: n % 3])
+    at = order.index("alone")
+    order[at : at + 1] = ["alone", "off"] if n % 2 == 0 else ["off", "alone"]
+    return order
+
+
+async def _beside(
+    stack: Stack, args: argparse.Namespace, bodies: Iterator[dict[str, Any]], texts: list[str], until: float
+) -> tuple[Job, tuple[list[float], int]]:
+    """The job over its window and `page` beside it for as long as the job runs, its last batches
+    included, so that the width is a person's to its end (bounded by `texts` and a second window). The
+    person's figures are the strings sent within the window, while the job was at its full pace."""
+    job = asyncio.create_task(_job(stack.base, "ci-a", bodies, args, until))
+    hard = until + args.seconds
+
+    def going() -> bool:
+        return not job.done() and time.monotonic() < hard
+
+    person = await _interactive(stack.base, texts, going, args.interactive_every_s, counted_until=until)
+    return await job, person
+
+
+async def _phase(
+    kind: str,
+    stacks: dict[str, Stack],
+    args: argparse.Namespace,
+    bodies: Iterator[dict[str, Any]],
+    texts: list[str],
+) -> Any:
+    """One phase on its stack, the replicas' gauges read meanwhile: what it measured."""
+    if kind in ("alone", "off"):  # the job alone: the last person's window passes first, on both alike
+        await asyncio.sleep(args.window_s)
+    stack = stacks["off" if kind == "off" else "on"]
+    until = time.monotonic() + args.seconds
+    if kind == "idle":
+        work: Any = _interactive(stack.base, texts, _before(until), args.interactive_every_s)
+    elif kind == "beside":
+        work = _beside(stack, args, bodies, texts, until)
+    else:
+        work = _job(stack.base, "ci-a", bodies, args, until)
+    return await _watched(stack.ports, args.widths, kind, work)
+
+
 async def _round(
-    base: str, args: argparse.Namespace, job: Iterator[dict[str, Any]], people: list[str], n: int
+    stacks: dict[str, Stack],
+    args: argparse.Namespace,
+    bodies: Iterator[dict[str, Any]],
+    people: list[str],
+    n: int,
 ) -> dict[str, Any]:
-    """One round of the three phases, in the order of round n (rotated): what each measured."""
-    order = PHASES[n % 3 :] + PHASES[: n % 3]
+    """One round of the four phases, in the order of round n (round_order): what each measured."""
     out: dict[str, Any] = {}
-    every = args.interactive_every_s
-    for kind in order:
-        if kind == "alone":  # the job alone: no person active, so the window of the last one passes first
-            await asyncio.sleep(args.window_s)
-        until = time.monotonic() + args.seconds
+    for kind in round_order(n):
         mine = people[(2 * n + (kind == "beside")) * args.interactive :][: args.interactive]
-        if kind == "idle":
-            work: Any = _interactive(base, mine, until, every)
-        elif kind == "alone":
-            work = _job(base, "ci-a", job, args, until)
-        else:
-            work = asyncio.gather(
-                _job(base, "ci-a", job, args, until), _interactive(base, mine, until, every)
-            )
-        out[kind] = await _watched(args.replica_ports, args.widths, kind, work)
+        out[kind] = await _phase(kind, stacks, args, bodies, mine)
     return out
 
 
 async def _alternating(
-    base: str, args: argparse.Namespace, job: Iterator[dict[str, Any]], people: list[str]
+    stacks: dict[str, Stack], args: argparse.Namespace, bodies: Iterator[dict[str, Any]], people: list[str]
 ) -> Figures:
-    """Rounds of the person alone, the job alone and both together, each round in another order;
-    figures over all rounds."""
-    alone: list[Job] = []
-    beside: list[Job] = []
+    """Rounds of the person alone, the job alone with the width on and off, and both together, each
+    round in another order; figures over all rounds."""
+    jobs: dict[str, list[Job]] = {"alone": [], "off": [], "beside": []}
     idle: list[float] = []
     busy: list[float] = []
     failed = {"idle": 0, "busy": 0}
     for n in range(args.rounds):
-        got = await _round(base, args, job, people, n)
-        alone.append(got["alone"])
+        got = await _round(stacks, args, bodies, people, n)
         done, (times, missed) = got["beside"]
-        beside.append(done)
+        jobs["alone"].append(got["alone"])
+        jobs["off"].append(got["off"])
+        jobs["beside"].append(done)
         busy += times
         failed["busy"] += missed
         idle += got["idle"][0]
         failed["idle"] += got["idle"][1]
-        print(f"[bench] fairness round {n + 1}: alone {alone[-1].per_s:.1f} texts/s, with interactive "
-              f"{beside[-1].per_s:.1f} texts/s", flush=True)  # fmt: skip
-    ratios = tuple(round(ratio(b.per_s, a.per_s), 3) for a, b in zip(alone, beside, strict=True))
+        print(f"[bench] fairness round {n + 1}: alone {got['alone'].per_s:.1f} texts/s, width off "
+              f"{got['off'].per_s:.1f}, with interactive {done.per_s:.1f}", flush=True)  # fmt: skip
+    alone, off, beside = jobs["alone"], jobs["off"], jobs["beside"]
     return Figures(
         latencies(idle, failed["idle"]),
         merged(alone),
         latencies(busy, failed["busy"]),
         merged(beside),
         (alone[0], alone[0]),
-        ratios,
+        tuple(round(ratio(b.per_s, a.per_s), 3) for a, b in zip(alone, beside, strict=True)),
+        off=merged(off),
+        off_ratios=tuple(round(ratio(a.per_s, o.per_s), 3) for a, o in zip(alone, off, strict=True)),
     )
 
 
-async def _phases(base: str, args: argparse.Namespace) -> Figures:
+async def _phases(stacks: dict[str, Stack], args: argparse.Namespace) -> Figures:
     # Distinct strings per phase: vLLM's prefix cache would make a string sent before cheaper.
     n = args.interactive * 2 * args.rounds
-    texts = strings(10_000, 0)  # all the workload's distinct strings (about 5,000)
+    texts = strings(10_000, 0)  # all the workload's distinct strings (about 5,500)
     people, warm = texts[:n], texts[n : n + 4]
     job = batch_bodies(texts[n + 4 :], args.batch)
-    await _interactive(base, warm, time.monotonic() + args.seconds)  # warm-up, uncounted
+    for stack in stacks.values():  # warm-up, uncounted
+        await _interactive(stack.base, warm, _before(time.monotonic() + args.seconds))
     if args.concurrency is None:  # what `translate` itself would hold; the report says which
-        args.concurrency = await _translate_width(base, args.batch)
+        args.concurrency = await _translate_width(stacks["on"].base, args.batch)
         args.width_from = "as `translate` sizes it from the stack's X-Hunyuan-Bulk-Texts"
     start_load = os.getloadavg()[0]
-    rounds = await _alternating(base, args, job, people)
+    rounds = await _alternating(stacks, args, job, people)
     print(
-        f"[bench] fairness idle {rounds.idle}, with the job {rounds.busy}; bulk {rounds.round_ratios}x alone"
+        f"[bench] fairness idle {rounds.idle}, with the job {rounds.busy}; bulk {rounds.round_ratios}x "
+        f"alone; alone, width on / off {rounds.off_ratios}x"
     )
     until = time.monotonic() + args.seconds
-    both = asyncio.gather(_job(base, "ci-a", job, args, until), _job(base, "ci-b", job, args, until))
-    pair = await _watched(args.replica_ports, args.widths, "pair", both)
+    on = stacks["on"]
+    both = asyncio.gather(_job(on.base, "ci-a", job, args, until), _job(on.base, "ci-b", job, args, until))
+    pair = await _watched(on.ports, args.widths, "pair", both)
     print(f"[bench] fairness two keys: {pair[0].per_s:.1f} / {pair[1].per_s:.1f} texts/s", flush=True)
     load = (start_load, os.getloadavg()[0])
     return replace(rounds, pair=(pair[0], pair[1]), widths=dict(args.widths), load=load)
 
 
-def stack_config(work: Path, model: Path, port: int, args: argparse.Namespace) -> dict[str, Any]:
-    keys = work / "keys"
-    keys.write_text(f"{KEYS['page']}\n{KEYS['ci-a']} priority=bulk\n{KEYS['ci-b']} priority=bulk\n")
-    keys.chmod(0o600)  # `up` refuses a keys file others may read
-    args.replica_ports = [free_port()]
-    args.replica_ports.append(args.replica_ports[0] + 1)
-    return {
-        "replicas": 2,
-        "base_port": args.replica_ports[0],
-        "run_dir": str(work / "run"),
-        "engine": {
-            "model": str(model),
-            "dtype": "float32",
-            "enforce_eager": True,
-            "kv_cache_memory_bytes": KV_BYTES,
-            "scheduling_policy": "priority",
-            **({"max_num_seqs": args.max_num_seqs} if args.max_num_seqs else {}),
-        },
-        "replica": {
-            "max_tokens": args.max_tokens,
-            "cache_entries": 0,
-            **({"interactive_window_s": 0} if args.width_off else {}),
-        },
-        "auth": {"keys_file": str(keys)},
-        "nginx": {"port": port, "read_timeout_s": 300.0},
-        "supervisor": {"startup_timeout_s": 600.0},
-    }
-
-
 def measure(args: argparse.Namespace, work: Path) -> Figures:
+    """Both stacks started once, one after the other (so neither starts while the other measures), and
+    the phases run on them; both stop at the end."""
     from hunyuan_serve.tiny_model import build_tiny_model
 
     model = build_tiny_model(work / "tiny-hunyuan-mt")
-    port = free_port()
-    config = work / "up.yaml"
-    config.write_text(yaml.safe_dump(stack_config(work, model, port, args)))
-    argv = [sys.executable, "-m", "hunyuan_serve", "up", "--config", str(config)]
-    base = f"http://127.0.0.1:{port}"
-    log = work / "up.log"
-    server = Server("stack, two replicas", argv, log, server_env({IGNORE_EOS_ENV: "1"}))
-    try:
-        with running(server) as stack:
-            stack.wait_http(f"{base}/health", args.start_timeout_s, ok=lambda d: d.get("status") == "ready")
-            return asyncio.run(_phases(base, args))
-    except RuntimeError:  # the work dir goes with this process: say what `up` said first
-        print("".join(log.read_text(errors="replace").splitlines(True)[-30:]), file=sys.stderr)
-        raise
+    with contextlib.ExitStack() as started:
+        stacks = {
+            "on": start_stack(started, work / "on", model, args, args.width_off),
+            "off": start_stack(started, work / "off", model, args, True),
+        }
+        return asyncio.run(_phases(stacks, args))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="Longest window of each phase.")
-    parser.add_argument("--interactive", type=int, default=40, help="Most one-string requests per phase.")
+    parser.add_argument(
+        "--interactive",
+        type=int,
+        help="Most one-string requests per phase (default: as many as the person's pace fits in two "
+        "windows, so that the person outlasts the job's window and its last batches).",
+    )
     parser.add_argument(
         "--concurrency",
         type=int,
@@ -317,7 +343,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--interactive-every-s", type=float, default=0.2, help="A person's pace: one string this often."
     )
-    parser.add_argument("--rounds", type=int, default=2, help="Rounds of bulk alone / with interactive.")
+    parser.add_argument("--rounds", type=int, default=2, help="Rounds of the four phases.")
     parser.add_argument(
         "--max-num-seqs", type=int, help="The replicas' engine.max_num_seqs (default: the engine's default)."
     )
@@ -325,7 +351,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--width-off",
         action="store_true",
-        help="replica.interactive_window_s 0: the bulk width always full, as before the replicas had one.",
+        help="replica.interactive_window_s 0 on the stack under test too: the bulk width always full, as "
+        "before the replicas had one (the job alone, width off, runs on a second stack either way).",
     )
     parser.add_argument("--refused-pause-s", type=float, default=0.2, help="A refused batch's wait.")
     parser.add_argument("--start-timeout-s", type=float, default=900.0)
@@ -333,8 +360,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.width_from = "--concurrency"  # the report's word for where the width came from
     args.widths = {}  # per phase, the replicas' bulk width as their /metrics said (_watched)
-    # How long a person counts as active: the job alone starts once the last one's window has passed.
-    args.window_s = 0.0 if args.width_off else ReplicaConfig().interactive_window_s + 0.5
+    if args.interactive is None and args.interactive_every_s <= 0:
+        parser.error("--interactive-every-s 0 (as fast as answered) needs --interactive: a bound")
+    if args.interactive is None:
+        args.interactive = math.ceil(2 * args.seconds / args.interactive_every_s)
+    # How long a person counts as active: the job alone starts once the last one's window has passed
+    # (on the stack with the width off too, so that both jobs alone start after the same pause).
+    args.window_s = ReplicaConfig().interactive_window_s + 0.5
     return args
 
 
