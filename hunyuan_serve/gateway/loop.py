@@ -19,9 +19,9 @@ from typing import Any
 from hunyuan_serve import logrotate
 from hunyuan_serve.edge.controller import NginxError
 from hunyuan_serve.edge.driver import EdgeDriver, EdgeView, Move
+from hunyuan_serve.edge.kept_tls import KEPT_TLS_DIR, KeptPair
 from hunyuan_serve.edge.render import environment, render_nginx
 from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
-from hunyuan_serve.gateway.front_tls import FrontPair
 from hunyuan_serve.gateway.hosts import Event, Fleet, HostListing, HostView
 from hunyuan_serve.gateway.inventory import Inventory
 from hunyuan_serve.gateway.tls import listing_problem, upstream_tls
@@ -58,7 +58,8 @@ class Gateway:
         self.queue: asyncio.Queue[int] = asyncio.Queue()
         self.templates = environment()
         self.upstream_tls = upstream_tls(inventory)
-        self.front = FrontPair(self.cfg.nginx, run_dir)
+        # Nginx serves copies of the last pair accepted (edge/kept_tls.py), read again from these paths.
+        self.front, self.front_source = KeptPair(run_dir / KEPT_TLS_DIR), self.cfg.nginx
         self.reloads = 0  # the last reload id given out (SIGHUP)
         self.edge = EdgeDriver(
             nginx,
@@ -87,11 +88,11 @@ class Gateway:
             logrotate.rotate_forever(self._log_files, lambda: self.cfg.logs, self.clock.sleep, self.emit)
         )
         try:
-            installed = self.front.install()
-            if isinstance(installed, str):  # the pair changed since the start's check
-                self.emit("nginx_failed", error=installed)
+            refused = self.front.install(self.front_source)
+            if refused is not None:  # the pair changed since the start's check
+                self.emit("nginx_failed", error=refused)
                 return 1
-            self.cfg = self.cfg.model_copy(update={"nginx": installed})
+            self.cfg = self.cfg.model_copy(update={"nginx": self.front.served(self.front_source)})
             await self.step()  # the first listings, so Nginx starts with what is already there
             await self.start_nginx()
             while await self._pause():
@@ -133,11 +134,10 @@ class Gateway:
         self.reloads += 1
         rid = self.reloads
         self.emit("reload_requested", reload=rid, source="SIGHUP")
-        installed = await asyncio.to_thread(self.front.install)
-        if isinstance(installed, str):
-            self.emit("reload_refused", reload=rid, error=installed)
+        refused = await asyncio.to_thread(self.front.install, self.front_source)
+        if refused is not None:
+            self.emit("reload_refused", reload=rid, error=refused)
             return
-        self.cfg = self.cfg.model_copy(update={"nginx": installed})
         self.edge.stale = True  # the same view loaded again: Nginx reads the pair on a reload
         if await self.edge.reload(self.view()) is None:
             self.emit("reload_failed", reload=rid, error=self.edge.error)
