@@ -26,6 +26,7 @@ from hunyuan_serve.supervise.preflight import busy_ports, clear_leftovers, tls_r
 from hunyuan_serve.supervise.reload_client import SOURCE_FILE
 
 if TYPE_CHECKING:
+    from hunyuan_serve.edge.kept_tls import KeptPair
     from hunyuan_serve.run.events import JsonEvents
     from hunyuan_serve.run.plan import ReplicaPlan
     from hunyuan_serve.supervise.reload import Prepared, Source
@@ -75,8 +76,10 @@ def build_supervisor(
     info: Mapping[str, Any],
     before_spawn: Callable[[ReplicaPlan], Awaitable[None]] | None = None,
     reload_source: Source | None = None,
+    kept_tls: KeptPair | None = None,
 ) -> Supervisor:
-    """The supervisor on the real adapters: subprocesses, HTTP probes, Nginx, the monotonic clock."""
+    """The supervisor on the real adapters: subprocesses, HTTP probes, Nginx, the monotonic clock; its
+    Nginx serves the front's pair from kept_tls's copies (None: from the configured files)."""
     from hunyuan_serve.auth import peer_headers
     from hunyuan_serve.edge.controller import NginxController
     from hunyuan_serve.run.probe import HttpProber
@@ -103,6 +106,7 @@ def build_supervisor(
         base_env={**os.environ, PARENT_PID_ENV: str(os.getpid())},  # each replica watches `up`
         info=info,
         reload_source=reload_source,
+        kept_tls=kept_tls,
     )
 
 
@@ -119,6 +123,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     from hunyuan_serve import gpu
     from hunyuan_serve.auth import open_listen_problem
     from hunyuan_serve.doctor import format_checks, preflight_pools
+    from hunyuan_serve.edge.kept_tls import KEPT_TLS_DIR, KeptPair
 
     cfg = written = config_from_args(args)
     # Before the run dir and its lock: a refused pair leaves nothing half-started. It comes before the
@@ -134,6 +139,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     make_run_dir(run_dir)
     lock = lock_run_dir(run_dir)
     leftovers, problem = clear_leftovers(cfg, run_dir)  # recorded once the events file is opened
+    # Nginx serves copies of the pair checked above, replaced only by one a reload accepts: a renewal
+    # refused stays off when Nginx reloads later for a replica that comes or goes (edge/kept_tls.py).
+    kept = KeptPair(run_dir / KEPT_TLS_DIR)
+    problem = problem or kept.install(cfg.nginx)
     if problem:
         print("hunyuan-serve: cannot start: " + problem, file=sys.stderr)
         return 1
@@ -160,8 +169,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     wait = gpu.release_waiter(
         cfg.engine.gpu_memory_utilization, sup.gpu_release_timeout_s, sup.gpu_release_poll_s, emit
     )
-    info, source = _stack_info(cfg, info, emit.path), reload_source(args, written, run_dir)
-    supervisor = build_supervisor(cfg, plans, run_dir, emit, info, before_spawn=wait, reload_source=source)
+    info, source = _stack_info(cfg, info, emit.path), reload_source(args, written, run_dir, kept)
+    supervisor = build_supervisor(cfg, plans, run_dir, emit, info, wait, source, kept)
     try:
         return asyncio.run(supervisor.run())
     finally:
@@ -195,9 +204,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0 if status["running"] else 3
 
 
-def reload_source(args: argparse.Namespace, written: ServeConfig, run_dir: Path) -> Source:
+def reload_source(
+    args: argparse.Namespace, written: ServeConfig, run_dir: Path, kept: KeptPair | None = None
+) -> Source:
     """Where a reload reads the config again: the file and flags `up` was started with, recorded in the
-    run dir (for `reload --config`); file reads and model downloads run off the supervisor's loop."""
+    run dir (for `reload --config`); file reads and model downloads run off the supervisor's loop. The
+    front's pair it accepts is staged in `kept`, served once the reload applies the config."""
     import asyncio
 
     from hunyuan_serve.config import overrides_from_args
@@ -211,7 +223,9 @@ def reload_source(args: argparse.Namespace, written: ServeConfig, run_dir: Path)
 
     def checked() -> ServeConfig:
         cfg = build_config(load_config_file(path), overrides)
-        problem = tls_refusal(cfg)  # Nginx would take an expired pair, and keep its last on a mismatch
+        # Nginx would take an expired pair, and fail `nginx -t` on a mismatch; a good one is copied beside
+        # the copies it serves, until the reload applies the config (a refused reload leaves them alone).
+        problem = tls_refusal(cfg) or (kept.stage(cfg.nginx) if kept is not None else None)
         if problem:
             raise ConfigError(problem)
         return cfg

@@ -5,7 +5,8 @@ renders, has Nginx test and load each config and emits the nginx_*, admitted and
 task decides when: at once on a reroute, after reload_retry_s when Nginx refused one, again when Nginx
 exits. It asks nothing of the other parts but what it is given: `view` (the routing wanted now),
 `targets` (the members' names and devices), `describe` (what an admitted or evicted event says of a
-server), `routed` (told once Nginx has taken a routing), `failed` (Nginx cannot run: stop `up`).
+server), `routed` (told once Nginx has taken a routing), `failed` (Nginx cannot run: stop `up`), and
+`kept` (the copies of the front's pair Nginx serves, edge/kept_tls.py; None: the configured files).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.edge.controller import NginxError
 from hunyuan_serve.edge.driver import Describe, EdgeDriver, EdgeView
+from hunyuan_serve.edge.kept_tls import KeptPair
 from hunyuan_serve.edge.render import environment, render_nginx
 from hunyuan_serve.edge.routing import Routing
 from hunyuan_serve.edge.targets import write_targets
@@ -48,11 +50,13 @@ class EdgeTask:
         failed: Callable[[str], None],
         reroute: asyncio.Event,
         changes: Changes,
+        kept: KeptPair | None = None,
     ) -> None:
         self.cfg, self.nginx, self.clock, self.emit = cfg, nginx, clock, emit
         self.run_dir, self.web_root, self.worker_user = run_dir, web_root, worker_user
         self.view, self.targets, self.on_routed, self.failed = view, targets, routed, failed
         self.reroute, self.changes = reroute, changes  # reroute: set by whoever changed the routing
+        self.kept = kept
         self.templates = environment()  # loaded once: compiling the template took ~40 ms per reload
         self.driver = EdgeDriver(
             nginx,
@@ -82,7 +86,10 @@ class EdgeTask:
         }
 
     async def take_config(self, cfg: ServeConfig) -> str | None:
-        """Render and reload on a new config; None once Nginx has taken it, else why it refused."""
+        """Render and reload on a new config; None once Nginx has taken it, else why it refused. The
+        front's pair the reload checked (and staged) is served from this reload on."""
+        if self.kept is not None:
+            self.kept.commit()
         self.cfg, self.driver.stale, self.driver.error = cfg, True, None
         self.reroute.set()
         return await self.changes.until(lambda: "" if not self.driver.stale else self.driver.error) or None
@@ -100,8 +107,11 @@ class EdgeTask:
 
     def render(self, routing: Routing) -> str:
         """The config Nginx gets for `routing`, numbered with the generation the driver loads it as."""
+        cfg = self.cfg
+        if self.kept is not None:  # the copies of the last pair accepted, never the configured files
+            cfg = cfg.model_copy(update={"nginx": self.kept.served(cfg.nginx)})
         return render_nginx(
-            self.cfg,
+            cfg,
             routing,
             prefix=self.nginx.prefix,
             web_root=self.web_root,

@@ -20,6 +20,7 @@ from typing import Any
 
 from hunyuan_serve import logrotate
 from hunyuan_serve.config import ServeConfig, config_to_yaml
+from hunyuan_serve.edge.kept_tls import KeptPair
 from hunyuan_serve.run.plan import ReplicaPlan
 from hunyuan_serve.run.seams import Clock, NginxControl, Prober, Runner
 from hunyuan_serve.run.state import write_text_atomic
@@ -55,6 +56,7 @@ class Supervisor:
         rand: Callable[[], float] = random.random,
         signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP),
         reload_source: reload.Source | None = None,
+        kept_tls: KeptPair | None = None,
     ) -> None:
         self.cfg, self.clock, self.emit, self.run_dir = cfg, clock, emit, run_dir
         self.signals = tuple(signals)
@@ -88,6 +90,7 @@ class Supervisor:
             failed=lambda error: self.queue.put_nowait(NginxFailed(error)),
             reroute=reroute,
             changes=changes,
+            kept=kept_tls,
         )
         self.rolling = RollingReload(self.replicas, self, reload_source, emit, clock.now)
         self.state_file = StateFile(run_dir, clock, info)
