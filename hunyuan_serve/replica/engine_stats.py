@@ -24,13 +24,23 @@ def quiet_step_lines() -> None:
         logger.addFilter(_NoStepLines())
 
 
-def step_of(scheduler_stats: Any) -> tuple[int, float] | None:
-    """A step's sequences and seconds from vLLM's SchedulerStats, None without iteration details."""
+def step_of(scheduler_stats: Any, iteration_stats: Any) -> tuple[int, float] | None:
+    """A step's sequences (vLLM's iteration details) and seconds, None when the step cannot be timed.
+
+    The seconds are the shortest inter-token latency among the step's decoding sequences: the time, on
+    the engine core's clock, from the previous step's outputs to this one's, which is the whole step
+    (schedule, forward, sample, outputs) while the engine runs back to back. The details' own
+    `elapsed_ms` is not it: it times only the wait on the executor's future, and on the CPU's
+    in-process executor that future is already done, so it reads about 0.1 ms at any batch size.
+    """
     details = getattr(scheduler_stats, "iteration_details", None)
     if details is None or details.is_dummy:
         return None
+    latencies = getattr(iteration_stats, "inter_token_latencies_iter", None)
+    if not latencies:
+        return None  # no sequence decoded in both this step and the one before: nothing to time
     seqs = int(details.num_ctx_requests) + int(details.num_generation_requests)
-    return seqs, float(details.elapsed_ms) / 1000
+    return seqs, float(min(latencies))
 
 
 def stats_logger_factory(stats: EngineStats) -> Any:
@@ -52,7 +62,7 @@ def stats_logger_factory(stats: EngineStats) -> Any:
             if scheduler_stats is None:
                 return
             self.stats.record(scheduler_stats.num_running_reqs, scheduler_stats.num_waiting_reqs)
-            step = step_of(scheduler_stats)
+            step = step_of(scheduler_stats, iteration_stats)
             if step is not None and self.stats.on_step is not None:
                 self.stats.on_step(*step)
 

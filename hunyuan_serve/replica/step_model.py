@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import deque
+from dataclasses import dataclass, field
+from statistics import median
 
-# How fast a bucket forgets: its mean is the plain mean of its first 1 / ALPHA steps, then an
-# exponential one, so a machine that gets busier (a neighbour, a longer text mix) is followed in a few
-# hundred steps while one odd step moves nothing much.
-ALPHA = 0.02
+# The steps of a size class its figure is read from: the latest WINDOW, so a machine that gets busier
+# (a neighbour, a longer text mix) is followed within that many steps of each size.
+WINDOW = 64
 
 
 # A size class not seen for this many steps counts half in the line, for twice as many a quarter: the
@@ -17,17 +18,26 @@ STALE_STEPS = 1000
 
 @dataclass
 class _Bucket:
-    steps: int = 0
-    seqs: float = 0.0  # mean sequences per step
-    seconds: float = 0.0  # mean step time
+    """A size class's latest steps: its figure is their mean size and their median time. The median, not
+    the mean: an engine's first steps, a collection or a preempted core make a few steps several times
+    longer, and a mean of a class seen a dozen times would take that for a slope."""
+
+    sizes: deque[int] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    times: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     seen: int = 0  # the model's step count when this class last had a step
 
     def add(self, seqs: int, seconds: float, now: int) -> None:
-        self.steps += 1
         self.seen = now
-        weight = max(ALPHA, 1.0 / self.steps)
-        self.seqs += weight * (seqs - self.seqs)
-        self.seconds += weight * (seconds - self.seconds)
+        self.sizes.append(seqs)
+        self.times.append(seconds)
+
+    @property
+    def seqs(self) -> float:
+        return sum(self.sizes) / len(self.sizes)
+
+    @property
+    def seconds(self) -> float:
+        return median(self.times)
 
 
 @dataclass(frozen=True)
@@ -67,9 +77,12 @@ class StepModel:
         self._buckets.setdefault(seqs.bit_length(), _Bucket()).add(seqs, seconds, self._steps)
 
     def line(self) -> Line | None:
-        """Weighted least squares through the classes' means, each weighed by how lately it was seen."""
+        """Weighted least squares through the classes' figures, each weighed by how lately it was seen
+        and how many steps it holds: a class passed through in two steps (a batch filling up, both
+        carrying prefills) says less of what a size costs than one the engine ran at for dozens."""
         points = [
-            (b.seqs, b.seconds, 0.5 ** ((self._steps - b.seen) / STALE_STEPS)) for b in self._buckets.values()
+            (b.seqs, b.seconds, len(b.times) / WINDOW * 0.5 ** ((self._steps - b.seen) / STALE_STEPS))
+            for b in self._buckets.values()
         ]
         if len(points) < 2:
             return None

@@ -28,7 +28,7 @@ def learnt(intercept_s: float, per_seq_s: float, sizes: range = range(1, 129)) -
     return model
 
 
-CPU = learnt(4.8e-3, 0.042e-3)  # the CPU: 4.8 ms idle, 8.8 ms with ~96 bulk sequences
+CPU = learnt(4.8e-3, 0.042e-3)  # a CPU replica: 4.8 ms idle, 8.8 ms with ~96 bulk sequences
 GPU = learnt(10e-3, 1e-7)  # a decode step nearly flat in batch size
 STEEP = learnt(4.8e-3, 5e-3)  # every sequence doubles the step: the floor holds
 
@@ -131,6 +131,20 @@ def test_the_step_model_follows_a_machine_that_got_slower() -> None:
     assert line is not None and line.intercept_s == pytest.approx(9.6e-3, rel=0.05)
 
 
+def test_cold_steps_and_a_batch_filling_up_do_not_flatten_the_line() -> None:
+    # As a fresh tiny engine on a CPU ran them: its first steps alone twice a warm one's, then a job of
+    # 24 at 1.2 + 0.02 ms a sequence, passing through sizes 5 and 14 in two steps that carried prefills.
+    model = StepModel()
+    for n in range(60):
+        model.observe(1, 3.9e-3 if n < 4 else 1.22e-3)
+    for seqs, seconds in ((5, 5.8e-3), (5, 5.2e-3), (14, 4.3e-3), (13, 4.8e-3)):
+        model.observe(seqs, seconds)
+    for n in range(45):
+        model.observe(24, 8.1e-3 if n == 0 else 1.7e-3)
+    line = model.line()
+    assert line is not None and line.per_seq_s == pytest.approx(0.02e-3, rel=0.5), line
+
+
 def test_empty_and_dummy_steps_teach_nothing() -> None:
     model = StepModel()
     model.observe(0, 0.004)
@@ -172,10 +186,16 @@ def test_a_step_is_read_from_vllms_iteration_details_and_its_log_line_dropped() 
 
     from hunyuan_serve.replica.engine_stats import quiet_step_lines, step_of
 
-    details = SimpleNamespace(num_ctx_requests=2, num_generation_requests=30, elapsed_ms=8.5, is_dummy=False)
-    assert step_of(SimpleNamespace(iteration_details=details)) == (32, 0.0085)
-    assert step_of(SimpleNamespace(iteration_details=None)) is None
-    assert step_of(SimpleNamespace(iteration_details=SimpleNamespace(is_dummy=True))) is None
+    # elapsed_ms is what vLLM's CPU executor reports whatever the batch: the step is timed by the
+    # engine core's clock between outputs, the shortest inter-token latency of the step.
+    details = SimpleNamespace(num_ctx_requests=2, num_generation_requests=30, elapsed_ms=0.1, is_dummy=False)
+    decoded = SimpleNamespace(inter_token_latencies_iter=[0.0091, 0.0085, 0.0240])
+    assert step_of(SimpleNamespace(iteration_details=details), decoded) == (32, 0.0085)
+    prefills_only = SimpleNamespace(inter_token_latencies_iter=[])
+    assert step_of(SimpleNamespace(iteration_details=details), prefills_only) is None
+    assert step_of(SimpleNamespace(iteration_details=details), None) is None
+    assert step_of(SimpleNamespace(iteration_details=None), decoded) is None
+    assert step_of(SimpleNamespace(iteration_details=SimpleNamespace(is_dummy=True)), decoded) is None
     quiet_step_lines()
     quiet_step_lines()  # once is enough, however many engines a process starts
     logger = logging.getLogger("vllm.v1.metrics.loggers")

@@ -26,6 +26,7 @@ BULK = 40  # more than the full width, so some bulk always waits in the replica
 SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=24)
 PERSON_STRINGS = 4
 PERSON = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=4)
+ALONE = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=32)
 
 
 @dataclass
@@ -124,9 +125,11 @@ async def _scenario(model: Path) -> Record:
             priority.KEY.set("ci")
             await gated.generate(prompt, SAMPLING, f"bulk-{next(bulk_id)}", BULK_PRIORITY)
 
-        # Nobody active: the job alone at the full width teaches the model the large batches' steps.
-        for turn in range(3):  # and a few steps of one sequence alone
-            await engine.generate(prompt, PERSON, f"warm-{turn}", 0)
+        # Nobody active: the job alone at the full width teaches the model the large batches' steps, and
+        # one sequence alone a few dozen steps teaches it the smallest: a fresh engine's first steps
+        # take twice a warm one's, so a class seen for three short answers would be mostly cold steps.
+        for turn in range(2):
+            await engine.generate(prompt, ALONE, f"warm-{turn}", 0)
         await asyncio.gather(*(bulk() for _ in range(BULK)))
         record.full = gated.gate.rule.full
         record.line = gated.gate.model.line()  # what the width is sized from once the person comes
