@@ -14,8 +14,8 @@ from typing import Any
 from hunyuan_serve.gateway.loop import EVENTS_FILE, STATE_FILE
 from hunyuan_serve.run.events import read_events
 from hunyuan_serve.run.procs import pid_alive
+from hunyuan_serve.run.reload_wait import follow_reload
 
-RELOAD_POLL_S = 0.2  # how often `gateway reload` reads the events file while it waits (a pause)
 OUTCOMES = ("reload_done", "reload_refused", "reload_failed")
 
 
@@ -46,21 +46,14 @@ def await_reload(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Follow the events until the reload's outcome; now/sleep are the clock (a fake one in tests)."""
-    deadline = now() + timeout_s
-    rid: int | None = None
-    while now() < deadline:
-        events = read_events(events_path)[mark:]
-        rid = rid or next((int(e["reload"]) for e in events if e.get("event") == "reload_requested"), None)
-        ended = reload_outcome(events, rid) if rid is not None else None
-        if ended is not None:
-            print(ended[1], file=sys.stdout if ended[0] == 0 else sys.stderr)
-            return ended[0]
-        if not pid_alive(pid):
-            print(f"hunyuan-serve: the gateway (pid {pid}) exited before the reload ended", file=sys.stderr)
-            return 1
-        sleep(RELOAD_POLL_S)
-    print(f"hunyuan-serve: gateway reload {rid or '?'} has not ended within {timeout_s:g}s", file=sys.stderr)
-    return 1
+    return follow_reload(
+        events_path, mark, pid, timeout_s, reload_id=_reload_id, outcome=reload_outcome, who="the gateway",
+        now=now, sleep=sleep,
+    )  # fmt: skip
+
+
+def _reload_id(events: Sequence[Mapping[str, Any]]) -> int | None:
+    return next((int(e["reload"]) for e in events if e.get("event") == "reload_requested"), None)
 
 
 def reload_outcome(events: Sequence[Mapping[str, Any]], rid: int) -> tuple[int, str] | None:

@@ -15,8 +15,6 @@ from hunyuan_serve.run.rundir import run_dir_of
 
 SOURCE_FILE = "reload-source.json"  # in the run dir: the config file and flags `up` was started with
 
-RELOAD_POLL_S = 0.2  # how often `reload` reads the events file while it waits (a pause, not a deadline)
-
 
 def _reload_target(args: argparse.Namespace) -> tuple[Path, float]:
     """The run dir of the `up` to reload, and how long to wait for the outcome."""
@@ -71,26 +69,17 @@ def _await_reload(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Follow the events until reload's outcome; now/sleep are the clock (a fake one in tests)."""
-    from hunyuan_serve.run.events import read_events
-    from hunyuan_serve.run.procs import pid_alive
+    from hunyuan_serve.run.reload_wait import follow_reload
     from hunyuan_serve.supervise.reload import outcome, reload_id
 
-    deadline = now() + timeout_s
-    rid: int | None = None
-    while now() < deadline:
-        events = read_events(events_path)[mark:]
-        rid = rid or reload_id(events)
-        ended = outcome(events, rid) if rid is not None else None
-        if ended is not None:
-            print(ended[1], file=sys.stdout if ended[0] == 0 else sys.stderr)
-            return ended[0]
-        if not pid_alive(pid):
-            print(f"hunyuan-serve: `up` (pid {pid}) exited before the reload ended", file=sys.stderr)
-            return 1
-        sleep(RELOAD_POLL_S)
-    print(
-        f"hunyuan-serve: reload {rid or '?'} has not ended within {timeout_s:g}s; it goes on "
-        "(`hunyuan-serve status` shows it)",
-        file=sys.stderr,
+    return follow_reload(
+        events_path,
+        mark,
+        pid,
+        timeout_s,
+        reload_id=reload_id,
+        outcome=outcome,
+        who="`up`",
+        now=now,
+        sleep=sleep,
     )
-    return 1

@@ -15,6 +15,7 @@ import yaml
 
 from hunyuan_serve import render_command
 from hunyuan_serve.config import ConfigError
+from hunyuan_serve.run import reload_wait
 from hunyuan_serve.supervise import flags, reload_client
 from tests.gpu.test_cuda_untouched import _model
 
@@ -115,7 +116,7 @@ def test_reload_wait_gives_up_at_its_deadline_on_the_injected_clock(
     events.write_text('{"event": "reload_requested", "reload": 3}\n', encoding="utf-8")
     code = reload_client._await_reload(events, 0, os.getpid(), 1.0, now=clock.now, sleep=clock.sleep)
     assert code == 1 and clock.t >= 1.0
-    assert clock.sleeps == math.ceil(1.0 / reload_client.RELOAD_POLL_S)
+    assert clock.sleeps == math.ceil(1.0 / reload_wait.RELOAD_POLL_S)
     assert "reload 3 has not ended within 1s" in capsys.readouterr().err
 
 
