@@ -20,7 +20,7 @@ each phase, the replicas' bulk width (hunyuan_bulk_width, its narrowest) and the
 (hunyuan_bulk_queued, its most), read from their /metrics twice a second.
 Targets: interactive p50/p95 within 1.5x of idle, bulk at least 0.6x alone with a person, the job
 alone with the width on at least 0.9x the job with it off, each key at least 40%.
-`make bench ARGS="--only fairness"` runs it; alone: `python -m bench.fairness [--seconds 20]`.
+`make bench Q=people-first` runs it; alone: `python -m bench.fairness [--seconds 20]`.
 """
 
 from __future__ import annotations
