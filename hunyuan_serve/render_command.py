@@ -77,10 +77,13 @@ def nginx_of(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, *, s
     """What `up` writes into <run dir>/nginx/nginx.conf for these plans: the supervisor's renderer on
     its inputs (the placed config, its prefix, web root and worker user), at its first config
     (starting: every replica down, generation 1) or with every replica ready."""
+    from hunyuan_serve.edge.kept_tls import KEPT_TLS_DIR, KeptPair
     from hunyuan_serve.edge.render import render_nginx
     from hunyuan_serve.edge.routing import routing_from_states
     from hunyuan_serve.run.health import State
 
+    # up's Nginx reads its copies of the front's pair in the run dir, not the configured files.
+    cfg = cfg.model_copy(update={"nginx": KeptPair(run_dir / KEPT_TLS_DIR).served(cfg.nginx)})
     state = State.STARTING if starting else State.READY
     routing = routing_from_states(
         [(p.addr, state) for p in plans], [p.name for p in plans], [p.pool for p in plans]

@@ -21,6 +21,7 @@ from hunyuan_serve.run.events import read_events
 from tests.gpu.test_cuda_untouched import _model, _stubs
 from tests.gpu.test_gpu_facts import LISTING, QUERY
 from tests.support.stacks import cli, free_ports, started, wait_event
+from tests.support.tls_certs import make_ca
 
 pytestmark = [
     pytest.mark.e2e,
@@ -83,13 +84,31 @@ def _written_by_up(flags: list[str], run_dir: Path, env: dict[str, str], log: Pa
     return text, first
 
 
-@pytest.mark.parametrize("gpus", [False, True], ids=["cpu", "stand-in-gpus"])
-def test_render_nginx_starting_is_the_config_up_wrote(tmp_path: Path, gpus: bool) -> None:
+def _tls_flags(directory: Path) -> list[str]:
+    """The front on TLS too: a pair from a CA made here, and a TLS port."""
+    pair = make_ca(directory).issue(directory, "front")
+    (tls_port,) = free_ports(1)
+    return [
+        "--nginx-tls-cert",
+        str(pair.cert),
+        "--nginx-tls-key",
+        str(pair.key),
+        "--tls-port",
+        str(tls_port),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("gpus", "tls"), [(False, False), (True, False), (False, True)], ids=["cpu", "stand-in-gpus", "cpu-tls"]
+)
+def test_render_nginx_starting_is_the_config_up_wrote(tmp_path: Path, gpus: bool, tls: bool) -> None:
     port, base = free_ports(2)
     run_dir = tmp_path / "run"
     model = _model(tmp_path)  # a Hunyuan-MT-7B config.json: the family comes from the checkpoint
     flags = ["--model", str(model), "--run-dir", str(run_dir), "--port", str(port), "--base-port", str(base)]
     flags += ["--worker-processes", "1"] + ([] if gpus else ["--replicas", "2"])
+    # With TLS, up's Nginx reads its run dir's copies of the pair (edge/kept_tls.py): so must render's.
+    flags += _tls_flags(tmp_path / "tls") if tls else []
     env = _environment(tmp_path, gpus)
     written, planned = _written_by_up(flags, run_dir, env, tmp_path / "up.log")
     rendered = subprocess.run(
