@@ -6,17 +6,14 @@ import json
 import os
 import signal
 import sys
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from hunyuan_serve.gateway.loop import EVENTS_FILE, STATE_FILE
 from hunyuan_serve.run.events import read_events
 from hunyuan_serve.run.procs import pid_alive
-from hunyuan_serve.run.reload_wait import follow_reload
-
-OUTCOMES = ("reload_done", "reload_refused", "reload_failed")
+from hunyuan_serve.run.reload_wait import follow_reload, reload_end
 
 
 def reload_gateway(run_dir: Path, timeout_s: float) -> int:
@@ -34,31 +31,12 @@ def reload_gateway(run_dir: Path, timeout_s: float) -> int:
     events = run_dir / EVENTS_FILE
     mark = len(read_events(events))
     os.kill(pid, signal.SIGHUP)  # the gateway reads its front's pair again; the events say what came of it
-    return await_reload(events, mark, pid, timeout_s)
-
-
-def await_reload(
-    events_path: Path,
-    mark: int,
-    pid: int,
-    timeout_s: float,
-    now: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> int:
-    """Follow the events until the reload's outcome; now/sleep are the clock (a fake one in tests)."""
-    return follow_reload(
-        events_path, mark, pid, timeout_s, reload_id=_reload_id, outcome=reload_outcome, who="the gateway",
-        now=now, sleep=sleep,
-    )  # fmt: skip
-
-
-def _reload_id(events: Sequence[Mapping[str, Any]]) -> int | None:
-    return next((int(e["reload"]) for e in events if e.get("event") == "reload_requested"), None)
+    return follow_reload(events, mark, pid, timeout_s, outcome=reload_outcome, who="the gateway")
 
 
 def reload_outcome(events: Sequence[Mapping[str, Any]], rid: int) -> tuple[int, str] | None:
     """(exit code, what to print) once reload `rid` has ended in these events; None while it goes on."""
-    end = next((e for e in events if e.get("event") in OUTCOMES and e.get("reload") == rid), None)
+    end = reload_end(events, rid)
     if end is None:
         return None
     if end["event"] == "reload_done":

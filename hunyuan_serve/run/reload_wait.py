@@ -14,6 +14,18 @@ from hunyuan_serve.run.procs import pid_alive
 RELOAD_POLL_S = 0.2  # how often the events file is read while the reload goes on (a pause, not a deadline)
 
 Events = Sequence[Mapping[str, Any]]
+# How a reload ends in the events of `up` and of the gateway alike: each carries the reload's number.
+OUTCOMES = ("reload_done", "reload_failed", "reload_refused")
+
+
+def reload_id(events: Events) -> int | None:
+    """The reload that will serve a SIGHUP sent before these events: the first one requested in them."""
+    return next((int(e["reload"]) for e in events if e.get("event") == "reload_requested"), None)
+
+
+def reload_end(events: Events, rid: int) -> Mapping[str, Any] | None:
+    """The event that ended reload `rid`, None while it goes on."""
+    return next((e for e in events if e.get("event") in OUTCOMES and e.get("reload") == rid), None)
 
 
 def follow_reload(
@@ -22,15 +34,14 @@ def follow_reload(
     pid: int,
     timeout_s: float,
     *,
-    reload_id: Callable[[Events], int | None],
     outcome: Callable[[Events, int], tuple[int, str] | None],
     who: str,
     now: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """The exit code of the reload that `pid` (`who`, for the messages) logs after line `mark` of its
-    events: what `outcome` says of it, or 1 when the program exits or timeout_s passes first. `reload_id`
-    finds the reload's number; now/sleep are the clock (a fake one in tests)."""
+    events: what `outcome` says of it, or 1 when the program exits or timeout_s passes first; now/sleep
+    are the clock (a fake one in tests)."""
     deadline = now() + timeout_s
     rid: int | None = None
     while now() < deadline:

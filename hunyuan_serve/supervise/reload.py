@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from hunyuan_serve.config import ServeConfig, resolve_pools
 from hunyuan_serve.run.plan import ReplicaPlan, pools_of
+from hunyuan_serve.run.reload_wait import reload_end
 
 # The one table of settings a reload cannot apply: changing any of them is refused, naming the key.
 # Every other setting is applied: the replicas whose settings changed are replaced, and Nginx and the
@@ -190,13 +191,6 @@ class Source:
 
 # -- the `reload` command's view: the outcome of one reload, read from the events ---------------------
 
-OUTCOMES = ("reload_done", "reload_failed", "reload_refused")
-
-
-def reload_id(events: Sequence[Mapping[str, Any]]) -> int | None:
-    """The reload that will serve a SIGHUP sent before these events: the first one requested in them."""
-    return next((int(e["reload"]) for e in events if e.get("event") == "reload_requested"), None)
-
 
 def _pairs(replaced: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(
@@ -207,7 +201,7 @@ def _pairs(replaced: Sequence[Mapping[str, Any]]) -> str:
 
 def outcome(events: Sequence[Mapping[str, Any]], rid: int) -> tuple[int, str] | None:
     """(exit code, what to print) once reload `rid` has ended in these events; None while it goes on."""
-    end = next((e for e in events if e.get("event") in OUTCOMES and e.get("reload") == rid), None)
+    end = reload_end(events, rid)
     if end is None:
         return None
     replaced = end.get("replaced", [])

@@ -70,14 +70,13 @@ def _await_reload(
 ) -> int:
     """Follow the events until reload's outcome; now/sleep are the clock (a fake one in tests)."""
     from hunyuan_serve.run.reload_wait import follow_reload
-    from hunyuan_serve.supervise.reload import outcome, reload_id
+    from hunyuan_serve.supervise.reload import outcome
 
     return follow_reload(
         events_path,
         mark,
         pid,
         timeout_s,
-        reload_id=reload_id,
         outcome=outcome,
         who="`up`",
         now=now,

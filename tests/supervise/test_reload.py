@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from hunyuan_serve.config import ServeConfig, build_config, resolve_pools
+from hunyuan_serve.run import reload_wait
 from hunyuan_serve.run.plan import plan_replicas, replica_config
 from hunyuan_serve.supervise import reload, status
 from tests.support.fakes import FakeSource
@@ -166,7 +167,7 @@ def test_the_first_reload_requested_after_the_signal_serves_it() -> None:
         {"event": "reload_requested", "reload": 5},
         {"event": "reload_requested", "reload": 6},
     ]
-    assert reload.reload_id(events) == 5 and reload.reload_id([]) is None
+    assert reload_wait.reload_id(events) == 5 and reload_wait.reload_id([]) is None
 
 
 # -- histories on the real loop ------------------------------------------------------------------
