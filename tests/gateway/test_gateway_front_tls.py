@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import socket
-import ssl
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,7 +21,7 @@ import yaml
 from hunyuan_serve.cli import main
 from tests.support.gateway import GatewayRun
 from tests.support.stacks import cli, free_port, free_ports, started
-from tests.support.tls_certs import CA, DAY, Pair, fingerprint_der, make_ca, other_key
+from tests.support.tls_certs import CA, DAY, Pair, make_ca, other_key, served_fingerprint
 
 pytestmark = [
     pytest.mark.nginx,
@@ -30,21 +29,6 @@ pytestmark = [
 ]
 
 START_TIMEOUT_S = 60.0  # the gateway and its Nginx, no engine
-
-
-def served(port: int) -> str | None:
-    """The fingerprint of the certificate the TLS port serves a new connection now (None: no answer)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # an expired one is to be seen too
-    try:
-        with (
-            socket.create_connection(("127.0.0.1", port), timeout=5) as sock,
-            context.wrap_socket(sock, server_hostname="localhost") as tls,
-        ):
-            der = tls.getpeercert(binary_form=True)
-    except OSError:
-        return None
-    return fingerprint_der(der) if der else None
 
 
 def install(pair: Pair, key: Path, live: Path) -> None:
@@ -135,16 +119,16 @@ def test_a_renewal_is_served_after_reload_and_a_bad_one_is_refused_keeping_the_o
     run_dir, log = tmp_path / "run", tmp_path / "gateway.log"
     argv = cli("gateway", "--inventory", str(path), "--run-dir", str(run_dir))
     with started(
-        argv, log=log, ready=lambda: served(tls_port) is not None, timeout_s=START_TIMEOUT_S
+        argv, log=log, ready=lambda: served_fingerprint(tls_port) is not None, timeout_s=START_TIMEOUT_S
     ) as proc:
         gateway = GatewayRun(proc, run_dir, 0, log)
-        assert served(tls_port) == pairs["first"].fingerprint
+        assert served_fingerprint(tls_port) == pairs["first"].fingerprint
 
         install(pairs["renewed"], pairs["renewed"].key, live)
         code, said = reload(run_dir, capsys)
         assert code == 0 and "gateway reload 1 done: Nginx reloaded; the front serves " in said, said
         # reload_done comes once only the new config's workers accept: a new connection sees the renewal.
-        assert served(tls_port) == pairs["renewed"].fingerprint
+        assert served_fingerprint(tls_port) == pairs["renewed"].fingerprint
 
         for rid, (pair, key, why) in enumerate(
             [
@@ -158,7 +142,7 @@ def test_a_renewal_is_served_after_reload_and_a_bad_one_is_refused_keeping_the_o
             assert code == 1, said
             assert f"gateway reload {rid} refused, the front keeps the pair it serves: " in said, said
             assert why in said and str(live) in said, said
-            assert served(tls_port) == pairs["renewed"].fingerprint
+            assert served_fingerprint(tls_port) == pairs["renewed"].fingerprint
 
         # The files in place are still another pair's: a host coming up reloads Nginx on the new routing,
         # and Nginx must keep serving the pair last accepted, not read the refused one.
@@ -166,7 +150,7 @@ def test_a_renewal_is_served_after_reload_and_a_bad_one_is_refused_keeping_the_o
         with fake_host(host_port, replica_port):
             gateway.wait_event(lambda e: e["event"] == "host_up", 30, mark)
             gateway.wait_event(lambda e: e["event"] == "nginx_reloaded", 30, mark)
-        assert served(tls_port) == pairs["renewed"].fingerprint
+        assert served_fingerprint(tls_port) == pairs["renewed"].fingerprint
         state = gateway.state()
         assert "valid until" in str(state["nginx"]["tls"]), state["nginx"]
 

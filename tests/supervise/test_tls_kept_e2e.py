@@ -11,8 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
-import ssl
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ import yaml
 from hunyuan_serve.run.events import read_events
 from hunyuan_serve.run.state import read_state
 from tests.support.stacks import cli, free_ports, replicas_ready, started, tail, wait_event
-from tests.support.tls_certs import Pair, fingerprint_der, make_ca, other_key
+from tests.support.tls_certs import Pair, make_ca, other_key, served_fingerprint
 
 READY_TIMEOUT_S = 300.0  # `up`, Nginx and a stand-in replica on a loaded two-core machine
 RELOAD_TIMEOUT_S = 120.0
@@ -35,21 +33,6 @@ pytestmark = [
     pytest.mark.skipif(not Path(NGINX).exists(), reason="nginx is not installed"),
     pytest.mark.timeout(READY_TIMEOUT_S + 4 * RELOAD_TIMEOUT_S),
 ]
-
-
-def served(port: int) -> str | None:
-    """The fingerprint of the certificate the TLS port serves a new connection now (None: no answer)."""
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-    try:
-        with (
-            socket.create_connection(("127.0.0.1", port), timeout=5) as sock,
-            context.wrap_socket(sock, server_hostname="localhost") as tls,
-        ):
-            der = tls.getpeercert(binary_form=True)
-    except OSError:
-        return None
-    return fingerprint_der(der) if der else None
 
 
 def write_over(cert: Path, key: Path, live: Path) -> None:
@@ -111,7 +94,7 @@ def test_a_refused_renewal_is_not_served_after_a_replica_restart_reloads_nginx(
     run_dir, log = tmp_path / "run", tmp_path / "up.log"
     ready = replicas_ready(f"http://127.0.0.1:{port}", 1)
     with started(cli("up", "--config", str(config)), log=log, ready=ready, timeout_s=READY_TIMEOUT_S) as up:
-        assert served(tls_port) == first.fingerprint
+        assert served_fingerprint(tls_port) == first.fingerprint
 
         # Another pair's key written over privkey.pem in place, a renewed certificate over fullchain.pem.
         write_over(renewed.cert, other_key(tmp_path / "stray.key"), live)
@@ -120,7 +103,7 @@ def test_a_refused_renewal_is_not_served_after_a_replica_restart_reloads_nginx(
             done.stdout + done.stderr
         )
         assert "does not match the certificate" in done.stderr
-        assert served(tls_port) == first.fingerprint
+        assert served_fingerprint(tls_port) == first.fingerprint
 
         # The replica killed: Nginx reloads to evict it, and again to admit its restart, with the
         # refused files still in place. The first of those reloads that Nginx refuses fails the test.
@@ -134,7 +117,7 @@ def test_a_refused_renewal_is_not_served_after_a_replica_restart_reloads_nginx(
         assert outcome["event"] == "admitted", f"{outcome}\n{tail(log)}"
         since = [e["event"] for e in events()[mark:]]
         assert "evicted" in since, since  # a reload with the refused files in place, and one more
-        assert served(tls_port) == first.fingerprint
+        assert served_fingerprint(tls_port) == first.fingerprint
         checked = nginx_test(run_dir)
         assert checked.returncode == 0, checked.stdout + checked.stderr
 
@@ -142,7 +125,7 @@ def test_a_refused_renewal_is_not_served_after_a_replica_restart_reloads_nginx(
         _install(renewed, live)
         done = reload(run_dir)
         assert done.returncode == 0, done.stdout + done.stderr + tail(log)
-        assert served(tls_port) == renewed.fingerprint
+        assert served_fingerprint(tls_port) == renewed.fingerprint
         kept = run_dir / "tls"  # the copies Nginx serves, the key's owner's alone
         assert (kept / "front.crt").read_bytes() == renewed.cert.read_bytes()
         assert (kept.stat().st_mode & 0o777, (kept / "front.key").stat().st_mode & 0o777) == (0o700, 0o600)

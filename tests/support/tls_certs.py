@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
+import socket
+import ssl
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,6 +142,22 @@ def fingerprint_pem(pem: bytes) -> str:
 def fingerprint_der(der: bytes) -> str:
     """SHA-256 fingerprint (hex) of a DER certificate, as ssl.SSLSocket.getpeercert(True) gives it."""
     return x509.load_der_x509_certificate(der).fingerprint(hashes.SHA256()).hex()
+
+
+def served_fingerprint(port: int) -> str | None:
+    """The fingerprint of the certificate a loopback TLS port serves a new connection now (None: no
+    answer). Unverified, so that an expired or mismatched certificate is seen too."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    try:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=5) as sock,
+            context.wrap_socket(sock, server_hostname="localhost") as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
+    except OSError:
+        return None
+    return fingerprint_der(der) if der else None
 
 
 def _now() -> datetime.datetime:
