@@ -21,6 +21,7 @@ from hunyuan_serve.config.devices import gpus_value, split_devices
 from hunyuan_serve.config.edge import AuthConfig, NginxConfig
 from hunyuan_serve.config.engine import EngineConfig
 from hunyuan_serve.config.operations import LogsConfig, SupervisorConfig
+from hunyuan_serve.config.qa import POOL_CONTEXT
 from hunyuan_serve.config.replica import ReplicaConfig
 
 POOL_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
@@ -140,7 +141,7 @@ def _pool_config(cfg: ServeConfig, pool: PoolConfig) -> ServeConfig:
     if pool.gpus is not None:
         data["gpus"] = pool.gpus
     try:
-        return ServeConfig.model_validate(data, context={"pool": pool.name})
+        return ServeConfig.model_validate(data, context={POOL_CONTEXT: pool.name})
     except ValidationError as err:
         problems = "; ".join(f"pools.{pool.name}.{part}" for part in validation_problems(err).split("; "))
         raise ValueError(problems) from None
