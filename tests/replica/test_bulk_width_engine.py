@@ -27,6 +27,10 @@ SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0
 PERSON_STRINGS = 4
 PERSON = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=4)
 ALONE = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=32)
+LEARN_TURNS = 2
+# A strict target for people (a step beside them within 1% of their own) and the floor under it.
+STEP_RATIO = 1.01
+WIDTH_FLOOR = 2
 
 
 @dataclass
@@ -39,6 +43,8 @@ class Step:
     gate_bulk: int
     width: int
     queued: int  # bulk waiting in the replica
+    people: int = 0  # interactive sequences in the engine
+    line: Any = None  # the line the width was sized from at this step (before the step taught it)
 
 
 @dataclass
@@ -87,6 +93,7 @@ def _watch(engine: VllmEngine, gated: GatedEngine, record: Record) -> None:
         bulk = [bool(st.scheduled_ts) for rid, st in states if engine._live.get(rid) == BULK_PRIORITY]
         waiting = engine.stats.waiting  # the scheduler's stats of this step, recorded just before
         step = Step(sum(bulk), len(bulk) - sum(bulk), waiting, gate.bulk, gate.width(), gate.waiting())
+        step.people, step.line = gate.people, gate.model.line()
         record.steps.append(step)
         record.scheduled.update(rid for rid, st in states if st.scheduled_ts)
         for rid, st in states:
@@ -115,8 +122,10 @@ async def _scenario(model: Path) -> Record:
     await engine.start()
     record = Record()
     try:
-        # A long window and a strict target: once the person came, the width stays narrow to the end.
-        settings = BulkWidthSettings(interactive_window_s=600, interactive_step_ratio=1.01, bulk_width_min=2)
+        # A window longer than the scenario: once the person came, the width is sized for them to the end.
+        settings = BulkWidthSettings(
+            interactive_window_s=600, interactive_step_ratio=STEP_RATIO, bulk_width_min=WIDTH_FLOOR
+        )
         gated = GatedEngine(engine, bulk_gate(settings, MAX_NUM_SEQS, 0.25, {}))
         prompt = probe_prompt("hunyuan-mt", "Save the file before you close it.")
         bulk_id = iter(range(10**6))
@@ -128,9 +137,10 @@ async def _scenario(model: Path) -> Record:
         # Nobody active: the job alone at the full width teaches the model the large batches' steps, and
         # one sequence alone a few dozen steps teaches it the smallest: a fresh engine's first steps
         # take twice a warm one's, so a class seen for three short answers would be mostly cold steps.
-        for turn in range(2):
+        # In turns, so that a neighbour loading the machine for a while slows both sizes, not one.
+        for turn in range(LEARN_TURNS):
             await engine.generate(prompt, ALONE, f"warm-{turn}", 0)
-        await asyncio.gather(*(bulk() for _ in range(BULK)))
+            await asyncio.gather(*(bulk() for _ in range(BULK)))
         record.full = gated.gate.rule.full
         record.line = gated.gate.model.line()  # what the width is sized from once the person comes
         _time_steps(engine, record)
@@ -168,15 +178,29 @@ def test_with_a_person_active_vllm_runs_no_more_bulk_than_the_width(record: Reco
     assert max(s.queued for s in record.steps) > 0  # the job's surplus waited in the replica
 
 
-def test_the_width_narrows_on_the_line_learnt_from_this_engines_steps(record: Record) -> None:
-    # Before the person came, the job alone at full width and the single sequences taught the model a
-    # line, and on a CPU a step costs more the more it carries. Every step after the person came (the
-    # window is longer than the scenario) ran under a width below full: a width stuck at full fails here.
-    assert record.line is not None and record.line.per_seq_s > 0, record.line
+def _fits(step: Step, width: int) -> bool:
+    """Whether `width` bulk sequences beside the step's people keep a step within the target, on its line."""
+    beside = max(1, step.people)  # one person at least: the one that arrives next
+    return bool(step.line.step_s(beside + width) <= STEP_RATIO * step.line.step_s(beside) * (1 + 1e-9))
+
+
+def test_the_width_follows_the_line_learnt_from_this_engines_steps(record: Record) -> None:
+    # The job alone at full width and the single sequences taught the model a line from this engine's
+    # own steps. At every step after the person came (the window is longer than the scenario), the
+    # width is the most bulk that keeps a step beside the people within interactive_step_ratio of
+    # their own step on the line of that moment, and not under the floor: full only where that line
+    # says the full width fits. Which line the steps give depends on the machine (on 2 quiet cores a
+    # step costs more the more it carries, and the width sits at its floor; a neighbour loading the
+    # cores can flatten it), so the test checks the width against each step's line, not one outcome;
+    # tests/replica/test_bulk_width.py holds the rule to known lines.
+    assert record.line is not None, "two size classes of steps and still no line"
     assert record.full == MAX_NUM_SEQS - MAX_NUM_SEQS // 4
-    assert record.steps and max(s.width for s in record.steps) < record.full, sorted(
-        {s.width for s in record.steps}
-    )
+    for n, step in enumerate(record.steps):
+        assert step.line is not None, n
+        assert step.width == WIDTH_FLOOR or _fits(step, step.width), (n, step)  # within target, or floor
+        assert step.width == record.full or not _fits(step, step.width + 1), (n, step)  # and no narrower
+    narrowed = sum(s.width < record.full for s in record.steps)
+    print(f"steps under a width below full: {narrowed} of {len(record.steps)}; line before: {record.line}")
 
 
 def test_each_persons_string_is_in_the_first_step_after_it_reaches_the_scheduler(record: Record) -> None:
