@@ -49,6 +49,7 @@ if __package__ in (None, ""):  # `python bench/fairness.py` as well as `python -
 from bench.ensemble import strings
 from bench.fairness_report import Figures, Job, Width, latencies, merged, ratio, report
 from bench.fairness_stack import KEYS, Stack, start_stack
+from bench.fairness_where import Trace, access_lines, split
 from bench.names import STACK_TARGETS
 from bench.procs import REPO
 from hunyuan_serve.client.settings import ClientSettings
@@ -79,10 +80,12 @@ async def _interactive(
     going: Callable[[], bool],
     every_s: float = 0.0,
     counted_until: float = math.inf,
+    traces: list[Trace] | None = None,
 ) -> tuple[list[float], int]:
     """`page`'s strings one at a time, the next `every_s` after the last was sent (or when it is
     answered, if later), while `going()` holds and strings are left: the latencies of those sent
-    before `counted_until`, and how many of those failed."""
+    before `counted_until`, and how many of those failed; each counted one's latency and request id
+    go into `traces` too."""
     samples: list[float] = []
     failed = 0
     async with _client(base, "page", 1) as client:
@@ -99,6 +102,8 @@ async def _interactive(
                 ok = False
             if sent < counted_until and ok:
                 samples.append((time.perf_counter() - t0) * 1000)
+                if traces is not None:
+                    traces.append((samples[-1], str(answer.json().get("request_id", ""))))
             elif sent < counted_until:
                 failed += 1
             await asyncio.sleep(max(0.0, every_s - (time.perf_counter() - t0)))
@@ -211,7 +216,9 @@ async def _beside(
     def going() -> bool:
         return not job.done() and time.monotonic() < hard
 
-    person = await _interactive(stack.base, texts, going, args.interactive_every_s, counted_until=until)
+    person = await _interactive(
+        stack.base, texts, going, args.interactive_every_s, counted_until=until, traces=args.traces["beside"]
+    )
     return await job, person
 
 
@@ -228,7 +235,9 @@ async def _phase(
     stack = stacks["off" if kind == "off" else "on"]
     until = time.monotonic() + args.seconds
     if kind == "idle":
-        work: Any = _interactive(stack.base, texts, _before(until), args.interactive_every_s)
+        work: Any = _interactive(
+            stack.base, texts, _before(until), args.interactive_every_s, traces=args.traces["idle"]
+        )
     elif kind == "beside":
         work = _beside(stack, args, bodies, texts, until)
     else:
@@ -298,6 +307,9 @@ async def _phases(stacks: dict[str, Stack], args: argparse.Namespace) -> Figures
         args.width_from = "as `translate` sizes it from the stack's X-Hunyuan-Bulk-Texts"
     start_load = os.getloadavg()[0]
     rounds = await _alternating(stacks, args, job, people)
+    access = access_lines(stacks["on"].logs)
+    where = {phase: split(traces, access) for phase, traces in args.traces.items()}
+    print(f"[bench] fairness, where the person's time goes: {where}", flush=True)
     print(
         f"[bench] fairness idle {rounds.idle}, with the job {rounds.busy}; bulk {rounds.round_ratios}x "
         f"alone; alone, width on / off {rounds.off_ratios}x"
@@ -308,7 +320,7 @@ async def _phases(stacks: dict[str, Stack], args: argparse.Namespace) -> Figures
     pair = await _watched(on.ports, args.widths, "pair", both)
     print(f"[bench] fairness two keys: {pair[0].per_s:.1f} / {pair[1].per_s:.1f} texts/s", flush=True)
     load = (start_load, os.getloadavg()[0])
-    return replace(rounds, pair=(pair[0], pair[1]), widths=dict(args.widths), load=load)
+    return replace(rounds, pair=(pair[0], pair[1]), widths=dict(args.widths), load=load, where=where)
 
 
 def measure(args: argparse.Namespace, work: Path) -> Figures:
@@ -360,6 +372,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.width_from = "--concurrency"  # the report's word for where the width came from
     args.widths = {}  # per phase, the replicas' bulk width as their /metrics said (_watched)
+    args.traces = {"idle": [], "beside": []}  # per phase, the person's (latency, request id) (_interactive)
     if args.interactive is None and args.interactive_every_s <= 0:
         parser.error("--interactive-every-s 0 (as fast as answered) needs --interactive: a bound")
     if args.interactive is None:

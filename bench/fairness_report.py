@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench.ensemble import percentile
+from bench.fairness_where import Split, where_lines
 
 # What the priority classes must reach.
 LATENCY_RATIO_MAX = 1.5
@@ -61,6 +62,7 @@ class Figures:
     load: tuple[float, float] = (0.0, 0.0)  # the machine's 1-minute load average at the start and end
     off: Job | None = None  # the job alone on the stack with the width off (interactive_window_s 0)
     off_ratios: tuple[float, ...] = ()  # each round's job alone, width on / width off
+    where: dict[str, Split] | None = None  # the person's time by part, idle and beside the job
 
 
 def latencies(samples: Sequence[float], failed: int) -> Latencies:
@@ -169,6 +171,7 @@ def report(f: Figures, args: argparse.Namespace) -> str:
         *_off_rounds(f),
         f"Bulk batches failed (not 200, not 503): {failed}.",
         "",
+        *where_lines(f.where or {}),
         f"Re-run: `python -m bench.fairness --seconds {args.seconds:g} --interactive {args.interactive} "
         f"--concurrency {args.concurrency} --batch {args.batch} --rounds {args.rounds}"
         + (f" --max-num-seqs {args.max_num_seqs}" if args.max_num_seqs else "")

@@ -23,10 +23,12 @@ KEYS = {
 
 @dataclass(frozen=True)
 class Stack:
-    """One started stack: its Nginx's base URL and its replicas' ports (each one's /metrics)."""
+    """One started stack: its Nginx's base URL, its replicas' ports (each one's /metrics) and the folder
+    of their logs."""
 
     base: str
     ports: tuple[int, ...]
+    logs: Path
 
 
 def stack_config(
@@ -80,4 +82,4 @@ def start_stack(
     except (RuntimeError, TimeoutError):  # the work dir goes with this process: say what `up` said first
         print("".join(log.read_text(errors="replace").splitlines(True)[-30:]), file=sys.stderr)
         raise
-    return Stack(base, (cfg["base_port"], cfg["base_port"] + 1))
+    return Stack(base, (cfg["base_port"], cfg["base_port"] + 1), Path(cfg["run_dir"]) / "logs")

@@ -151,8 +151,9 @@ def test_the_person_keeps_sending_until_the_job_is_done(monkeypatch: pytest.Monk
     monkeypatch.setattr(fairness, "_job", job)
     args = parse_args(["--interactive-every-s", "0", "--interactive", "100"])
     until = time.monotonic() - 1  # the window has passed: only the job's end stops the person
+    stack = Stack("http://stack", (1, 2), Path("logs"))
     done, (samples, failed) = asyncio.run(
-        fairness._beside(Stack("http://stack", (1, 2)), args, iter([]), [f"s{i}" for i in range(100)], until)
+        fairness._beside(stack, args, iter([]), [f"s{i}" for i in range(100)], until)
     )
     assert done.texts == 16 and 30 <= len(sent) <= 31  # it sent until the job was done, then stopped
     assert samples == [] and failed == 0  # none was sent within the window: none counts
