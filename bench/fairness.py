@@ -140,8 +140,7 @@ async def _watched(ports: Sequence[int], widths: dict[str, Width], phase: str, w
         narrow = min(seen.get("hunyuan_bulk_width", [0.0]))
         queued = max(seen.get("hunyuan_bulk_queued", [0.0]))
         read = sorted(seen.get("hunyuan_bulk_width", [0.0]))  # the narrowest alone hides a width that swings
-        print(f"[bench] {phase}: widths read {len(read)} times, quartiles {read[len(read) // 4]:g} / "
-              f"{read[len(read) // 2]:g} / {read[3 * len(read) // 4]:g}", flush=True)  # fmt: skip
+        print(f"[bench] {phase}: width quartiles {[read[len(read) * k // 4] for k in (1, 2, 3)]}", flush=True)
         old = widths.get(phase)
         if old is not None:
             narrow, queued = min(narrow, old.narrowest), max(queued, old.most_queued)
