@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,16 @@ class Stack:
 
 
 def stack_config(
-    work: Path, model: Path, port: int, args: argparse.Namespace, width_off: bool | None = None
+    work: Path,
+    model: Path,
+    port: int,
+    args: argparse.Namespace,
+    width_off: bool | None = None,
+    replica: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`up`'s config of one stack in `work`; its replicas listen on base_port and the next port.
-    width_off (default: --width-off) sets replica.interactive_window_s 0, the width always full."""
+    width_off (default: --width-off) sets replica.interactive_window_s 0, the width always full;
+    `replica` adds fields to the replica section."""
     keys = work / "keys"
     keys.write_text(f"{KEYS['page']}\n{KEYS['ci-a']} priority=bulk\n{KEYS['ci-b']} priority=bulk\n")
     keys.chmod(0o600)  # `up` refuses a keys file others may read
@@ -56,6 +63,7 @@ def stack_config(
             "max_tokens": args.max_tokens,
             "cache_entries": 0,
             **({"interactive_window_s": 0} if off else {}),
+            **(replica or {}),
         },
         "auth": {"keys_file": str(keys)},
         "nginx": {"port": port, "read_timeout_s": 300.0},
@@ -64,12 +72,18 @@ def stack_config(
 
 
 def start_stack(
-    started: contextlib.ExitStack, work: Path, model: Path, args: argparse.Namespace, off: bool
+    started: contextlib.ExitStack,
+    work: Path,
+    model: Path,
+    args: argparse.Namespace,
+    off: bool,
+    replica: Mapping[str, Any] | None = None,
 ) -> Stack:
-    """One stack started and ready, stopped when `started` closes; what `up` said last if it fails."""
+    """One stack started and ready, stopped when `started` closes; what `up` said last if it fails.
+    `replica` adds fields to its replica section (stack_config)."""
     work.mkdir()
     port = free_port()
-    cfg = stack_config(work, model, port, args, width_off=off)
+    cfg = stack_config(work, model, port, args, width_off=off, replica=replica)
     config = work / "up.yaml"
     config.write_text(yaml.safe_dump(cfg))
     argv = [sys.executable, "-m", "hunyuan_serve", "up", "--config", str(config)]

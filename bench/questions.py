@@ -64,6 +64,15 @@ QUESTIONS: tuple[Question, ...] = (
         headline="interactive p50, during the job / idle",
     ),
     Question(
+        "people-frontier",
+        "Which bulk width, held while a person is active, meets the people-first targets on this machine?",
+        "a width with person p50/p95 <= 1.5x idle and job >= 0.6x alone",
+        ("bench.fairness_frontier", "--out", "{out}/report-frontier.md"),
+        report="report-frontier.md",
+        figures="report-frontier.json",
+        headline="Widths meeting both",
+    ),
+    Question(
         "layer",
         "What does the serving layer (Nginx, replica API, no engine) cost per string?",
         "none set: the layer's CPU per string, to compare before and after a change",
