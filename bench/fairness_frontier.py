@@ -46,6 +46,7 @@ PHASES = ("idle", "alone", "beside")
 # line with a slope, and the width is the floor.
 FLOOR_RATIO = 1.0001
 RESULTS = REPO / "bench" / "results"
+START_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -189,11 +190,25 @@ def measure(args: argparse.Namespace, work: Path) -> list[Point]:
     texts = strings(10_000, 0)  # distinct strings, so that vLLM's prefix cache makes none cheaper
     points = []
     for width in args.widths:
-        replica = {"bulk_width_min": width, "interactive_step_ratio": FLOOR_RATIO}
         with contextlib.ExitStack() as started:
-            stack = start_stack(started, work / f"width-{width}", model, args, False, replica)
+            stack = _started(started, work, model, args, width)
             points.append(asyncio.run(_rounds(stack, args, texts, width)))
     return points
+
+
+def _started(
+    started: contextlib.ExitStack, work: Path, model: Path, args: argparse.Namespace, width: int
+) -> Stack:
+    """One width's stack, tried again on new ports if it fails to start: a stack started right after
+    another's load can draw a port that one of the last run's connections still holds."""
+    replica = {"bulk_width_min": width, "interactive_step_ratio": FLOOR_RATIO}
+    for attempt in range(START_TRIES):
+        try:
+            return start_stack(started, work / f"width-{width}-{attempt}", model, args, False, replica)
+        except RuntimeError as failed:
+            print(f"[bench] width {width}'s stack did not start ({failed}); trying new ports", flush=True)
+            last = failed
+    raise last
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
