@@ -32,7 +32,6 @@ import itertools
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 import time
@@ -47,6 +46,7 @@ if __package__ in (None, ""):  # `python bench/fairness.py` as well as `python -
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.ensemble import strings
+from bench.fairness_gauges import during, quartiles
 from bench.fairness_report import Figures, Job, Width, latencies, merged, ratio, report
 from bench.fairness_stack import KEYS, Stack, start_stack
 from bench.fairness_where import Trace, access_lines, split
@@ -61,8 +61,6 @@ PHASES = ("idle", "alone", "beside")  # on the stack under test; "off" goes besi
 # The job's target languages: the workload's ~5,500 strings into each of these are more distinct prompts
 # than a run's job phases send (about 47,000 texts at 330 texts/s), so none meets vLLM's prefix cache.
 JOB_TARGETS = (*STACK_TARGETS, "pt", "it", "tr", "vi")
-METRICS_EVERY_S = 0.5
-_GAUGE = re.compile(r"^(hunyuan_bulk_width|hunyuan_bulk_queued)\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
 
 
 # -- the measuring (a real stack) ---------------------------------------------------------------
@@ -114,33 +112,16 @@ def _before(until: float) -> Callable[[], bool]:
     return lambda: time.monotonic() < until
 
 
-async def _gauges(ports: Sequence[int], seen: dict[str, list[float]]) -> None:
-    """The replicas' bulk width and queue, read from each one's /metrics every METRICS_EVERY_S."""
-    async with httpx.AsyncClient(timeout=5, trust_env=False) as client:
-        while True:
-            for port in ports:
-                try:
-                    text = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
-                except httpx.HTTPError:
-                    continue
-                for name, value in _GAUGE.findall(text):
-                    seen.setdefault(name, []).append(float(value))
-            await asyncio.sleep(METRICS_EVERY_S)
-
-
 async def _watched(ports: Sequence[int], widths: dict[str, Width], phase: str, work: Any) -> Any:
     """`work` awaited while the replicas' gauges are read; what they read lands in widths[phase]."""
     seen: dict[str, list[float]] = {}
-    reader = asyncio.create_task(_gauges(ports, seen))
     try:
-        return await work
+        return await during(ports, work, seen)
     finally:
-        reader.cancel()
-        await asyncio.gather(reader, return_exceptions=True)
         narrow = min(seen.get("hunyuan_bulk_width", [0.0]))
         queued = max(seen.get("hunyuan_bulk_queued", [0.0]))
-        read = sorted(seen.get("hunyuan_bulk_width", [0.0]))  # the narrowest alone hides a width that swings
-        print(f"[bench] {phase}: width quartiles {[read[len(read) * k // 4] for k in (1, 2, 3)]}", flush=True)
+        read = list(quartiles(seen.get("hunyuan_bulk_width", [])))  # the narrowest alone hides a swing
+        print(f"[bench] {phase}: width quartiles {read}", flush=True)
         old = widths.get(phase)
         if old is not None:
             narrow, queued = min(narrow, old.narrowest), max(queued, old.most_queued)
@@ -197,10 +178,15 @@ async def _job(
     return Job(key, counts["texts"], round(time.monotonic() - t0, 3), counts["refused"], counts["failed"])
 
 
+def phase_order(n: int) -> list[str]:
+    """Round n's three phases on the stack under test, rotated by n so that none always runs first."""
+    return list(PHASES[n % 3 :] + PHASES[: n % 3])
+
+
 def round_order(n: int) -> list[str]:
-    """Round n's phases: the three on the stack under test rotated by n, and the job on the stack with
-    the width off right beside the job alone, after it in even rounds and before it in odd ones."""
-    order = list(PHASES[n % 3 :] + PHASES[: n % 3])
+    """Round n's phases: phase_order(n), and the job on the stack with the width off right beside the
+    job alone, after it in even rounds and before it in odd ones."""
+    order = phase_order(n)
     at = order.index("alone")
     order[at : at + 1] = ["alone", "off"] if n % 2 == 0 else ["off", "alone"]
     return order

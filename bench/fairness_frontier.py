@@ -26,8 +26,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.ask import RESULTS
 from bench.ensemble import strings
-from bench.fairness import _before, _beside, _gauges, _interactive, _job, _translate_width, batch_bodies
+from bench.fairness import _before, _beside, _interactive, _job, _translate_width, batch_bodies, phase_order
+from bench.fairness_gauges import during, quartiles
 from bench.fairness_report import (
     BULK_RATIO_MIN,
     LATENCY_RATIO_MAX,
@@ -38,15 +40,11 @@ from bench.fairness_report import (
     ratio,
 )
 from bench.fairness_stack import Stack, start_stack
-from bench.procs import REPO
 from hunyuan_serve.config import ReplicaConfig
 
-PHASES = ("idle", "alone", "beside")
 # Just over the ratio's lower bound (it must be > 1): the rule's room is then below one sequence on any
 # line with a slope, and the width is the floor.
 FLOOR_RATIO = 1.0001
-RESULTS = REPO / "bench" / "results"
-START_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -76,18 +74,6 @@ class Point:
     def meets(self) -> bool:
         person = max(self.p50_ratio, self.p95_ratio) <= LATENCY_RATIO_MAX
         return person and self.job_ratio >= BULK_RATIO_MIN
-
-
-def quartiles(reads: Sequence[float]) -> tuple[float, float, float]:
-    """The 1st, 2nd and 3rd quartiles of the reads (zeros when there are none)."""
-    ordered = sorted(reads) or [0.0]
-    q1, q2, q3 = (ordered[len(ordered) * k // 4] for k in (1, 2, 3))
-    return q1, q2, q3
-
-
-def phase_order(n: int) -> list[str]:
-    """Round n's phases, rotated by n so that none always runs first."""
-    return list(PHASES[n % 3 :] + PHASES[: n % 3])
 
 
 def point(width: int, got: Sequence[dict[str, Any]], reads: Sequence[float]) -> Point:
@@ -167,12 +153,7 @@ async def _rounds(stack: Stack, args: argparse.Namespace, texts: list[str], widt
             await asyncio.sleep(args.window_s)  # the last person's window passes: each phase starts alike
             mine = people[(3 * n + i) * args.interactive :][: args.interactive]
             seen: dict[str, list[float]] = {}
-            reader = asyncio.create_task(_gauges(stack.ports, seen))
-            try:
-                out[kind] = await _phase(kind, stack, args, job, mine)
-            finally:
-                reader.cancel()
-                await asyncio.gather(reader, return_exceptions=True)
+            out[kind] = await during(stack.ports, _phase(kind, stack, args, job, mine), seen)
             if kind == "beside":
                 reads += seen.get("hunyuan_bulk_width", [])
         out["beside"], out["busy"] = out["beside"]
@@ -190,25 +171,11 @@ def measure(args: argparse.Namespace, work: Path) -> list[Point]:
     texts = strings(10_000, 0)  # distinct strings, so that vLLM's prefix cache makes none cheaper
     points = []
     for width in args.widths:
+        replica = {"bulk_width_min": width, "interactive_step_ratio": FLOOR_RATIO}
         with contextlib.ExitStack() as started:
-            stack = _started(started, work, model, args, width)
+            stack = start_stack(started, work / f"width-{width}", model, args, False, replica)
             points.append(asyncio.run(_rounds(stack, args, texts, width)))
     return points
-
-
-def _started(
-    started: contextlib.ExitStack, work: Path, model: Path, args: argparse.Namespace, width: int
-) -> Stack:
-    """One width's stack, tried again on new ports if it fails to start: a stack started right after
-    another's load can draw a port that one of the last run's connections still holds."""
-    replica = {"bulk_width_min": width, "interactive_step_ratio": FLOOR_RATIO}
-    for attempt in range(START_TRIES):
-        try:
-            return start_stack(started, work / f"width-{width}-{attempt}", model, args, False, replica)
-        except RuntimeError as failed:
-            print(f"[bench] width {width}'s stack did not start ({failed}); trying new ports", flush=True)
-            last = failed
-    raise last
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

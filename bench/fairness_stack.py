@@ -22,6 +22,10 @@ KEYS = {
 }
 
 
+START_TRIES = 3
+PORT_BUSY = "is in use"  # what `up` says of a port another process holds (run/ports.py)
+
+
 @dataclass(frozen=True)
 class Stack:
     """One started stack: its Nginx's base URL, its replicas' ports (each one's /metrics) and the folder
@@ -80,7 +84,28 @@ def start_stack(
     replica: Mapping[str, Any] | None = None,
 ) -> Stack:
     """One stack started and ready, stopped when `started` closes; what `up` said last if it fails.
-    `replica` adds fields to its replica section (stack_config)."""
+    `replica` adds fields to its replica section (stack_config). A stack whose `up` found a port busy
+    is started again on new ports (in work-1, work-2): free_port draws from the ephemeral range, where
+    a connection of the last stack's load may still hold the port it drew."""
+    for attempt in range(START_TRIES):
+        tried = work if attempt == 0 else work.with_name(f"{work.name}-{attempt}")
+        try:
+            return _start(started, tried, model, args, off, replica)
+        except RuntimeError:
+            if PORT_BUSY not in (tried / "up.log").read_text(errors="replace"):
+                raise
+            print(f"[bench] {tried.name}: `up` found a port busy; trying new ports", flush=True)
+    raise RuntimeError(f"{work.name}: `up` found a port busy in {START_TRIES} tries")
+
+
+def _start(
+    started: contextlib.ExitStack,
+    work: Path,
+    model: Path,
+    args: argparse.Namespace,
+    off: bool,
+    replica: Mapping[str, Any] | None,
+) -> Stack:
     work.mkdir()
     port = free_port()
     cfg = stack_config(work, model, port, args, width_off=off, replica=replica)

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.fairness_frontier import FLOOR_RATIO, parse_args, phase_order, point, quartiles, report
+from bench import fairness_stack
+from bench.fairness import phase_order
+from bench.fairness_frontier import FLOOR_RATIO, parse_args, point, report
+from bench.fairness_gauges import quartiles
 from bench.fairness_report import Job
 from bench.fairness_stack import stack_config
 from hunyuan_serve.config import build_config
@@ -81,3 +84,40 @@ def test_a_widths_stack_holds_the_floor_while_people_are_active(tmp_path: Path) 
     loaded = build_config(cfg, {})
     assert loaded.replica.bulk_width_min == 8 and loaded.replica.interactive_step_ratio == FLOOR_RATIO
     assert loaded.replica.interactive_window_s > 0
+
+
+def test_a_stack_whose_up_found_a_port_busy_starts_again_on_new_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tried: list[str] = []
+
+    def start(started: object, work: Path, *rest: object) -> str:
+        tried.append(work.name)
+        work.mkdir()
+        if len(tried) < 3:
+            (work / "up.log").write_text(
+                "port 48440 on 127.0.0.1 is in use by a process this user cannot see"
+            )
+            raise RuntimeError("stack exited with 1")
+        return "started"
+
+    monkeypatch.setattr(fairness_stack, "_start", start)
+    assert fairness_stack.start_stack(None, tmp_path / "on", tmp_path, parse_args([]), False) == "started"  # type: ignore[arg-type,comparison-overlap]
+    assert tried == ["on", "on-1", "on-2"]
+
+
+def test_a_stack_that_failed_for_another_reason_is_not_started_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tried: list[str] = []
+
+    def start(started: object, work: Path, *rest: object) -> None:
+        tried.append(work.name)
+        work.mkdir()
+        (work / "up.log").write_text("FAIL  model  cannot tell the prompt family")
+        raise RuntimeError("stack exited with 1")
+
+    monkeypatch.setattr(fairness_stack, "_start", start)
+    with pytest.raises(RuntimeError, match="exited with 1"):
+        fairness_stack.start_stack(None, tmp_path / "on", tmp_path, parse_args([]), False)  # type: ignore[arg-type]
+    assert tried == ["on"]
