@@ -2,13 +2,13 @@
 
 python -m bench.fairness_frontier [--widths 1,2,4,8,16,32] [--rounds 1]
 
-The width rule (replica/bulk_width.py) picks one width from the step times it measures; this asks which
-widths could meet the people-first targets at all on this machine. For each width N, a stack of two CPU
-replicas runs with replica.bulk_width_min N and interactive_step_ratio just over 1, so that while a person
-is active the rule gives its floor, N (a line learnt flat would still give full width: the widths the
-replicas' /metrics read are reported beside each row, so such a row shows for what it is). Each round
-runs the person alone, the job alone and both together, each round in another order, as the
-people-first question does (bench/fairness.py, whose phases this reuses).
+The width rule (replica/bulk_width.py) learns the bulk a person's steps may carry from their pace; this
+asks what each width gives at all on this machine. For each width N, a stack of two CPU replicas runs
+with replica.bulk_width_min N and interactive_step_ratio just over 1, so that while a person is active
+the steps that carry their strings carry N bulk sequences (but for the rule's probes, at 0; the widths
+the replicas' /metrics read are reported beside each row). Each round runs the person alone, the job
+alone and both together, each round in another order, as the people-first question does
+(bench/fairness.py, whose phases this reuses).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from bench.fairness_report import (
 from bench.fairness_stack import Stack, start_stack
 from hunyuan_serve.config import ReplicaConfig
 
-# Just over the ratio's lower bound (it must be > 1): the rule's room is then below one sequence on any
-# line with a slope, and the width is the floor.
+# Just over the ratio's lower bound (it must be > 1): any pace beside bulk slower than the person's
+# alone halves the width, which so stays at its floor.
 FLOOR_RATIO = 1.0001
 
 

@@ -10,28 +10,37 @@ from hunyuan_serve.config.base import Section
 class BulkWidthSettings(Section):
     """Fields of the replica section (ReplicaConfig derives from this), so each pool may set its own.
 
-    No figure here is a step time or a width: those are measured on the replica's own engine
-    (replica/step_model.py), so one default fits a CPU, where a step costs in proportion to the
-    sequences it carries, and a GPU, where it hardly moves.
+    No figure here is a time or a width: the bulk a person's steps may carry is learnt from the people's
+    own pace on the replica's engine (replica/bulk_width.py), so one default fits a CPU, where each
+    sequence beside a person slows them, and a GPU, where it hardly does.
     """
 
-    # A page sends a string, reads, types: a window of a few seconds keeps the width narrow across
-    # those pauses, so the next string does not meet a batch that has grown back in between.
+    # A page sends a string, reads, types: a window of a few seconds keeps the width learnt across
+    # those pauses, so the next string does not start from full width again.
     interactive_window_s: float = Field(
         5.0,
         ge=0,
         description="A person counts as active this long after their last interactive request; the "
         "bulk width is full once no interactive request arrived within it (0: the width is always full).",
     )
+    # The people's target is 1.5x their idle time, end to end; their pace with no bulk beside them is
+    # taken while the job may load the machine's other cores, which costs them some already.
     interactive_step_ratio: float = Field(
-        1.4,
+        1.2,
         gt=1,
-        description="While people are active, bulk sequences run only so many that an engine step takes "
-        "at most this many times the step the people's own sequences take alone (from step times "
-        "measured on this engine).",
+        description="While people are active, a step that carries a person's sequence carries only so "
+        "much bulk that the person's time per token stays within this many times their time per token "
+        "with no bulk beside them (both measured on this replica).",
     )
     bulk_width_min: int = Field(
-        4,
+        1,
         ge=1,
-        description="Bulk sequences the engine may always run, however costly its steps (the job's floor).",
+        description="Bulk sequences every step may carry beside people, however much they slow them "
+        "(the job's floor while people are always active).",
+    )
+    pace_probe_every: int = Field(
+        8,
+        ge=1,
+        description="One person's call in this many runs with no bulk beside it, so that their pace "
+        "alone is known while a job never stops.",
     )

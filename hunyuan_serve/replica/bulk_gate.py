@@ -1,15 +1,14 @@
-"""The replica's own queue of bulk work over the width: what goes into the engine, and when."""
+"""The replica's own queue of bulk work, and the bulk width it hands the engine's scheduler."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
 import contextlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 
 from hunyuan_serve.replica.bulk_width import WidthRule, next_key
-from hunyuan_serve.replica.step_model import StepModel
 
 # Past the window's end, so that the clock the rule reads has passed it too when the timer fires.
 _WINDOW_SLACK_S = 0.01
@@ -22,58 +21,83 @@ class _Waiter:
 
 
 @dataclass
+class Placed:
+    """One engine call under the gate; a person's call reports its pace here (GatedEngine)."""
+
+    pace_s: float | None = None  # seconds per output token of the engine call, once it ended
+
+    def took(self, engine_s: float, tokens: int) -> None:
+        self.pace_s = engine_s / max(1, tokens)
+
+
+@dataclass
 class BulkGate:
-    """Interactive sequences go straight in (and narrow the width); bulk ones take a place under the
-    width or wait here, per key in arrival order, the next place going to the key furthest under its
-    weighted share (bulk_width.next_key). Sequences count from submission until the engine call ends."""
+    """Interactive sequences go straight in; bulk ones take one of the full width's places or wait
+    here, per key in arrival order, the next place going to the key furthest under its weighted share
+    (bulk_width.next_key). Sequences count from submission until the engine call ends.
+
+    The width a person's steps may carry beside them (WidthRule) goes to the engine's scheduler through
+    `publish` whenever it may have moved: the scheduler pauses the rest of the running bulk in those
+    steps, so the job keeps its places and goes on at full width between a person's strings."""
 
     rule: WidthRule
-    model: StepModel = field(default_factory=StepModel)
     weights: Mapping[str | None, int] = field(default_factory=dict)
+    publish: Callable[[int], None] | None = None
     people: int = 0  # interactive sequences in the engine
     bulk: int = 0  # bulk sequences in the engine
     bulk_by_key: dict[str | None, int] = field(default_factory=dict)
     _queue: dict[str | None, collections.deque[_Waiter]] = field(default_factory=dict)
     _timer: asyncio.TimerHandle | None = None
+    _published: int | None = None  # the width publish was last handed
 
     def width(self) -> int:
-        return self.rule.width(self.model, self.people)
+        """The bulk a step that carries a person's sequence may carry now (full: any)."""
+        return self.rule.width()
 
     def waiting(self) -> int:
         """Bulk sequences waiting here for a place."""
         return sum(w.seqs for queue in self._queue.values() for w in queue)
 
-    def observe(self, seqs: int, seconds: float) -> None:
-        """One engine step (the engine's stats hook): the model learns, and the width may move."""
-        self.model.observe(seqs, seconds)
-        if self._queue:
-            self._pump()
-
     @contextlib.asynccontextmanager
-    async def place(self, bulk: bool, key: str | None, seqs: int = 1) -> AsyncIterator[None]:
+    async def place(self, bulk: bool, key: str | None, seqs: int = 1) -> AsyncIterator[Placed]:
         """Held around one engine call of `seqs` sequences (n samples: n)."""
+        call = Placed()
         if not bulk:
-            self._person_arrived(seqs)
+            probe = self._person_arrived(seqs)
+            beside = self._beside()
             try:
-                yield
+                yield call
             finally:
                 self.people -= seqs
-                self._pump()
+                self.rule.person_done(call.pace_s, probe, max(beside, self._beside()))
+                self._publish()
             return
         await self._take(key, seqs)
         try:
-            yield
+            yield call
         finally:
             self._give(key, seqs)
 
-    def _person_arrived(self, seqs: int) -> None:
-        self.rule.interactive_arrived()
+    def _beside(self) -> int:
+        """The bulk the width lets beside a person now: none where the engine holds none."""
+        return min(self.bulk, self.width())
+
+    def _person_arrived(self, seqs: int) -> bool:
+        probe = self.rule.interactive_arrived()
         self.people += seqs
+        self._publish()
         if self._timer is not None:
             self._timer.cancel()
-        # When the window passes with nobody new, the width is full again: the queue moves then.
+        # When the window passes with nobody new, the width is full again: published then.
         delay = self.rule.settings.interactive_window_s + _WINDOW_SLACK_S
-        self._timer = asyncio.get_running_loop().call_later(delay, self._pump)
+        self._timer = asyncio.get_running_loop().call_later(delay, self._publish)
+        return probe
+
+    def _publish(self) -> None:
+        width = self.width()
+        if self.publish is not None and width != self._published:
+            self._published = width
+            self.publish(width)
 
     async def _take(self, key: str | None, seqs: int) -> None:
         if not self._queue and self._fits(seqs):
@@ -93,7 +117,7 @@ class BulkGate:
 
     def _fits(self, seqs: int) -> bool:
         # One call wider than the width (an ensemble's n) still goes in alone, or it never would.
-        return self.bulk == 0 or self.bulk + seqs <= self.width()
+        return self.bulk == 0 or self.bulk + seqs <= self.rule.full
 
     def _hold(self, key: str | None, seqs: int) -> None:
         self.bulk += seqs
@@ -117,7 +141,8 @@ class BulkGate:
         self._pump()
 
     def _pump(self) -> None:
-        """Places under the width to the waiting keys, one at a time, the furthest under its share first."""
+        """Places under the full width to the waiting keys, one at a time, the furthest under its share
+        first."""
         while self._queue:
             key = next_key(self._queue, self.bulk_by_key, self.weights)
             queue = self._queue[key]

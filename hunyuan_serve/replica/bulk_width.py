@@ -1,21 +1,34 @@
-"""The bulk width: how many bulk sequences may run in the engine at once, people active or not (pure)."""
+"""The bulk width: how many bulk sequences a step that carries a person's may carry too (pure)."""
 
 from __future__ import annotations
 
-import math
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
+from statistics import median
 
 from hunyuan_serve.config.width import BulkWidthSettings
-from hunyuan_serve.replica.step_model import StepModel
+
+# A person's paces with no bulk beside them that the baseline is the median of: the latest few, so a
+# machine that gets busier is followed within a few probes.
+ALONE_PACES = 8
 
 
 class WidthRule:
-    """Full while no interactive request arrived within the window; else as many bulk sequences as
-    keep a step within interactive_step_ratio of the people's own step, on this engine's line.
+    """Full while no interactive request arrived within the window. While one did, steps that carry a
+    person's sequence carry at most `beside` bulk ones (vLLM's scheduler pauses the rest:
+    replica/people_scheduler.py), and `beside` is learnt from the people's own pace.
+
+    A person's pace is their engine call's seconds per output token. The baseline is their pace with no
+    bulk beside them: the engine had no bulk, or the call was a probe, run at width 0, which the rule
+    asks for once every `pace_probe_every` calls so that the baseline holds under a job that never
+    stops. Each other call moves `beside`: halved (not under bulk_width_min) when the pace exceeded
+    interactive_step_ratio times the baseline, else grown by a quarter (at least one, up to full). So
+    where a step costs more the more it carries and the frontend shares the core (a CPU), `beside` stays
+    near the floor; where it hardly moves (a GPU's decode), it grows to full within a few dozen calls.
 
     `full` is the width with nobody waiting: what the engine batches less the places kept for people,
-    so that bulk never waits in vLLM's queue, where it could not be reordered.
+    so that a person always finds a place in the next step.
     """
 
     def __init__(
@@ -24,11 +37,22 @@ class WidthRule:
         self.settings = settings
         self.full = full
         self.floor = min(settings.bulk_width_min, full)
+        self.beside = self.floor
         self.clock = clock
+        self.alone: deque[float] = deque(maxlen=ALONE_PACES)
+        self.probing = 0  # people's calls running as probes now
+        self._since_alone = 0  # people's calls since the last with no bulk beside
         self._last: float | None = None  # when the latest interactive request arrived
 
-    def interactive_arrived(self) -> None:
+    def interactive_arrived(self) -> bool:
+        """A person's call starts: True when it is to run as a probe (width 0 while it runs)."""
         self._last = self.clock()
+        probe = bool(self.alone) is False or self._since_alone >= self.settings.pace_probe_every
+        if probe and self.people_active():
+            self._since_alone = 0
+            self.probing += 1
+            return True
+        return False
 
     def window_left_s(self) -> float:
         """Seconds until the window passes and the width is full again (0: it is)."""
@@ -39,21 +63,30 @@ class WidthRule:
     def people_active(self) -> bool:
         return self.window_left_s() > 0
 
-    def width(self, model: StepModel, people: int) -> int:
-        """The bulk width now, beside `people` interactive sequences in the engine."""
+    def width(self) -> int:
+        """The bulk sequences a step that carries a person's may carry now."""
         if not self.people_active():
             return self.full
-        line = model.line()
-        if line is None:
-            # Nothing measured says what a step costs by size yet: run at half, which teaches the
-            # model a second size class, and leave the rest to it.
-            return max(self.floor, self.full // 2)
-        beside = max(1, people)  # one person at least: the one that arrives next
-        limit_s = self.settings.interactive_step_ratio * line.step_s(beside)
-        room = line.seqs_within(limit_s) - beside
-        if math.isinf(room):
-            return self.full
-        return max(self.floor, min(self.full, math.floor(room)))
+        return 0 if self.probing else self.beside
+
+    def person_done(self, pace_s: float | None, probe: bool, bulk_beside: int) -> None:
+        """A person's call ended: its seconds per output token (None: not measured), whether it was a
+        probe, and the most bulk the width let beside it while it ran (0: the engine had none)."""
+        if probe:
+            self.probing -= 1
+        if pace_s is None or pace_s <= 0:
+            return
+        if probe or bulk_beside == 0:
+            self.alone.append(pace_s)
+            self._since_alone = 0
+            return
+        self._since_alone += 1
+        if not self.alone:
+            return
+        if pace_s > self.settings.interactive_step_ratio * median(self.alone):
+            self.beside = max(self.floor, self.beside // 2)
+        else:
+            self.beside = min(self.full, self.beside + max(1, self.beside // 4))
 
 
 def next_key(
@@ -65,7 +98,7 @@ def next_key(
     Each place freed goes to the key furthest under its weighted share: the shares the admission's
     water-filling gives (priority.weighted_shares), reached one place at a time."""
     best: str | None = None
-    best_load = math.inf
+    best_load = float("inf")
     for key in waiting:
         load = running.get(key, 0) / weights.get(key, 1)
         if load < best_load:

@@ -20,8 +20,9 @@ from hunyuan_serve.replica.device_env import DeviceMismatch, apply_cpu_env, appl
 from hunyuan_serve.replica.encoding import PromptEncoder
 from hunyuan_serve.replica.engine_args import engine_kwargs, stop_token_ids, torch_facts
 from hunyuan_serve.replica.engine_fork import forks_engine_core, use_fork
-from hunyuan_serve.replica.engine_stats import quiet_step_lines, stats_logger_factory
+from hunyuan_serve.replica.engine_stats import stats_logger_factory
 from hunyuan_serve.replica.engine_types import ENCODED_MEMO_SIZE, Delta, EngineStats, Generation, Sampling
+from hunyuan_serve.replica.width_file import WidthWriter
 
 
 @dataclass
@@ -40,6 +41,7 @@ class VllmEngine:
     _stop_ids: list[int] = field(default_factory=list)
     _encoder: PromptEncoder | None = None
     _live: dict[str, int] = field(default_factory=dict)  # our request ids in the engine -> their priority
+    _width: WidthWriter | None = None  # the bulk width vLLM's scheduler reads (people_scheduler.py)
 
     async def start(self) -> None:
         if self._engine is not None:  # already started (the benchmark shares one engine with an app)
@@ -93,9 +95,10 @@ class VllmEngine:
         self._encoder = PromptEncoder(self._tokenizer, ENCODED_MEMO_SIZE)
         if Path(self.model).is_dir():
             self._stop_ids = stop_token_ids(Path(self.model))
-        args = AsyncEngineArgs(**engine_kwargs(self.cfg, self.model, on_cpu))
+        self._width = WidthWriter()
+        self.stats.apply_bulk_width = self._width.write
+        args = AsyncEngineArgs(**engine_kwargs(self.cfg, self.model, on_cpu, str(self._width.path)))
         recorder = stats_logger_factory(self.stats)
-        quiet_step_lines()
         from vllm import envs
 
         # A cache an earlier engine of this process left would hide the variables set above.
@@ -300,3 +303,7 @@ class VllmEngine:
             # Bounded: the engine core lingers in its own teardown after its workers have gone, and
             # vLLM waits 5 s for it by default before it kills it.
             engine.shutdown(timeout=self.cfg.shutdown_timeout_s)
+        width, self._width = self._width, None
+        if width is not None:
+            self.stats.apply_bulk_width = None
+            width.close()

@@ -9,6 +9,9 @@ from typing import Any
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.gpu import query_gpus
 from hunyuan_serve.replica.device_env import TorchFacts
+from hunyuan_serve.replica.people_scheduler import WIDTH_FILE_KEY
+
+PEOPLE_SCHEDULER = "hunyuan_serve.replica.people_scheduler.make"
 
 
 def torch_facts() -> TorchFacts:
@@ -29,8 +32,11 @@ def torch_facts() -> TorchFacts:
     )
 
 
-def engine_kwargs(cfg: EngineConfig, model: str, on_cpu: bool) -> dict[str, Any]:
-    """EngineConfig -> AsyncEngineArgs keyword arguments (pure, table-tested)."""
+def engine_kwargs(
+    cfg: EngineConfig, model: str, on_cpu: bool, width_file: str | None = None
+) -> dict[str, Any]:
+    """EngineConfig -> AsyncEngineArgs keyword arguments (pure, table-tested). With `width_file`, vLLM's
+    scheduler reads the bulk width from it (replica/people_scheduler.py)."""
     kwargs: dict[str, Any] = {
         "model": model,
         "tokenizer": cfg.tokenizer,
@@ -47,10 +53,12 @@ def engine_kwargs(cfg: EngineConfig, model: str, on_cpu: bool) -> dict[str, Any]
         "enforce_eager": on_cpu if cfg.enforce_eager is None else cfg.enforce_eager,
         "seed": cfg.seed,
         "trust_remote_code": cfg.trust_remote_code,
-        # Each step's sequences and time, as the engine core measures them (SchedulerStats'
-        # iteration_details): the bulk width's step-time model learns from them (replica/step_model.py).
-        "enable_logging_iteration_details": True,
     }
+    if width_file is not None:
+        # A name vLLM's engine core resolves in its own process (SchedulerConfig.get_scheduler_cls);
+        # additional_config travels there inside the engine's config.
+        kwargs["scheduler_cls"] = PEOPLE_SCHEDULER
+        kwargs["additional_config"] = {WIDTH_FILE_KEY: width_file}
     if on_cpu:
         # bfloat16 falls back to slow kernels on AVX2-only CPUs; float32 is faster there.
         if cfg.dtype == "auto":

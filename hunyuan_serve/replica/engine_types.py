@@ -60,9 +60,10 @@ class EngineStats:
     # has no class): hunyuan_class_waiting (replica/metrics.py). Set by an engine that can ask vLLM;
     # none for an engine with no queue of its own (the stand-in).
     unscheduled: Callable[[], dict[int, int]] | None = None
-    # Per engine step, the sequences it carried and its seconds as the engine core timed them: the
-    # bulk width's step-time model listens (replica/gated_engine.py); None: nobody does.
-    on_step: Callable[[int, float], None] | None = None
+    # Hands the engine's scheduler the bulk width: how many bulk sequences a step that carries a
+    # person's may carry (replica/people_scheduler.py). Set by an engine whose scheduler applies it;
+    # None for one that has none (the stand-in).
+    apply_bulk_width: Callable[[int], None] | None = None
 
     def waiting_of(self, priority: int) -> int:
         return 0 if self.unscheduled is None else self.unscheduled().get(priority, 0)

@@ -9,7 +9,7 @@ from hunyuan_serve.config.replica import bulk_slots
 from hunyuan_serve.config.width import BulkWidthSettings
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.replica import priority
-from hunyuan_serve.replica.bulk_gate import BulkGate
+from hunyuan_serve.replica.bulk_gate import BulkGate, Placed
 from hunyuan_serve.replica.bulk_width import WidthRule
 from hunyuan_serve.replica.engine_types import Delta, Engine, EngineStats, Generation, Sampling
 
@@ -27,12 +27,18 @@ def bulk_gate(
 class GatedEngine:
     """`engine` behind `gate`: the class (priority) and key of the call decide; the rest passes through.
 
-    The engine's stats hook feeds the gate's step-time model (EngineStats.on_step)."""
+    A person's calls report their pace to the gate, and the width it learns goes to the engine's
+    scheduler (EngineStats.apply_bulk_width), read at each publish: an engine sets it once built."""
 
     def __init__(self, engine: Engine, gate: BulkGate) -> None:
         self.engine = engine
         self.gate = gate
-        engine.stats.on_step = gate.observe
+        gate.publish = self._apply_width
+
+    def _apply_width(self, width: int) -> None:
+        apply = self.engine.stats.apply_bulk_width
+        if apply is not None:
+            apply(width)
 
     @property
     def model(self) -> str:
@@ -75,27 +81,34 @@ class GatedEngine:
     async def generate(
         self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
     ) -> Generation:
-        async with self._place(priority, 1):
-            return await self.engine.generate(prompt, sampling, request_id, priority)
+        async with self._place(priority, 1) as call:
+            generation = await self.engine.generate(prompt, sampling, request_id, priority)
+            call.took(generation.engine_s, generation.output_tokens)
+            return generation
 
     async def sample(
         self, prompt: Prompt, sampling: Sampling, request_id: str, n: int, priority: int = 0
     ) -> list[Generation]:
-        async with self._place(priority, n):
-            return await self.engine.sample(prompt, sampling, request_id, n, priority)
+        async with self._place(priority, n) as call:
+            samples = await self.engine.sample(prompt, sampling, request_id, n, priority)
+            if samples:  # one engine call: its time, over the longest sample's tokens
+                call.took(samples[0].engine_s, max(s.output_tokens for s in samples))
+            return samples
 
     async def stream(
         self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
     ) -> AsyncGenerator[Delta, None]:
-        async with self._place(priority, 1):
+        async with self._place(priority, 1) as call:
             deltas = self.engine.stream(prompt, sampling, request_id, priority)
             try:
                 async for delta in deltas:
+                    if delta.final is not None:
+                        call.took(delta.final.engine_s, delta.final.output_tokens)
                     yield delta
             finally:
                 await deltas.aclose()
 
-    def _place(self, engine_priority: int, seqs: int) -> AbstractAsyncContextManager[None]:
+    def _place(self, engine_priority: int, seqs: int) -> AbstractAsyncContextManager[Placed]:
         return self.gate.place(engine_priority >= BULK_PRIORITY, priority.KEY.get(), seqs)
 
     async def abort(self, request_id: str) -> None:

@@ -88,12 +88,13 @@ class Metrics:
     def count_width(
         self, width: Callable[[], int], running: Callable[[], int], waiting: Callable[[], int]
     ) -> None:
-        """Publish the bulk width (replica/bulk_gate.py): the sequences bulk work may run in the engine
-        now, those it runs, and those waiting in the replica's own queue for a place."""
+        """Publish the bulk width (replica/bulk_gate.py): the bulk sequences a step that carries a
+        person's may carry now, the bulk sequences in the engine, and those waiting in the replica's
+        own queue for a place."""
         r = self.registry
         for name, what, read in (
-            ("hunyuan_bulk_width", "Bulk sequences the engine may run at once now.", width),
-            ("hunyuan_bulk_running", "Bulk sequences in the engine now.", running),
+            ("hunyuan_bulk_width", "Bulk sequences a step beside a person may carry now.", width),
+            ("hunyuan_bulk_running", "Bulk sequences in the engine now, paused or not.", running),
             ("hunyuan_bulk_queued", "Bulk sequences queued in the replica for the engine.", waiting),
         ):
             Gauge(name, what, registry=r).set_function(read)

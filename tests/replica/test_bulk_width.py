@@ -1,13 +1,15 @@
-"""The bulk width's decisions on a fake clock: people arriving and leaving, step-time models, keys."""
+"""The bulk width's decisions on a fake clock: people arriving and leaving, their pace on flat and
+linear engines, keys."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import pytest
 
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.config.width import BulkWidthSettings
 from hunyuan_serve.replica.bulk_width import WidthRule, next_key
-from hunyuan_serve.replica.step_model import StepModel
 
 FULL = 192  # max_num_seqs 256 less the interactive reserve's quarter
 
@@ -20,136 +22,132 @@ class Clock:
         return self.now
 
 
-def learnt(intercept_s: float, per_seq_s: float, sizes: range = range(1, 129)) -> StepModel:
-    """A model that saw one step of each size on an engine whose step is intercept + per_seq x size."""
-    model = StepModel()
-    for seqs in sizes:
-        model.observe(seqs, intercept_s + per_seq_s * seqs)
-    return model
+def cpu(beside: int) -> float:
+    """A person's seconds per token beside `beside` bulk sequences on a CPU replica: each one costs them
+    7% (what the tiny engine on 2 cores read: 1.26x at 0 against idle, 1.62x at 4, 2.74x at 16)."""
+    return 0.010 * (1 + 0.07 * beside)
 
 
-CPU = learnt(4.8e-3, 0.042e-3)  # a CPU replica: 4.8 ms idle, 8.8 ms with ~96 bulk sequences
-GPU = learnt(10e-3, 1e-7)  # a decode step nearly flat in batch size
-STEEP = learnt(4.8e-3, 5e-3)  # every sequence doubles the step: the floor holds
+def gpu(beside: int) -> float:
+    """... on a GPU, where a decode step hardly moves with the batch."""
+    return 0.010 * (1 + 0.0001 * beside)
+
+
+def steep(beside: int) -> float:
+    """... where a single bulk sequence already doubles the person's time: the floor holds."""
+    return 0.010 * (1 + beside)
 
 
 def rule(clock: Clock, **settings: float) -> WidthRule:
     return WidthRule(BulkWidthSettings(**settings), FULL, clock)
 
 
-# (seconds since the start, a person arrives then?, people in the engine, width expected)
+def person_calls(width: WidthRule, pace: Callable[[int], float], calls: int, bulk: bool = True) -> list[int]:
+    """`calls` of a person one after the other, 0.2 s apart, beside a job (bulk) or on an idle engine:
+    the width each ran under."""
+    ran = []
+    for _ in range(calls):
+        width.clock.now += 0.2  # type: ignore[attr-defined]
+        probe = width.interactive_arrived()
+        now = width.width() if bulk else 0
+        ran.append(now)
+        width.person_done(pace(now), probe, now)
+    return ran
+
+
+# (seconds since the start, a person's call ends then?, width expected)
 PERSON_ARRIVES_WAITS_LEAVES = [
-    (0.0, False, 0, FULL),  # nobody yet: full
-    (1.0, True, 1, 46),  # a person: the CPU line allows 1.4 x the step of one sequence
-    (1.1, False, 0, 46),  # their answer came back; the window still runs
-    (3.0, True, 3, 46),  # three at once: their own sequences count against the step
-    (7.9, False, 0, 46),  # 4.9 s after the last arrival (window 5 s)
-    (8.0, False, 0, FULL),  # the window has passed: full again
-    (60.0, False, 0, FULL),
+    (0.0, False, FULL),  # nobody yet: full
+    (1.0, True, 1),  # a person, the first call a probe: then the floor, as nothing has been compared
+    (1.1, False, 1),  # their answer came back; the window still runs
+    (5.9, False, 1),  # 4.9 s after the last arrival (window 5 s)
+    (6.0, False, FULL),  # the window has passed: full again
+    (60.0, False, FULL),
 ]
 
 
-@pytest.mark.parametrize(("at", "arrives", "people", "expected"), PERSON_ARRIVES_WAITS_LEAVES)
-def test_a_person_arrives_waits_and_leaves_on_a_cpu(
-    at: float, arrives: bool, people: int, expected: int
-) -> None:
+@pytest.mark.parametrize(("at", "calls", "expected"), PERSON_ARRIVES_WAITS_LEAVES)
+def test_a_person_arrives_waits_and_leaves(at: float, calls: bool, expected: int) -> None:
     clock = Clock()
     width = rule(clock)
     start = clock.now
-    for when, arrived, _, _ in PERSON_ARRIVES_WAITS_LEAVES:  # replay the story up to this row
+    for when, call, _ in PERSON_ARRIVES_WAITS_LEAVES:  # replay the story up to this row
         if when > at:
             break
         clock.now = start + when
-        if arrived:
-            width.interactive_arrived()
-    assert width.width(CPU, people) == expected
+        if call:
+            probe = width.interactive_arrived()
+            assert probe and width.width() == 0  # the first call has no baseline yet: a probe
+            width.person_done(cpu(0), probe, 0)
+    assert width.width() == expected
 
 
-@pytest.mark.parametrize(
-    ("model", "expected"),
-    [
-        (GPU, FULL),  # flat: a person's step hardly moves with the batch, so bulk keeps it all
-        (CPU, 46),  # linear: narrowed to what keeps a person's step within 1.4x
-        (STEEP, 4),  # no width keeps the step within target: bulk_width_min still runs
-        (StepModel(), FULL // 2),  # nothing measured yet: half, which teaches the model a second size
-        (learnt(4.8e-3, 0.042e-3, range(90, 100)), FULL // 2),  # one size class only: no line yet
-    ],
-)
-def test_the_width_with_a_person_active_comes_from_the_measured_line(model: StepModel, expected: int) -> None:
-    clock = Clock()
-    width = rule(clock)
-    width.interactive_arrived()
-    assert width.width(model, 1) == expected
+def test_on_a_flat_engine_bulk_beside_a_person_grows_to_the_full_width() -> None:
+    width = rule(Clock())
+    ran = person_calls(width, gpu, 60)
+    assert ran[0] == 0 and ran[1] == 1  # a probe, then the floor
+    assert width.beside == FULL and ran[-1] in (0, FULL)  # full, but for the probes
 
 
-@pytest.mark.parametrize("model", [CPU, GPU, STEEP, StepModel()])
-def test_a_pool_with_no_interactive_traffic_keeps_the_full_width(model: StepModel) -> None:
+def test_on_a_linear_engine_bulk_beside_a_person_stays_where_the_pace_holds() -> None:
+    width = rule(Clock())  # interactive_step_ratio 1.2: 2 bulk sequences at 7% each still fit, 3 do not
+    ran = person_calls(width, cpu, 200)
+    settled = [w for w in ran[100:] if w]
+    assert max(settled) <= 3 and min(settled) >= 1, settled  # around the most within target
+    beside = [cpu(w) for w in ran[100:]]
+    assert sum(beside) / len(beside) <= 1.2 * cpu(0)
+
+
+def test_where_any_bulk_costs_too_much_the_floor_still_runs() -> None:
+    width = rule(Clock(), bulk_width_min=2)
+    ran = person_calls(width, steep, 50)
+    assert set(ran[10:]) <= {0, 2} and width.beside == 2
+
+
+def test_one_call_in_pace_probe_every_runs_with_no_bulk_beside() -> None:
+    width = rule(Clock(), pace_probe_every=4)
+    ran = person_calls(width, gpu, 41)
+    assert [n for n, w in enumerate(ran) if w == 0] == list(range(0, 41, 5))  # 4 calls, then a probe
+
+
+def test_an_idle_engine_teaches_the_baseline_without_probes() -> None:
+    width = rule(Clock())
+    person_calls(width, cpu, 3, bulk=False)  # calls with no bulk in the engine: each an alone pace
+    assert list(width.alone) == [cpu(0)] * 3
+    assert person_calls(width, cpu, 1) == [1]  # the job starts: a baseline is known, no probe first
+
+
+def test_a_looser_target_for_people_leaves_bulk_more() -> None:
+    tight, loose = rule(Clock(), interactive_step_ratio=1.1), rule(Clock(), interactive_step_ratio=2.0)
+    assert max(person_calls(tight, cpu, 200)[100:]) < max(person_calls(loose, cpu, 200)[100:])
+
+
+@pytest.mark.parametrize("pace", [cpu, gpu, steep])
+def test_a_pool_with_no_interactive_traffic_keeps_the_full_width(pace: Callable[[int], float]) -> None:
     clock = Clock()
     width = rule(clock)
     for step in range(100):
         clock.now += 1.0
-        assert width.width(model, 0) == FULL, step
+        assert width.width() == FULL, step
 
 
 def test_a_window_of_zero_keeps_the_width_full_whoever_comes() -> None:
-    clock = Clock()
-    width = rule(clock, interactive_window_s=0)
-    width.interactive_arrived()
-    assert width.width(CPU, 1) == FULL
-
-
-@pytest.mark.parametrize(("ratio", "expected"), [(1.1, 11), (1.4, 46), (2.0, 115), (3.0, FULL)])
-def test_a_looser_target_for_people_leaves_bulk_a_wider_width(ratio: float, expected: int) -> None:
-    clock = Clock()
-    width = rule(clock, interactive_step_ratio=ratio)
-    width.interactive_arrived()
-    assert width.width(CPU, 1) == expected
+    width = rule(Clock(), interactive_window_s=0)
+    assert person_calls(width, steep, 10) == [FULL] * 10
 
 
 def test_the_width_never_exceeds_full_nor_falls_under_its_floor_even_when_full_is_small() -> None:
-    clock = Clock()
-    small = WidthRule(BulkWidthSettings(bulk_width_min=8), 3, clock)
-    small.interactive_arrived()
-    assert [small.width(m, 1) for m in (CPU, GPU, STEEP)] == [3, 3, 3]
+    small = WidthRule(BulkWidthSettings(bulk_width_min=8), 3, Clock())
+    assert small.floor == 3 and max(person_calls(small, gpu, 40)) == 3
+    assert set(person_calls(WidthRule(BulkWidthSettings(bulk_width_min=8), 3, Clock()), steep, 40)) == {0, 3}
 
 
-def test_the_step_model_fits_the_line_it_saw_and_is_flat_where_size_costs_nothing() -> None:
-    line = CPU.line()
-    assert line is not None
-    assert line.intercept_s == pytest.approx(4.8e-3) and line.per_seq_s == pytest.approx(0.042e-3)
-    falling = learnt(10e-3, -1e-6)  # larger batches measured faster (noise): flat, never negative
-    flat = falling.line()
-    assert flat is not None and flat.per_seq_s == 0.0 and flat.seqs_within(1.0) == float("inf")
-
-
-def test_the_step_model_follows_a_machine_that_got_slower() -> None:
-    model = learnt(4.8e-3, 0.042e-3)
-    for _ in range(400):  # a neighbour now takes half the core: every step twice as long
-        for seqs in (1, 3, 6, 12, 24, 48, 96):
-            model.observe(seqs, 2 * (4.8e-3 + 0.042e-3 * seqs))
-    line = model.line()
-    assert line is not None and line.intercept_s == pytest.approx(9.6e-3, rel=0.05)
-
-
-def test_cold_steps_and_a_batch_filling_up_do_not_flatten_the_line() -> None:
-    # As a fresh tiny engine on a CPU ran them: its first steps alone twice a warm one's, then a job of
-    # 24 at 1.2 + 0.02 ms a sequence, passing through sizes 5 and 14 in two steps that carried prefills.
-    model = StepModel()
-    for n in range(60):
-        model.observe(1, 3.9e-3 if n < 4 else 1.22e-3)
-    for seqs, seconds in ((5, 5.8e-3), (5, 5.2e-3), (14, 4.3e-3), (13, 4.8e-3)):
-        model.observe(seqs, seconds)
-    for n in range(45):
-        model.observe(24, 8.1e-3 if n == 0 else 1.7e-3)
-    line = model.line()
-    assert line is not None and line.per_seq_s == pytest.approx(0.02e-3, rel=0.5), line
-
-
-def test_empty_and_dummy_steps_teach_nothing() -> None:
-    model = StepModel()
-    model.observe(0, 0.004)
-    model.observe(5, 0.0)
-    assert model.line() is None
+def test_a_call_with_no_pace_teaches_nothing() -> None:
+    width = rule(Clock())
+    probe = width.interactive_arrived()
+    width.person_done(None, probe, 0)
+    width.person_done(0.0, False, 1)
+    assert not width.alone and width.probing == 0 and width.beside == 1
 
 
 # (waiting keys oldest first, running per key, weights, the key given the next place)
@@ -174,39 +172,10 @@ def test_a_freed_place_goes_to_the_key_furthest_under_its_share(
 
 
 def test_the_width_settings_are_replica_fields_each_pool_may_set() -> None:
-    cfg = ReplicaConfig(interactive_window_s=2, interactive_step_ratio=1.2, bulk_width_min=1)
-    assert (cfg.interactive_window_s, cfg.interactive_step_ratio, cfg.bulk_width_min) == (2, 1.2, 1)
+    cfg = ReplicaConfig(interactive_window_s=2, interactive_step_ratio=1.3, bulk_width_min=3)
+    assert (cfg.interactive_window_s, cfg.interactive_step_ratio, cfg.bulk_width_min) == (2, 1.3, 3)
     with pytest.raises(ValueError, match="interactive_step_ratio"):
         ReplicaConfig(interactive_step_ratio=1.0)
-
-
-def test_a_step_is_read_from_vllms_iteration_details_and_its_log_line_dropped() -> None:
-    import logging
-    from types import SimpleNamespace
-
-    from hunyuan_serve.replica.engine_stats import quiet_step_lines, step_of
-
-    # elapsed_ms is what vLLM's CPU executor reports whatever the batch: the step is timed by the
-    # engine core's clock between outputs, the shortest inter-token latency of the step.
-    details = SimpleNamespace(num_ctx_requests=2, num_generation_requests=30, elapsed_ms=0.1, is_dummy=False)
-    decoded = SimpleNamespace(inter_token_latencies_iter=[0.0091, 0.0085, 0.0240])
-    assert step_of(SimpleNamespace(iteration_details=details), decoded) == (32, 0.0085)
-    prefills_only = SimpleNamespace(inter_token_latencies_iter=[])
-    assert step_of(SimpleNamespace(iteration_details=details), prefills_only) is None
-    assert step_of(SimpleNamespace(iteration_details=details), None) is None
-    assert step_of(SimpleNamespace(iteration_details=None), decoded) is None
-    assert step_of(SimpleNamespace(iteration_details=SimpleNamespace(is_dummy=True)), decoded) is None
-    quiet_step_lines()
-    quiet_step_lines()  # once is enough, however many engines a process starts
-    logger = logging.getLogger("vllm.v1.metrics.loggers")
-    assert [type(f).__name__ for f in logger.filters].count("_NoStepLines") == 1
-
-    def kept(msg: str) -> bool:
-        return bool(logger.filter(logging.LogRecord(logger.name, logging.INFO, "", 0, msg, ("",), None)))
-
-    # vLLM's own format (vllm/v1/metrics/loggers.py _log_iteration_details) against its other lines
-    assert not kept("%sIteration(%d): %d context requests, %d context tokens")
-    assert kept("%sAvg prompt throughput: %.1f tokens/s")
 
 
 def test_each_pool_sets_its_own_width_settings() -> None:
@@ -215,7 +184,7 @@ def test_each_pool_sets_its_own_width_settings() -> None:
 
     cfg = ServeConfig.model_validate(
         {
-            "replica": {"interactive_step_ratio": 1.2},
+            "replica": {"interactive_step_ratio": 1.3},
             "pools": [
                 {"name": "page", "model": "org/A"},
                 {"name": "batch", "model": "org/B", "replica": {"interactive_window_s": 0}},
@@ -225,6 +194,6 @@ def test_each_pool_sets_its_own_width_settings() -> None:
     page, batch = (pool.cfg.replica for pool in resolve_pools(cfg))
     assert (page.interactive_window_s, page.interactive_step_ratio) == (
         ReplicaConfig().interactive_window_s,
-        1.2,
+        1.3,
     )
-    assert (batch.interactive_window_s, batch.interactive_step_ratio) == (0, 1.2)
+    assert (batch.interactive_window_s, batch.interactive_step_ratio) == (0, 1.3)

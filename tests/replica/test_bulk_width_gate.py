@@ -1,13 +1,19 @@
-"""The bulk width's queue on a real event loop and a fake clock: who goes into the engine, and when."""
+"""The bulk width's gate on a real event loop and a fake clock: who goes into the engine, and which
+width it hands the engine's scheduler."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 
 from hunyuan_serve.config.width import BulkWidthSettings
+from hunyuan_serve.families.base import Prompt
+from hunyuan_serve.replica import priority
 from hunyuan_serve.replica.bulk_gate import BulkGate
 from hunyuan_serve.replica.bulk_width import WidthRule
-from tests.replica.test_bulk_width import CPU, GPU, STEEP, Clock
+from hunyuan_serve.replica.engine_types import Delta, EngineStats, Generation, Sampling
+from hunyuan_serve.replica.gated_engine import BULK_PRIORITY, GatedEngine
+from tests.replica.test_bulk_width import Clock
 
 
 class Held:
@@ -17,68 +23,81 @@ class Held:
         self.gate = gate
         self.started: list[str] = []
         self._release: dict[str, asyncio.Event] = {}
+        self.paces: dict[str, tuple[float, int]] = {}  # a person's call: its engine seconds and tokens
         self.tasks: list[asyncio.Task[None]] = []
 
     def submit(self, name: str, bulk: bool, key: str | None, seqs: int = 1) -> None:
         release = self._release[name] = asyncio.Event()
 
         async def call() -> None:
-            async with self.gate.place(bulk, key, seqs):
+            async with self.gate.place(bulk, key, seqs) as placed:
                 self.started.append(name)
                 await release.wait()
+                if name in self.paces:
+                    placed.took(*self.paces[name])
 
         self.tasks.append(asyncio.create_task(call(), name=name))
 
-    def finish(self, name: str) -> None:
+    def finish(self, name: str, engine_s: float | None = None, tokens: int = 10) -> None:
+        if engine_s is not None:
+            self.paces[name] = (engine_s, tokens)
         self._release[name].set()
 
     async def settle(self) -> None:
         for _ in range(5):  # a few turns of the loop: grants, starts and ends all run
             await asyncio.sleep(0)
 
+    async def stop(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
 
-def gate_of(clock: Clock, full: int = 192, **settings: float) -> BulkGate:
-    gate = BulkGate(WidthRule(BulkWidthSettings(**settings), full, clock))
-    gate.model = STEEP  # a person narrows bulk to its floor, bulk_width_min (4)
-    return gate
+
+def gate_of(clock: Clock, full: int = 192, **settings: float) -> tuple[BulkGate, list[int]]:
+    """A gate and the widths it published, in order."""
+    published: list[int] = []
+    gate = BulkGate(WidthRule(BulkWidthSettings(**settings), full, clock), publish=published.append)
+    return gate, published
 
 
-async def test_a_person_arrives_bulk_over_the_width_waits_and_the_width_returns_after_the_window() -> None:
+async def test_a_person_narrows_the_width_their_steps_carry_while_the_job_keeps_its_places() -> None:
     clock = Clock()
-    gate = gate_of(clock)
+    gate, published = gate_of(clock)
     held = Held(gate)
     for n in range(6):
         held.submit(f"b{n}", True, "ci")
     await held.settle()
-    assert len(held.started) == 6 and gate.width() == 192  # nobody waiting: full
-    held.submit("person", False, None)
+    assert len(held.started) == 6 and gate.width() == 192 and published == []  # nobody: full
+    held.submit("p0", False, None)
     await held.settle()
-    assert held.started[-1] == "person" and gate.width() == 4  # the person went straight in
+    assert held.started[-1] == "p0" and published == [0]  # no baseline yet: the first call is a probe
     for n in range(6, 10):
         held.submit(f"b{n}", True, "ci")
     await held.settle()
-    assert gate.bulk == 6 and gate.waiting() == 4  # over the width: queued here, not in the engine
-    held.finish("b0")
-    held.finish("b1")
-    held.finish("person")
+    assert gate.bulk == 10 and gate.waiting() == 0  # the job keeps taking places: none waits here
+    held.finish("p0", engine_s=0.1)  # 10 ms a token with nothing beside: the baseline
     await held.settle()
-    assert gate.bulk == 4 and gate.waiting() == 4 and gate.people == 0  # still within the window
-    clock.now += 5.1  # the window passed: the next event (a step) lets the queue in
-    gate.observe(4, 0.01)
+    assert published[-1] == 1 and list(gate.rule.alone) == [0.01]  # then the floor, bulk_width_min
+    held.submit("p1", False, None)
     await held.settle()
-    assert gate.width() == 192 and gate.bulk == 8 and gate.waiting() == 0
-    for task in held.tasks:
-        task.cancel()
-    await asyncio.gather(*held.tasks, return_exceptions=True)
-    assert gate.bulk == 0 and gate.bulk_by_key == {}
+    held.finish("p1", engine_s=0.11)  # 11 ms a token beside one: within 1.2x, so one more
+    await held.settle()
+    held.submit("p2", False, None)
+    await held.settle()
+    held.finish("p2", engine_s=0.2)  # 20 ms beside two: over, so halved
+    await held.settle()
+    assert published == [0, 1, 2, 1]
+    clock.now += 5.1  # the window passed: the next publish is full
+    held.submit("b10", True, "ci")
+    await held.settle()
+    assert gate.width() == 192
+    await held.stop()
+    assert gate.bulk == 0 and gate.bulk_by_key == {} and gate.people == 0
 
 
-async def test_two_keys_share_the_narrow_width_whoever_asked_first() -> None:
-    clock = Clock()
-    gate = gate_of(clock)
+async def test_two_keys_share_the_full_width_whoever_asked_first() -> None:
+    gate, _ = gate_of(Clock(), full=4)
     held = Held(gate)
-    held.submit("person", False, None)
-    await held.settle()
     for n in range(8):
         held.submit(f"a{n}", True, "ci-a")
     await held.settle()
@@ -94,14 +113,11 @@ async def test_two_keys_share_the_narrow_width_whoever_asked_first() -> None:
     held.finish("a4")
     await held.settle()
     assert gate.bulk_by_key == {"ci-a": 2, "ci-b": 2}
-    for task in held.tasks:
-        task.cancel()
-    await asyncio.gather(*held.tasks, return_exceptions=True)
+    await held.stop()
 
 
 async def test_a_caller_that_leaves_while_queued_takes_no_place_with_it() -> None:
-    clock = Clock()
-    gate = gate_of(clock)
+    gate, _ = gate_of(Clock(), full=4)
     held = Held(gate)
     held.submit("person", False, None)
     for n in range(6):
@@ -113,67 +129,69 @@ async def test_a_caller_that_leaves_while_queued_takes_no_place_with_it() -> Non
     held.finish("b0")  # the same turn: a place frees while the cancelled waiter is still queued
     await held.settle()
     assert gate.bulk == 4 and gate.waiting() == 0 and "b4" not in held.started and "b5" in held.started
-    for task in held.tasks:
-        task.cancel()
-    await asyncio.gather(*held.tasks, return_exceptions=True)
-    assert gate.bulk == 0 and gate.people == 0
+    await held.stop()
+    assert gate.bulk == 0 and gate.people == 0 and gate.rule.probing == 0
 
 
 async def test_a_call_wider_than_the_width_still_goes_in_alone() -> None:
-    clock = Clock()
-    gate = gate_of(clock)
+    gate, _ = gate_of(Clock(), full=4)
     held = Held(gate)
-    held.submit("person", False, None)
-    held.submit("ensemble", True, "ci", seqs=8)  # n = 8 samples, width 4
+    held.submit("ensemble", True, "ci", seqs=8)  # n = 8 samples, full width 4
     held.submit("next", True, "ci")
     await held.settle()
-    assert held.started == ["person", "ensemble"] and gate.bulk == 8
+    assert held.started == ["ensemble"] and gate.bulk == 8
     held.finish("ensemble")
     await held.settle()
     assert held.started[-1] == "next"
-    for task in held.tasks:
-        task.cancel()
-    await asyncio.gather(*held.tasks, return_exceptions=True)
+    await held.stop()
 
 
-async def test_on_a_flat_engine_a_person_leaves_bulk_its_full_width() -> None:
-    clock = Clock()
-    gate = gate_of(clock, full=16)
-    gate.model = GPU
+async def test_the_window_timer_publishes_the_full_width_without_any_other_event() -> None:
+    published: list[int] = []
+    gate = BulkGate(WidthRule(BulkWidthSettings(interactive_window_s=0.05), 192), publish=published.append)
     held = Held(gate)
     held.submit("person", False, None)
-    for n in range(20):
-        held.submit(f"b{n}", True, "ci")
     await held.settle()
-    assert gate.width() == 16 and gate.bulk == 16 and gate.waiting() == 4
-    gate.model = CPU  # the same rule on a CPU's line: 46 places, so full (16) still
-    assert gate.width() == 16
-    gate.model = STEEP
-    held.finish("b0")
+    held.finish("person", engine_s=0.1)
     await held.settle()
-    assert gate.width() == 4 and gate.bulk == 15 and gate.waiting() == 4  # no place under the floor
-    for task in held.tasks:
-        task.cancel()
-    await asyncio.gather(*held.tasks, return_exceptions=True)
-    assert gate.bulk == 0 and gate.waiting() == 0
-
-
-async def test_the_window_timer_lets_the_queue_in_without_any_other_event() -> None:
-    gate = BulkGate(WidthRule(BulkWidthSettings(interactive_window_s=0.05), 192))
-    gate.model = STEEP
-    held = Held(gate)
-    held.submit("person", False, None)
-    for n in range(6):
-        held.submit(f"b{n}", True, "ci")
-    await held.settle()
-    held.finish("person")
-    await held.settle()
-    assert gate.waiting() == 2
+    assert published == [0, 1]
     for _ in range(200):  # the real clock: the gate's own timer fires once the window passes
-        if gate.waiting() == 0:
+        if published[-1] == 192:
             break
         await asyncio.sleep(0.01)
-    assert gate.waiting() == 0 and gate.bulk == 6
-    for task in held.tasks:
-        task.cancel()
-    await asyncio.gather(*held.tasks, return_exceptions=True)
+    assert published == [0, 1, 192]
+    await held.stop()
+
+
+class Timed:
+    """An engine whose every call took 0.1 s for 10 tokens (the parts of Engine the gated one uses)."""
+
+    def __init__(self) -> None:
+        self.stats = EngineStats()
+
+    async def generate(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> Generation:
+        return Generation("x", 3, 10, "length", engine_s=0.1)
+
+    async def stream(
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+    ) -> AsyncGenerator[Delta, None]:
+        yield Delta("x")
+        yield Delta("", final=await self.generate(prompt, sampling, request_id, priority))
+
+
+async def test_the_gated_engine_reports_a_persons_pace_and_hands_the_width_to_the_engine() -> None:
+    engine = Timed()
+    applied: list[int] = []
+    gated = GatedEngine(engine, gate_of(Clock())[0])  # type: ignore[arg-type]
+    engine.stats.apply_bulk_width = applied.append  # as VllmEngine sets it once built
+    prompt = Prompt(text="Hello")
+    sampling = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=8)
+    await gated.generate(prompt, sampling, "p0", 0)
+    assert applied == [0, 1] and list(gated.gate.rule.alone) == [0.01]  # a probe: its pace the baseline
+    priority.KEY.set("ci")
+    await gated.generate(prompt, sampling, "b0", BULK_PRIORITY)
+    assert list(gated.gate.rule.alone) == [0.01] and gated.gate.bulk == 0  # bulk calls teach nothing
+    deltas = [d async for d in gated.stream(prompt, sampling, "p1", 0)]
+    assert deltas[-1].final is not None and list(gated.gate.rule.alone) == [0.01, 0.01]  # the engine idle

@@ -28,10 +28,21 @@ def test_cpu_mapping_uses_float32_and_one_process_executor() -> None:
         "enforce_eager": True,
         "seed": 0,
         "trust_remote_code": False,
-        "enable_logging_iteration_details": True,
         "distributed_executor_backend": "uni",
         "kv_cache_memory_bytes": 2**27,
     }
+
+
+def test_a_width_file_puts_the_people_first_scheduler_in_vllms_engine_core() -> None:
+    kwargs = engine_kwargs(EngineConfig(), "/m", on_cpu=True, width_file="/dev/shm/hunyuan-bulk-width-x")
+    assert kwargs["scheduler_cls"] == "hunyuan_serve.replica.people_scheduler.make"
+    assert kwargs["additional_config"] == {"hunyuan_bulk_width_file": "/dev/shm/hunyuan-bulk-width-x"}
+    from vllm.config.scheduler import SchedulerConfig
+    from vllm.utils.import_utils import resolve_obj_by_qualname
+
+    # The name resolves where vLLM resolves it (SchedulerConfig.get_scheduler_cls), to a callable.
+    assert callable(resolve_obj_by_qualname(kwargs["scheduler_cls"]))
+    assert SchedulerConfig.default_factory(scheduler_cls=kwargs["scheduler_cls"]).get_scheduler_cls()
 
 
 def test_gpu_mapping_passes_quantization_and_memory_share() -> None:

@@ -1,0 +1,60 @@
+"""vLLM's scheduler with the bulk width: which bulk a step leaves out, and the width file it reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hunyuan_serve.replica.people_scheduler import paused_and_held
+from hunyuan_serve.replica.width_file import UNLIMITED, WidthReader, WidthWriter
+
+
+@dataclass(frozen=True)
+class Req:
+    name: str
+    priority: int
+
+
+def reqs(spec: str) -> list[Req]:
+    """'p b b' -> a person's request, then two bulk ones, named by position (p0, b1, b2)."""
+    return [Req(f"{kind}{n}", 0 if kind == "p" else 1) for n, kind in enumerate(spec.split())]
+
+
+def names(requests: list[Req]) -> list[str]:
+    return [r.name for r in requests]
+
+
+# (running, waiting, width, paused, held)
+CASES = [
+    ("b b b", "", 0, [], []),  # no person in the engine: nothing is left out, whatever the width
+    ("b b b", "b", 1, [], []),
+    ("b b b p", "", 1, ["b1", "b2"], []),  # a person running: the first bulk goes on, the rest pause
+    ("b b b p", "", 0, ["b0", "b1", "b2"], []),  # a probe: no bulk beside the person
+    ("b b b", "p b", 2, ["b2"], ["b1"]),  # a person waiting counts too; waiting bulk is held
+    ("b b p", "", 5, [], []),  # the width holds all the running bulk
+    ("b b b p", "b", UNLIMITED, [], []),  # no width written yet: vLLM's own scheduling
+    ("p p", "", 0, [], []),  # people only
+]
+
+
+@pytest.mark.parametrize(("running", "waiting", "width", "paused", "held"), CASES)
+def test_a_step_with_a_person_leaves_the_bulk_over_the_width_out(
+    running: str, waiting: str, width: int, paused: list[str], held: list[str]
+) -> None:
+    got = paused_and_held(reqs(running), [Req(f"w{r.name}", r.priority) for r in reqs(waiting)], width)
+    assert names(got[0]) == paused and [n[1:] for n in names(got[1])] == held
+
+
+def test_the_width_file_carries_the_latest_width_to_another_reader(tmp_path: Path) -> None:
+    writer = WidthWriter(tmp_path)
+    reader = WidthReader(writer.path)  # the engine core opens it once, at its scheduler's start
+    assert reader.read() == UNLIMITED
+    for width in (0, 4, 192, 3):
+        writer.write(width)
+        assert reader.read() == width
+    writer.close()
+    assert not writer.path.exists()
+    assert WidthReader(writer.path).read() == UNLIMITED  # gone: vLLM's own scheduling
+    assert WidthReader(tmp_path / "never-made").read() == UNLIMITED
