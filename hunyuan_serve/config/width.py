@@ -34,9 +34,10 @@ class BulkWidthSettings(Section):
     )
     bulk_width_min: int = Field(
         1,
-        ge=1,
+        ge=0,
         description="Bulk sequences every step may carry beside people, however much they slow them "
-        "(the job's floor while people are always active).",
+        "(the job's floor while people are always active; 0: none, where they slow people beyond "
+        "interactive_step_ratio).",
     )
     pace_probe_every: int = Field(
         8,

@@ -20,10 +20,11 @@ class WidthRule:
     replica/people_scheduler.py), and `beside` is learnt from the people's own pace.
 
     A person's pace is their engine call's seconds per output token. The baseline is their pace with no
-    bulk beside them: the engine had no bulk, or the call was a probe, run at width 0, which the rule
-    asks for once every `pace_probe_every` calls so that the baseline holds under a job that never
-    stops. Each other call moves `beside`: halved (not under bulk_width_min) when the pace exceeded
-    interactive_step_ratio times the baseline, else grown by a quarter (at least one, up to full). So
+    bulk beside them: the engine had no bulk, the width was 0, or the call was a probe, run at width 0,
+    which the rule asks for once in every `pace_probe_every` calls so that the baseline holds under a
+    job that never stops (from a width of 0, the probe runs at 1 instead). Each call beside bulk moves
+    `beside`: halved (not under bulk_width_min) when the pace exceeded interactive_step_ratio times the
+    baseline, else grown by a quarter (at least one, up to full). So
     where a step costs more the more it carries and the frontend shares the core (a CPU), `beside` stays
     near the floor; where it hardly moves (a GPU's decode), it grows to full within a few dozen calls.
 
@@ -41,18 +42,24 @@ class WidthRule:
         self.clock = clock
         self.alone: deque[float] = deque(maxlen=ALONE_PACES)
         self.probing = 0  # people's calls running as probes now
-        self._since_alone = 0  # people's calls since the last with no bulk beside
+        self.probe_width = 0  # the width they run at
+        self._since_probe = 0  # people's calls since the last probe
         self._last: float | None = None  # when the latest interactive request arrived
 
     def interactive_arrived(self) -> bool:
-        """A person's call starts: True when it is to run as a probe (width 0 while it runs)."""
+        """A person's call starts: True when it is to run as a probe (at probe_width while it runs)."""
         self._last = self.clock()
-        probe = bool(self.alone) is False or self._since_alone >= self.settings.pace_probe_every
-        if probe and self.people_active():
-            self._since_alone = 0
-            self.probing += 1
-            return True
-        return False
+        if not self.people_active():
+            return False
+        if self.alone and self._since_probe < self.settings.pace_probe_every - 1:
+            self._since_probe += 1
+            return False
+        self._since_probe = 0
+        # Down to 0 for the pace alone; from a width of 0, whose every call is alone, up to 1, which is
+        # how a width the rule brought to 0 (bulk_width_min 0) ever grows again.
+        self.probe_width = min(1, self.full) if self.alone and self.beside == 0 else 0
+        self.probing += 1
+        return True
 
     def window_left_s(self) -> float:
         """Seconds until the window passes and the width is full again (0: it is)."""
@@ -67,7 +74,7 @@ class WidthRule:
         """The bulk sequences a step that carries a person's may carry now."""
         if not self.people_active():
             return self.full
-        return 0 if self.probing else self.beside
+        return self.probe_width if self.probing else self.beside
 
     def person_done(self, pace_s: float | None, probe: bool, bulk_beside: int) -> None:
         """A person's call ended: its seconds per output token (None: not measured), whether it was a
@@ -76,11 +83,9 @@ class WidthRule:
             self.probing -= 1
         if pace_s is None or pace_s <= 0:
             return
-        if probe or bulk_beside == 0:
+        if bulk_beside == 0:
             self.alone.append(pace_s)
-            self._since_alone = 0
             return
-        self._since_alone += 1
         if not self.alone:
             return
         if pace_s > self.settings.interactive_step_ratio * median(self.alone):

@@ -107,7 +107,21 @@ def test_where_any_bulk_costs_too_much_the_floor_still_runs() -> None:
 def test_one_call_in_pace_probe_every_runs_with_no_bulk_beside() -> None:
     width = rule(Clock(), pace_probe_every=4)
     ran = person_calls(width, gpu, 41)
-    assert [n for n, w in enumerate(ran) if w == 0] == list(range(0, 41, 5))  # 4 calls, then a probe
+    assert [n for n, w in enumerate(ran) if w == 0] == list(range(0, 41, 4))  # a probe, then 3 calls
+
+
+def test_a_floor_of_zero_leaves_a_person_alone_where_any_bulk_costs_too_much() -> None:
+    width = rule(Clock(), bulk_width_min=0, pace_probe_every=4)
+    ran = person_calls(width, steep, 40)
+    # After the first probe (0), every call at 0; a probe in 4 tries 1 beside the person, and is over.
+    assert ran[:5] == [0, 0, 0, 0, 1] and set(ran[5:]) == {0, 1}
+    assert [n for n, w in enumerate(ran) if w == 1] == list(range(4, 40, 4)) and width.beside == 0
+
+
+def test_a_floor_of_zero_still_grows_to_full_on_a_flat_engine() -> None:
+    width = rule(Clock(), bulk_width_min=0)
+    ran = person_calls(width, gpu, 60)
+    assert ran[:9] == [0] * 8 + [1] and width.beside == FULL  # the probe up at 1 was within target
 
 
 def test_an_idle_engine_teaches_the_baseline_without_probes() -> None:
