@@ -1,6 +1,6 @@
 """The people-first frontier: at each bulk width held while a person is active, the person and the job.
 
-python -m bench.fairness_frontier [--widths 1,2,4,8,16,32] [--rounds 1]
+python -m bench.fairness_frontier [--widths 0,1,2,4,8,16,32] [--rounds 1]
 
 The width rule (replica/bulk_width.py) learns the bulk a person's steps may carry from their pace; this
 asks what each width gives at all on this machine. For each width N, a stack of two CPU replicas runs
@@ -180,7 +180,7 @@ def measure(args: argparse.Namespace, work: Path) -> list[Point]:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--widths", default="1,2,4,8,16,32", help="The widths, comma-separated.")
+    parser.add_argument("--widths", default="0,1,2,4,8,16,32", help="The widths, comma-separated.")
     parser.add_argument("--seconds", type=float, default=12.0, help="Longest window of each phase.")
     parser.add_argument("--rounds", type=int, default=1, help="Rounds of the three phases per width.")
     parser.add_argument("--concurrency", type=int, help="Bulk batches in flight (default: as `translate`).")
@@ -192,8 +192,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS / "report-frontier.md")
     args = parser.parse_args(argv)
     args.widths = [int(w) for w in args.widths.split(",")]
-    if not args.widths or min(args.widths) < 1 or args.interactive_every_s <= 0:
-        parser.error("--widths needs widths of 1 or more, and --interactive-every-s a pace over 0")
+    if not args.widths or min(args.widths) < 0 or args.interactive_every_s <= 0:
+        parser.error("--widths needs widths of 0 or more, and --interactive-every-s a pace over 0")
     args.interactive = math.ceil(2 * args.seconds / args.interactive_every_s)
     args.people = args.interactive * 3 * args.rounds
     args.window_s = ReplicaConfig().interactive_window_s + 0.5

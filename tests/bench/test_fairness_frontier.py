@@ -72,9 +72,10 @@ def test_the_report_names_the_widths_that_meet_both_or_none() -> None:
     assert "**none**" in report([bad], args)
 
 
-def test_the_arguments_refuse_a_width_under_one() -> None:
+def test_the_arguments_refuse_a_width_under_zero() -> None:
     with pytest.raises(SystemExit):
-        parse_args(["--widths", "0,4"])
+        parse_args(["--widths", "-1,4"])
+    assert parse_args(["--widths", "0,4"]).widths == [0, 4]
 
 
 def test_a_widths_stack_holds_the_floor_while_people_are_active(tmp_path: Path) -> None:
