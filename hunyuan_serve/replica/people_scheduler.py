@@ -43,16 +43,19 @@ class _Pausing:
     running: list[Any]
     waiting: Any
     vllm_config: Any
-    _width: WidthReader | None
 
-    def _read_width(self) -> int:
-        if not hasattr(self, "_width"):
-            path = (self.vllm_config.additional_config or {}).get(WIDTH_FILE_KEY)
-            self._width = WidthReader(path) if path else None
-        return UNLIMITED if self._width is None else self._width.read()
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        path = (self.vllm_config.additional_config or {}).get(WIDTH_FILE_KEY)
+        self._width = WidthReader(path) if path else None
 
     def schedule(self, *args: Any, **kwargs: Any) -> Any:
-        paused, held = paused_and_held(self.running, list(self.waiting), self._read_width())
+        width = UNLIMITED if self._width is None else self._width.read()
+        # No width written (the replica's gate has not published one yet): vLLM's own scheduling, and
+        # the waiting queue is not copied for nothing.
+        paused, held = (
+            ([], []) if width == UNLIMITED else paused_and_held(self.running, list(self.waiting), width)
+        )
         if not paused and not held:
             return super().schedule(*args, **kwargs)  # type: ignore[misc]
         left_out = {id(r) for r in paused}
