@@ -20,14 +20,16 @@ class _Queued(Protocol):
 def paused_and_held(
     running: Sequence[_Queued], waiting: Sequence[_Queued], width: int
 ) -> tuple[list[Any], list[Any]]:
-    """The bulk requests this step leaves out: running ones past the first `width` (paused: their KV
-    cache stays, and they go on in the next step without a person) and all waiting ones (held: a new
-    prompt's prefill would lengthen the person's step). Nothing, with no person in the engine."""
+    """The bulk requests this step leaves out while a person's request is in the engine: those past the
+    first `width` bulk ones, running first (paused: their KV cache stays, and they go on in the next
+    step without a person), then waiting (held: a new prompt's prefill would lengthen the person's
+    step). Nothing, with no person in the engine or no width written."""
     person = any(r.priority == _PERSON for r in running) or any(r.priority == _PERSON for r in waiting)
     if width == UNLIMITED or not person:
         return [], []
     bulk = [r for r in running if r.priority != _PERSON]
-    return bulk[width:], [r for r in waiting if r.priority != _PERSON]
+    room = max(0, width - len(bulk))
+    return bulk[width:], [r for r in waiting if r.priority != _PERSON][room:]
 
 
 class _Pausing:

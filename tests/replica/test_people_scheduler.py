@@ -36,6 +36,8 @@ CASES = [
     ("b b p", "", 5, [], []),  # the width holds all the running bulk
     ("b b b p", "b", UNLIMITED, [], []),  # no width written yet: vLLM's own scheduling
     ("p p", "", 0, [], []),  # people only
+    ("b p", "b b", 2, [], ["b1"]),  # room under the width: the oldest waiting bulk starts beside them
+    ("b b p", "b b", 24, [], []),  # the full width (interactive_window_s 0): nothing is left out
 ]
 
 
