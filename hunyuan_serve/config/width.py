@@ -12,7 +12,8 @@ class BulkWidthSettings(Section):
 
     No figure here is a time or a width: the bulk a person's steps may carry is learnt from the people's
     own pace on the replica's engine (replica/bulk_width.py), so one default fits a CPU, where each
-    sequence beside a person slows them, and a GPU, where it hardly does.
+    sequence beside a person slows them, and a GPU, where it hardly does. The new prompts a step between
+    a person's strings may start scale with that width.
     """
 
     # A page sends a string, reads, types: a window of a few seconds keeps the width learnt across
@@ -44,4 +45,17 @@ class BulkWidthSettings(Section):
         ge=1,
         description="One person's call in this many runs with no bulk beside it, so that their pace "
         "alone is known while a job never stops.",
+    )
+    # A string that arrives waits for the step under way. A step that starts a batch of new bulk prompts
+    # ran 45 ms here (p90 85 ms) against 20 ms for a step of the job's decode alone, and those steps
+    # made most of the person's p95; spread over the next steps, the same prompts cost the job nothing
+    # measurable on a CPU (docs/people-first.md). Scaled by the width, so an engine where bulk hardly
+    # slows people (a GPU, its width near full) is not held to it.
+    narrow_prompt_tokens: int = Field(
+        128,
+        ge=0,
+        description="While people are active and the bulk width is narrower than full, a step that "
+        "carries no person's sequence takes at most this many tokens of new bulk prompts per sequence "
+        "of the width (at least one), so the step a person's string arrives behind stays short "
+        "(0: no limit).",
     )

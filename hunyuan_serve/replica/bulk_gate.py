@@ -42,13 +42,14 @@ class BulkGate:
 
     rule: WidthRule
     weights: Mapping[str | None, int] = field(default_factory=dict)
-    publish: Callable[[int], None] | None = None
+    # Handed the width and the prompt tokens a step without a person may take (WidthRule.prompt_tokens).
+    publish: Callable[[int, int | None], None] | None = None
     people: int = 0  # interactive sequences in the engine
     bulk: int = 0  # bulk sequences in the engine
     bulk_by_key: dict[str | None, int] = field(default_factory=dict)
     _queue: dict[str | None, collections.deque[_Waiter]] = field(default_factory=dict)
     _timer: asyncio.TimerHandle | None = None
-    _published: int | None = None  # the width publish was last handed
+    _published: tuple[int, int | None] | None = None  # what publish was last handed
 
     def width(self) -> int:
         """The bulk a step that carries a person's sequence may carry now (full: any)."""
@@ -94,10 +95,10 @@ class BulkGate:
         return probe
 
     def _publish(self) -> None:
-        width = self.width()
-        if self.publish is not None and width != self._published:
-            self._published = width
-            self.publish(width)
+        limits = (self.width(), self.rule.prompt_tokens())
+        if self.publish is not None and limits != self._published:
+            self._published = limits
+            self.publish(*limits)
 
     async def _take(self, key: str | None, seqs: int) -> None:
         if not self._queue and self._fits(seqs):

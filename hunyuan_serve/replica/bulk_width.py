@@ -76,6 +76,17 @@ class WidthRule:
             return self.full
         return self.probe_width if self.probing else self.beside
 
+    def prompt_tokens(self) -> int | None:
+        """Tokens of new bulk prompts a step without a person's sequence may take now (None: any).
+        Limited only while the width is narrower than full, in proportion to it: a step under way is
+        one a person's next string waits for, and one that starts a batch of prompts is several times
+        longer than the job's decode alone where a step costs what it carries."""
+        per_width = self.settings.narrow_prompt_tokens
+        width = self.width()
+        if per_width == 0 or width >= self.full:
+            return None
+        return per_width * max(1, width)
+
     def person_done(self, pace_s: float | None, probe: bool, bulk_beside: int) -> None:
         """A person's call ended: its seconds per output token (None: not measured), whether it was a
         probe, and the most bulk the width let beside it while it ran (0: the engine had none)."""

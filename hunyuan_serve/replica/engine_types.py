@@ -61,9 +61,10 @@ class EngineStats:
     # none for an engine with no queue of its own (the stand-in).
     unscheduled: Callable[[], dict[int, int]] | None = None
     # Hands the engine's scheduler the bulk width: how many bulk sequences a step that carries a
-    # person's may carry (replica/people_scheduler.py). Set by an engine whose scheduler applies it;
-    # None for one that has none (the stand-in).
-    apply_bulk_width: Callable[[int], None] | None = None
+    # person's may carry, and how many tokens of new bulk prompts one without a person may take (None:
+    # any) (replica/people_scheduler.py). Set by an engine whose scheduler applies it; None for one that
+    # has none (the stand-in).
+    apply_bulk_width: Callable[[int, int | None], None] | None = None
 
     def waiting_of(self, priority: int) -> int:
         return 0 if self.unscheduled is None else self.unscheduled().get(priority, 0)

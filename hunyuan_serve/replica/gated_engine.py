@@ -35,10 +35,10 @@ class GatedEngine:
         self.gate = gate
         gate.publish = self._apply_width
 
-    def _apply_width(self, width: int) -> None:
+    def _apply_width(self, width: int, prompt_tokens: int | None) -> None:
         apply = self.engine.stats.apply_bulk_width
         if apply is not None:
-            apply(width)
+            apply(width, prompt_tokens)
 
     @property
     def model(self) -> str:

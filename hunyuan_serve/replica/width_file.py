@@ -1,4 +1,4 @@
-"""The bulk width shared with vLLM's engine core process: one integer in a small memory-mapped file."""
+"""The bulk width shared with vLLM's engine core process: two integers in a small memory-mapped file."""
 
 from __future__ import annotations
 
@@ -9,30 +9,36 @@ import struct
 import tempfile
 from pathlib import Path
 
-_FORMAT = "<i"
+# The width, then the tokens of new bulk prompts a step without a person may take.
+_FORMAT = "<ii"
 SIZE = struct.calcsize(_FORMAT)
-# While no width is written, or in a file of another shape: bulk beside people is not limited.
+# While nothing is written, or in a file of another shape: bulk beside people is not limited; as the
+# prompt tokens: any.
 UNLIMITED = -1
 # Memory-backed where the host has it, so a write per width change touches no disk.
 _SHM = Path("/dev/shm")
 
 
 class WidthWriter:
-    """The replica's end: creates the file (its path goes into the engine's config) and writes the width."""
+    """The replica's end: creates the file (its path goes into the engine's config) and writes the
+    width and the prompt tokens."""
 
     def __init__(self, directory: Path | None = None) -> None:
         where = directory or (_SHM if _SHM.is_dir() and os.access(_SHM, os.W_OK) else None)
         fd, name = tempfile.mkstemp(prefix="hunyuan-bulk-width-", dir=where)
         self.path = Path(name)
-        os.write(fd, struct.pack(_FORMAT, UNLIMITED))
+        self.limits = (UNLIMITED, UNLIMITED)
+        os.write(fd, struct.pack(_FORMAT, *self.limits))
         self._map = mmap.mmap(fd, SIZE)
         os.close(fd)
-        self.width = UNLIMITED
 
-    def write(self, width: int) -> None:
-        if width != self.width:
-            self._map[:SIZE] = struct.pack(_FORMAT, width)
-            self.width = width
+    def write(self, width: int, prompt_tokens: int | None = None) -> None:
+        """Both in one slice assignment; a step that reads them mid-write is one step off, and the
+        next reads both."""
+        limits = (width, UNLIMITED if prompt_tokens is None else prompt_tokens)
+        if limits != self.limits:
+            self._map[:SIZE] = struct.pack(_FORMAT, *limits)
+            self.limits = limits
 
     def close(self) -> None:
         with contextlib.suppress(ValueError):
@@ -41,14 +47,16 @@ class WidthWriter:
 
 
 class WidthReader:
-    """The engine core's end: reads the width the replica wrote last (UNLIMITED when the file is gone)."""
+    """The engine core's end: reads the width and prompt tokens the replica wrote last (UNLIMITED for
+    both when the file is gone)."""
 
     def __init__(self, path: str | Path) -> None:
         self._map: mmap.mmap | None = None
         with contextlib.suppress(OSError, ValueError), open(path, "rb") as file:
             self._map = mmap.mmap(file.fileno(), SIZE, access=mmap.ACCESS_READ)
 
-    def read(self) -> int:
+    def read(self) -> tuple[int, int]:
         if self._map is None:
-            return UNLIMITED
-        return int(struct.unpack(_FORMAT, self._map[:SIZE])[0])
+            return UNLIMITED, UNLIMITED
+        width, prompt_tokens = struct.unpack(_FORMAT, self._map[:SIZE])
+        return int(width), int(prompt_tokens)

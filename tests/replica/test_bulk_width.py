@@ -164,6 +164,32 @@ def test_a_call_with_no_pace_teaches_nothing() -> None:
     assert not width.alone and width.probing == 0 and width.beside == 1
 
 
+def test_new_bulk_prompts_between_a_persons_strings_are_limited_only_while_the_width_is_narrow() -> None:
+    clock = Clock()
+    width = rule(clock)
+    assert width.prompt_tokens() is None  # nobody yet: the width is full, any prompts
+    probe = width.interactive_arrived()
+    assert probe and width.width() == 0 and width.prompt_tokens() == 128  # a probe: one width's worth
+    width.person_done(cpu(0), probe, 0)
+    assert width.width() == 1 and width.prompt_tokens() == 128
+    width.beside = 5
+    assert width.prompt_tokens() == 640  # in proportion to the width
+    width.beside = FULL
+    assert width.prompt_tokens() is None  # full beside people (a flat engine): not limited
+    width.beside = 1
+    clock.now += 6.0  # the window has passed
+    assert width.width() == FULL and width.prompt_tokens() is None
+
+
+def test_on_a_flat_engine_prompts_are_soon_not_limited_and_a_setting_of_zero_never_limits() -> None:
+    width = rule(Clock())
+    person_calls(width, gpu, 60)
+    assert width.beside == FULL and width.prompt_tokens() is None
+    off = rule(Clock(), narrow_prompt_tokens=0)
+    person_calls(off, steep, 10)
+    assert off.width() == 1 and off.prompt_tokens() is None
+
+
 # (waiting keys oldest first, running per key, weights, the key given the next place)
 NEXT_KEY = [
     (["a"], {"a": 40}, {}, "a"),  # alone: whatever it holds

@@ -18,7 +18,7 @@ from hunyuan_serve.replica import priority
 from hunyuan_serve.replica.engine import VllmEngine
 from hunyuan_serve.replica.engine_types import Sampling
 from hunyuan_serve.replica.gated_engine import BULK_PRIORITY, GatedEngine, bulk_gate
-from hunyuan_serve.replica.width_file import WidthReader
+from hunyuan_serve.replica.width_file import UNLIMITED, WidthReader
 
 pytestmark = pytest.mark.engine
 
@@ -28,6 +28,9 @@ SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0
 PERSON_STRINGS = 6
 PERSON = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=4)
 WIDTH_FLOOR = 2
+# New bulk prompt tokens per width a step without the person may read: 2 to 3 of the job's 37-token
+# prompts at the floor, where the job's steps at full width read 24.
+PROMPT_TOKENS = 16
 
 
 @dataclass
@@ -38,6 +41,8 @@ class Step:
     bulk: int  # bulk requests that got a token in it
     bulk_held: int  # bulk requests vLLM held, scheduled once at least and not finished (paused or not)
     width: int  # the width in the file the scheduler reads, as the step's outputs arrived
+    prompt_tokens: int  # the new bulk prompt tokens in the file beside it (UNLIMITED: any)
+    prompts_read: int  # prompt tokens of the bulk requests whose first token came in this step
     end: float  # the outputs' timestamp, the engine core's clock
 
 
@@ -51,6 +56,7 @@ class Record:
     bulk_tokens: list[int] = field(default_factory=list)  # each bulk answer's tokens
     most_queued: int = 0  # bulk waiting in the replica's gate, at most
     full: int = 0
+    longest_prompt: int = 0  # tokens
 
 
 def _watch(engine: VllmEngine, gated: GatedEngine, record: Record) -> None:
@@ -61,6 +67,7 @@ def _watch(engine: VllmEngine, gated: GatedEngine, record: Record) -> None:
     pull = core.get_output_async
     assert engine._width is not None
     width = WidthReader(engine._width.path)
+    started: set[str] = set()
 
     async def watched() -> Any:
         outputs = await pull()
@@ -74,7 +81,13 @@ def _watch(engine: VllmEngine, gated: GatedEngine, record: Record) -> None:
             )
             people = sum(r.startswith("person-") for r in got)
             bulk = sum(r.startswith("bulk-") for r in got)
-            record.steps.append(Step(people, bulk, held, width.read(), outputs.timestamp))
+            first = [o.request_id for o in outputs.outputs if o.new_token_ids and ours.get(o.request_id, "")
+                     .startswith("bulk-") and o.request_id not in started]  # fmt: skip
+            started.update(first)
+            lengths = [states[rid].prompt_len for rid in first if rid in states]
+            record.longest_prompt = max([record.longest_prompt, *lengths])
+            limits = width.read()
+            record.steps.append(Step(people, bulk, held, *limits, sum(lengths), outputs.timestamp))
         for s in list(states.values()):
             rid = str(s.external_req_id)
             if rid.startswith("person-") and s.stats.scheduled_ts and rid not in record.person_times:
@@ -103,7 +116,9 @@ async def _scenario(model: Path) -> Record:
     record = Record()
     try:
         # A window longer than the scenario: once the person came, the width is theirs to the end.
-        settings = BulkWidthSettings(interactive_window_s=600, bulk_width_min=WIDTH_FLOOR)
+        settings = BulkWidthSettings(
+            interactive_window_s=600, bulk_width_min=WIDTH_FLOOR, narrow_prompt_tokens=PROMPT_TOKENS
+        )
         gated = GatedEngine(engine, bulk_gate(settings, MAX_NUM_SEQS, 0.25, {}))
         record.full = gated.gate.rule.full
         prompt = probe_prompt("hunyuan-mt", "Save the file before you close it.")
@@ -118,7 +133,7 @@ async def _scenario(model: Path) -> Record:
         record.bulk_tokens.clear()
         _watch(engine, gated, record)
         jobs = [asyncio.create_task(bulk()) for _ in range(BULK)]
-        while gated.gate.bulk < record.full:  # the job fills the full width first
+        while max((s.bulk for s in record.steps), default=0) < record.full:  # the job runs at full width
             await asyncio.sleep(0.005)
         await asyncio.gather(_person(gated, record, prompt), *jobs)
     finally:
@@ -156,6 +171,23 @@ def test_between_the_persons_strings_the_job_runs_at_full_width(record: Record) 
     without = [s.bulk for s in record.steps if not s.people]
     assert max(without) > WIDTH_FLOOR and max(without) <= record.full, without
     assert record.most_queued > 0  # the job's surplus over the full width waited in the replica
+
+
+def test_between_the_persons_strings_new_bulk_prompts_start_a_few_at_a_time(record: Record) -> None:
+    # While the width is narrow, a step without the person reads at most the file's prompt tokens of
+    # new bulk prompts (and the rest of one it began in the step before), where the job's first step,
+    # at full width, read all its prompts at once.
+    def bound(n: int) -> int:
+        caps = [s.prompt_tokens for s in record.steps[max(0, n - 1) : n + 1]]  # the file may move once
+        return max(caps) + record.longest_prompt
+
+    narrow = [(n, s) for n, s in enumerate(record.steps) if not s.people and s.prompt_tokens != UNLIMITED]
+    print(f"prompt tokens read per step without the person, narrow: {[s.prompts_read for _, s in narrow]}")
+    assert narrow and all(s.prompts_read <= bound(n) for n, s in narrow if record.steps[n - 1].prompt_tokens
+                          != UNLIMITED), [(s.prompts_read, bound(n)) for n, s in narrow]  # fmt: skip
+    assert sum(s.prompts_read > 0 for _, s in narrow) > 1  # the job went on starting prompts meanwhile
+    burst = max(s.prompts_read for s in record.steps if s.prompt_tokens == UNLIMITED)
+    assert burst > max(s.prompt_tokens for _, s in narrow) + record.longest_prompt
 
 
 def test_paused_bulk_loses_nothing(record: Record) -> None:

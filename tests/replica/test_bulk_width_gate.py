@@ -4,7 +4,7 @@ width it hands the engine's scheduler."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 
 from hunyuan_serve.config.width import BulkWidthSettings
 from hunyuan_serve.families.base import Prompt
@@ -53,10 +53,19 @@ class Held:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-def gate_of(clock: Clock, full: int = 192, **settings: float) -> tuple[BulkGate, list[int]]:
-    """A gate and the widths it published, in order."""
-    published: list[int] = []
-    gate = BulkGate(WidthRule(BulkWidthSettings(**settings), full, clock), publish=published.append)
+Published = list[tuple[int, int | None]]
+
+
+def recorder() -> tuple[Published, Callable[[int, int | None], None]]:
+    """A list, and a publish that appends each (width, prompt tokens) to it."""
+    published: Published = []
+    return published, lambda width, prompt_tokens: published.append((width, prompt_tokens))
+
+
+def gate_of(clock: Clock, full: int = 192, **settings: float) -> tuple[BulkGate, Published]:
+    """A gate and the widths and prompt tokens it published, in order."""
+    published, publish = recorder()
+    gate = BulkGate(WidthRule(BulkWidthSettings(**settings), full, clock), publish=publish)
     return gate, published
 
 
@@ -70,14 +79,14 @@ async def test_a_person_narrows_the_width_their_steps_carry_while_the_job_keeps_
     assert len(held.started) == 6 and gate.width() == 192 and published == []  # nobody: full
     held.submit("p0", False, None)
     await held.settle()
-    assert held.started[-1] == "p0" and published == [0]  # no baseline yet: the first call is a probe
+    assert held.started[-1] == "p0" and published == [(0, 128)]  # no baseline yet: the first call is a probe
     for n in range(6, 10):
         held.submit(f"b{n}", True, "ci")
     await held.settle()
     assert gate.bulk == 10 and gate.waiting() == 0  # the job keeps taking places: none waits here
     held.finish("p0", engine_s=0.1)  # 10 ms a token with nothing beside: the baseline
     await held.settle()
-    assert published[-1] == 1 and list(gate.rule.alone) == [0.01]  # then the floor, bulk_width_min
+    assert published[-1] == (1, 128) and list(gate.rule.alone) == [0.01]  # then the floor, bulk_width_min
     held.submit("p1", False, None)
     await held.settle()
     held.finish("p1", engine_s=0.11)  # 11 ms a token beside one: within 1.2x, so one more
@@ -86,7 +95,7 @@ async def test_a_person_narrows_the_width_their_steps_carry_while_the_job_keeps_
     await held.settle()
     held.finish("p2", engine_s=0.2)  # 20 ms beside two: over, so halved
     await held.settle()
-    assert published == [0, 1, 2, 1]
+    assert published == [(0, 128), (1, 128), (2, 256), (1, 128)]  # new prompts between: as wide
     clock.now += 5.1  # the window passed: the next publish is full
     held.submit("b10", True, "ci")
     await held.settle()
@@ -147,19 +156,19 @@ async def test_a_call_wider_than_the_width_still_goes_in_alone() -> None:
 
 
 async def test_the_window_timer_publishes_the_full_width_without_any_other_event() -> None:
-    published: list[int] = []
-    gate = BulkGate(WidthRule(BulkWidthSettings(interactive_window_s=0.05), 192), publish=published.append)
+    published, publish = recorder()
+    gate = BulkGate(WidthRule(BulkWidthSettings(interactive_window_s=0.05), 192), publish=publish)
     held = Held(gate)
     held.submit("person", False, None)
     await held.settle()
     held.finish("person", engine_s=0.1)
     await held.settle()
-    assert published == [0, 1]
+    assert published == [(0, 128), (1, 128)]
     for _ in range(200):  # the real clock: the gate's own timer fires once the window passes
-        if published[-1] == 192:
+        if published[-1][0] == 192:
             break
         await asyncio.sleep(0.01)
-    assert published == [0, 1, 192]
+    assert published == [(0, 128), (1, 128), (192, None)]  # full: any prompts
     await held.stop()
 
 
@@ -183,13 +192,13 @@ class Timed:
 
 async def test_the_gated_engine_reports_a_persons_pace_and_hands_the_width_to_the_engine() -> None:
     engine = Timed()
-    applied: list[int] = []
+    applied, apply = recorder()
     gated = GatedEngine(engine, gate_of(Clock())[0])  # type: ignore[arg-type]
-    engine.stats.apply_bulk_width = applied.append  # as VllmEngine sets it once built
+    engine.stats.apply_bulk_width = apply  # as VllmEngine sets it once built
     prompt = Prompt(text="Hello")
     sampling = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=8)
     await gated.generate(prompt, sampling, "p0", 0)
-    assert applied == [0, 1] and list(gated.gate.rule.alone) == [0.01]  # a probe: its pace the baseline
+    assert applied == [(0, 128), (1, 128)] and list(gated.gate.rule.alone) == [0.01]  # a probe first
     priority.KEY.set("ci")
     await gated.generate(prompt, sampling, "b0", BULK_PRIORITY)
     assert list(gated.gate.rule.alone) == [0.01] and gated.gate.bulk == 0  # bulk calls teach nothing

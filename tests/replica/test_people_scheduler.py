@@ -1,4 +1,5 @@
-"""vLLM's scheduler with the bulk width: which bulk a step leaves out, and the width file it reads."""
+"""vLLM's scheduler with the bulk width: which bulk a step leaves out, the budget of a step without a
+person, and the width file it reads."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from hunyuan_serve.replica.people_scheduler import paused_and_held
+from hunyuan_serve.replica.people_scheduler import paused_and_held, step_budget
 from hunyuan_serve.replica.width_file import UNLIMITED, WidthReader, WidthWriter
 
 
@@ -49,14 +50,31 @@ def test_a_step_with_a_person_leaves_the_bulk_over_the_width_out(
     assert names(got[0]) == paused and [n[1:] for n in names(got[1])] == held
 
 
-def test_the_width_file_carries_the_latest_width_to_another_reader(tmp_path: Path) -> None:
+# (vLLM's budget, running sequences, prompt tokens, the step's budget)
+BUDGETS = [
+    (2048, 96, 128, 224),  # the job's next tokens, and 128 of new prompts
+    (2048, 0, 128, 128),  # nothing running: new prompts only
+    (2048, 3000, 128, 2048),  # never over vLLM's own budget
+    (512, 96, 1280, 512),  # a wider width's prompts: vLLM's budget is the limit
+    (2048, 96, 0, 96),  # a width of 0 is asked for as one width's worth (WidthRule), never 0 here
+]
+
+
+@pytest.mark.parametrize(("budget", "running", "prompt_tokens", "expected"), BUDGETS)
+def test_a_step_without_a_person_starts_few_new_prompts_while_the_width_is_narrow(
+    budget: int, running: int, prompt_tokens: int, expected: int
+) -> None:
+    assert step_budget(budget, running, prompt_tokens) == expected
+
+
+def test_the_width_file_carries_the_latest_limits_to_another_reader(tmp_path: Path) -> None:
     writer = WidthWriter(tmp_path)
     reader = WidthReader(writer.path)  # the engine core opens it once, at its scheduler's start
-    assert reader.read() == UNLIMITED
-    for width in (0, 4, 192, 3):
-        writer.write(width)
-        assert reader.read() == width
+    assert reader.read() == (UNLIMITED, UNLIMITED)
+    for width, prompt_tokens in ((0, 128), (4, 512), (192, None), (3, 384)):
+        writer.write(width, prompt_tokens)
+        assert reader.read() == (width, UNLIMITED if prompt_tokens is None else prompt_tokens)
     writer.close()
     assert not writer.path.exists()
-    assert WidthReader(writer.path).read() == UNLIMITED  # gone: vLLM's own scheduling
-    assert WidthReader(tmp_path / "never-made").read() == UNLIMITED
+    assert WidthReader(writer.path).read() == (UNLIMITED, UNLIMITED)  # gone: vLLM's own scheduling
+    assert WidthReader(tmp_path / "never-made").read() == (UNLIMITED, UNLIMITED)
