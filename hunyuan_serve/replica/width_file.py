@@ -19,13 +19,17 @@ UNLIMITED = -1
 _SHM = Path("/dev/shm")
 
 
+_PREFIX = "hunyuan-bulk-width-"
+
+
 class WidthWriter:
     """The replica's end: creates the file (its path goes into the engine's config) and writes the
     width and the prompt tokens."""
 
     def __init__(self, directory: Path | None = None) -> None:
         where = directory or (_SHM if _SHM.is_dir() and os.access(_SHM, os.W_OK) else None)
-        fd, name = tempfile.mkstemp(prefix="hunyuan-bulk-width-", dir=where)
+        _remove_orphans(Path(where or tempfile.gettempdir()))
+        fd, name = tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=where)
         self.path = Path(name)
         self.limits = (UNLIMITED, UNLIMITED)
         os.write(fd, struct.pack(_FORMAT, *self.limits))
@@ -60,3 +64,23 @@ class WidthReader:
             return UNLIMITED, UNLIMITED
         width, prompt_tokens = struct.unpack(_FORMAT, self._map[:SIZE])
         return int(width), int(prompt_tokens)
+
+
+def _remove_orphans(directory: Path) -> None:
+    """Width files whose replica process is gone: a replica killed with -9 cannot remove its own, and
+    /dev/shm holds them until the host restarts. Each name carries its writer's process id."""
+    for path in directory.glob(f"{_PREFIX}*-*"):
+        pid = path.name.removeprefix(_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True

@@ -3,6 +3,9 @@ person, and the width file it reads."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,3 +81,19 @@ def test_the_width_file_carries_the_latest_limits_to_another_reader(tmp_path: Pa
     assert not writer.path.exists()
     assert WidthReader(writer.path).read() == (UNLIMITED, UNLIMITED)  # gone: vLLM's own scheduling
     assert WidthReader(tmp_path / "never-made").read() == (UNLIMITED, UNLIMITED)
+
+
+def test_a_new_writer_removes_the_files_of_replicas_that_are_gone(tmp_path: Path) -> None:
+    # A replica killed with -9 leaves its file; the next replica's writer removes it, not a live one's.
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = tmp_path / f"hunyuan-bulk-width-{dead.pid}-abc123"
+    orphan.write_bytes(b"\0" * 8)
+    live = WidthWriter(tmp_path)
+    other = tmp_path / "unrelated-file"
+    other.write_bytes(b"")
+    writer = WidthWriter(tmp_path)
+    assert not orphan.exists() and live.path.exists() and writer.path.exists() and other.exists()
+    assert writer.path.name.startswith(f"hunyuan-bulk-width-{os.getpid()}-")
+    live.close()
+    writer.close()
