@@ -28,8 +28,9 @@ class WidthWriter:
 
     def __init__(self, directory: Path | None = None) -> None:
         where = directory or (_SHM if _SHM.is_dir() and os.access(_SHM, os.W_OK) else None)
-        _remove_orphans(Path(where or tempfile.gettempdir()))
-        fd, name = tempfile.mkstemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=where)
+        owner = _owner()
+        _remove_orphans(Path(where or tempfile.gettempdir()), owner)
+        fd, name = tempfile.mkstemp(prefix=f"{_PREFIX}{owner}{os.getpid()}-", dir=where)
         self.path = Path(name)
         self.limits = (UNLIMITED, UNLIMITED)
         os.write(fd, struct.pack(_FORMAT, *self.limits))
@@ -66,11 +67,24 @@ class WidthReader:
         return int(width), int(prompt_tokens)
 
 
-def _remove_orphans(directory: Path) -> None:
-    """Width files whose replica process is gone: a replica killed with -9 cannot remove its own, and
-    /dev/shm holds them until the host restarts. Each name carries its writer's process id."""
-    for path in directory.glob(f"{_PREFIX}*-*"):
-        pid = path.name.removeprefix(_PREFIX).split("-", 1)[0]
+def _owner() -> str:
+    """The pid namespace this process's pids belong to, as a name's part ("" where /proc cannot say).
+    A /dev/shm shared between containers (--ipc=host, or podman kube play's memory emptyDir) holds
+    files whose pids mean nothing here; a file removed before its engine core opened it would leave
+    that replica's bulk unlimited."""
+    try:
+        return f"ns{os.stat('/proc/self/ns/pid').st_ino}-"
+    except OSError:
+        return ""
+
+
+def _remove_orphans(directory: Path, owner: str) -> None:
+    """Width files of this pid namespace whose replica process is gone: a replica killed with -9
+    cannot remove its own, and /dev/shm holds them until the host restarts."""
+    if not owner:
+        return
+    for path in directory.glob(f"{_PREFIX}{owner}*-*"):
+        pid = path.name.removeprefix(_PREFIX + owner).split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
             with contextlib.suppress(OSError):
                 path.unlink()

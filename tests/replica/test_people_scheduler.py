@@ -85,15 +85,19 @@ def test_the_width_file_carries_the_latest_limits_to_another_reader(tmp_path: Pa
 
 def test_a_new_writer_removes_the_files_of_replicas_that_are_gone(tmp_path: Path) -> None:
     # A replica killed with -9 leaves its file; the next replica's writer removes it, not a live one's.
+    # Files of another pid namespace (a container sharing /dev/shm) are left: their pids mean nothing here.
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    orphan = tmp_path / f"hunyuan-bulk-width-{dead.pid}-abc123"
-    orphan.write_bytes(b"\0" * 8)
-    live = WidthWriter(tmp_path)
+    ns = f"ns{os.stat('/proc/self/ns/pid').st_ino}-"
+    orphan = tmp_path / f"hunyuan-bulk-width-{ns}{dead.pid}-abc123"
+    elsewhere = tmp_path / f"hunyuan-bulk-width-ns1-{dead.pid}-abc123"
     other = tmp_path / "unrelated-file"
-    other.write_bytes(b"")
+    for path in (orphan, elsewhere, other):
+        path.write_bytes(b"\0" * 8)
+    live = WidthWriter(tmp_path)
+    assert not orphan.exists() and elsewhere.exists() and other.exists()
     writer = WidthWriter(tmp_path)
-    assert not orphan.exists() and live.path.exists() and writer.path.exists() and other.exists()
-    assert writer.path.name.startswith(f"hunyuan-bulk-width-{os.getpid()}-")
+    assert live.path.exists() and writer.path.exists()
+    assert writer.path.name.startswith(f"hunyuan-bulk-width-{ns}{os.getpid()}-")
     live.close()
     writer.close()
