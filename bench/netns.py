@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from hunyuan_serve.run.procs import pid_alive
+
 # Every name this module makes starts with it, then the run's id: a sweep can tell ours, and whose.
 PREFIX = "hs"
 SUBNET = "10.77"  # 10.77.N.0/24, N free on this machine when the run starts
@@ -175,16 +177,6 @@ def unavailable(runner: Runner = run_ip) -> str | None:
     return None
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 class Lab:
     """A made network: run processes in a host, kill a host whole, cut and restore its link."""
 
@@ -231,7 +223,7 @@ class Lab:
         return leftovers(self.net.run, netns, self._run(["ip", "-o", "link"]).stdout)
 
 
-def sweep(runner: Runner = run_ip, alive: Callable[[int], bool] = _pid_alive) -> set[str]:
+def sweep(runner: Runner = run_ip, alive: Callable[[int], bool] = pid_alive) -> set[str]:
     """Remove what runs killed before their cleanup (a SIGKILLed pytest) left; returns their ids."""
     netns = runner(["ip", "netns", "list"]).stdout
     runs = stale_runs(netns, alive)

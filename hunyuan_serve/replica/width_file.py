@@ -17,8 +17,6 @@ SIZE = struct.calcsize(_FORMAT)
 UNLIMITED = -1
 # Memory-backed where the host has it, so a write per width change touches no disk.
 _SHM = Path("/dev/shm")
-
-
 _PREFIX = "hunyuan-bulk-width-"
 
 
@@ -27,9 +25,10 @@ class WidthWriter:
     width and the prompt tokens."""
 
     def __init__(self, directory: Path | None = None) -> None:
-        where = directory or (_SHM if _SHM.is_dir() and os.access(_SHM, os.W_OK) else None)
+        shm = _SHM.is_dir() and os.access(_SHM, os.W_OK)
+        where = directory or (_SHM if shm else Path(tempfile.gettempdir()))
         owner = _owner()
-        _remove_orphans(Path(where or tempfile.gettempdir()), owner)
+        _remove_orphans(where, owner)
         fd, name = tempfile.mkstemp(prefix=f"{_PREFIX}{owner}{os.getpid()}-", dir=where)
         self.path = Path(name)
         self.limits = (UNLIMITED, UNLIMITED)
@@ -91,6 +90,8 @@ def _remove_orphans(directory: Path, owner: str) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether the process exists (an unreaped one counts). Not run/procs.py's pid_alive: the house's
+    import rules keep the replica off run/, the supervisor's side."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
