@@ -248,7 +248,7 @@ def test_flagged_entries_are_fuzzy_and_listed(stack: tuple[str, Path], tmp_path:
     # Each answer is either flagged (most often: it stops at max_tokens) or refused by the .po writer
     # (random tokens often hold a control character): a quarter to three quarters refused in our runs.
     # With four entries all four were refused in one CI run and the checks went untested; with 32
-    # that is under 1 in 10^4 even at three quarters, for no more time (the stack batches them).
+    # that is about 1 in 10^4 even at three quarters, for no more time (the stack batches them).
     for text in CATALOG_SENTENCES:
         catalog.append(polib.POEntry(msgid=text, msgstr=""))
     src, qa = tmp_path / "app.po", tmp_path / "qa.csv"
