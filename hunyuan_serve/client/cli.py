@@ -168,8 +168,11 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     try:
         return ClientSettings.model_validate(values)
     except ValidationError as err:
-        problems = "; ".join(f"--{'-'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
-        raise ConfigError(f"invalid client option: {problems}".replace("_", "-")) from None
+        # The flag's name as typed; the message as pydantic wrote it (a path in it keeps its '_').
+        problems = "; ".join(
+            f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}" for e in err.errors()
+        )
+        raise ConfigError(f"invalid client option: {problems}") from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from typing import Literal
@@ -14,9 +15,14 @@ from hunyuan_serve.config import NginxConfig, Section
 API_KEY_ENV = "HUNYUAN_SERVE_API_KEY"
 # The 4xx a retry can cure: the request took too long, or came too soon (a rate limit).
 RETRIED_4XX = (408, 429)
+# A TLS front whose certificate the client does not trust: every try fails the same way (retried, it
+# took six tries and 40 s to say so).
+CERTIFICATE_ERROR = "certificate_error"
 # Refusals that waiting does not cure, whatever status they come with: a key's quota has no period to
-# wait out (the service's 429 quota_exceeded), unlike a rate limit's 429 (rate_limited, Retry-After).
-FINAL_CODES = frozenset({"quota_exceeded"})
+# wait out (the service's 429 quota_exceeded), unlike a rate limit's 429 (rate_limited, Retry-After);
+# an address slowed for wrong keys (429 too_many_bad_keys) gets a 403 for the same key once the pause
+# is over, so waiting it out (Retry-After, a minute by default) only delays that refusal.
+FINAL_CODES = frozenset({"quota_exceeded", "too_many_bad_keys", CERTIFICATE_ERROR})
 
 
 def api_key_from(environ: Mapping[str, str]) -> str | None:
@@ -62,9 +68,14 @@ class ClientSettings(Section):
     retry_statuses: tuple[int, ...] = Field(
         default=(429, 502, 503, 504),
         description=f"HTTP statuses retried (of the 4xx only {', '.join(map(str, RETRIED_4XX))}; "
-        f"never {', '.join(sorted(FINAL_CODES))}).",
+        f"never {', '.join(sorted(FINAL_CODES - {CERTIFICATE_ERROR}))}).",
     )
     user_agent: str = Field(default="hunyuan-serve-client", description="User-Agent header.")
+    ca_file: str | None = Field(
+        default=None,
+        description="CA certificate (PEM) that signed the service's TLS certificate, for a front with a "
+        "private CA; unset: the CAs the environment names (SSL_CERT_FILE, SSL_CERT_DIR), else certifi's.",
+    )
     # A service with auth.keys_file refuses requests without a key; SecretStr keeps it out of reprs and logs.
     api_key: SecretStr | None = Field(
         default=None,
@@ -75,6 +86,17 @@ class ClientSettings(Section):
     priority: Literal["bulk", "interactive"] = Field(
         default="bulk", description="X-Priority header sent with every request (bulk or interactive)."
     )
+
+    @field_validator("ca_file")
+    @classmethod
+    def _readable_ca(cls, path: str | None) -> str | None:
+        """A file that is not a PEM certificate is named here, not as a failure of every request."""
+        if path is not None:
+            try:
+                ssl.create_default_context(cafile=path)
+            except (OSError, ssl.SSLError) as err:
+                raise ValueError(f"{path}: not a readable PEM CA certificate ({err})") from None
+        return path
 
     @field_validator("retry_statuses")
     @classmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -178,7 +179,12 @@ def http_options(settings: ClientSettings) -> dict[str, Any]:
     headers = {"User-Agent": settings.user_agent, "X-Priority": settings.priority}
     if settings.api_key is not None:
         headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
+    options: dict[str, Any] = {}
+    if settings.ca_file is not None:
+        # httpx's verify=<path> is deprecated; a context also keeps SSL_CERT_FILE from overriding it.
+        options["verify"] = ssl.create_default_context(cafile=settings.ca_file)
     return {
+        **options,
         "base_url": settings.base_url,
         "timeout": httpx.Timeout(
             connect=settings.connect_timeout_s,

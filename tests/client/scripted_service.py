@@ -213,3 +213,18 @@ def start_server() -> tuple[_Server, threading.Thread]:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     return server, thread
+
+
+def requests_seen(app: Any) -> list[str]:
+    """'METHOD /path' of each request a real replica app (FastAPI) gets from now on, appended in order."""
+    from fastapi import Request, Response
+
+    seen: list[str] = []
+
+    @app.middleware("http")
+    async def count(request: Request, call_next: Any) -> Response:
+        seen.append(f"{request.method} {request.url.path}")
+        response: Response = await call_next(request)
+        return response
+
+    return seen

@@ -136,12 +136,14 @@ def _refusal(status: int, code: str, headers: dict[str, str] | None = None) -> R
         # A quota is not relieved by waiting: final although 429 is retried, even with a Retry-After.
         _refusal(429, "quota_exceeded"),
         _refusal(429, "quota_exceeded", {"Retry-After": "1"}),
+        # An address slowed for wrong keys: after the pause the same key gets its 403.
+        _refusal(429, "too_many_bad_keys", {"Retry-After": "47"}),
         _refusal(401, "missing_api_key"),
         _refusal(403, "invalid_api_key"),
         _refusal(404, "not_found"),
         _refusal(422, "unknown_field"),
     ],
-    ids=["quota", "quota-retry-after", "401", "403", "404", "422"],
+    ids=["quota", "quota-retry-after", "bad-keys", "401", "403", "404", "422"],
 )
 async def test_refusals_that_waiting_does_not_cure_are_final(service: ScriptedService, reply: Reply) -> None:
     service.state.script.append(reply)

@@ -13,11 +13,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from scripted_service import Reply, ScriptedService
+from scripted_service import Reply, ScriptedService, requests_seen
 
 from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.settings import API_KEY_ENV
@@ -279,20 +278,13 @@ def test_an_exhausted_quota_stops_the_run_at_once_naming_it(
 ) -> None:
     """A real replica with a keys file: the key's 5 characters are spent by the first batch's 12, and
     its 429 quota_exceeded is final (waiting does not relieve a quota), though 429s are retried."""
-    from fastapi import Request, Response
-
     keys = tmp_path / "keys.txt"
     keys.write_text("sk-tiny-quota-a1b2 limit=5\n", encoding="utf-8")
     cfg = ServeConfig.model_validate(
         {"auth": {"keys_file": str(keys)}, "replica": {"cache_entries": 100}, "run_dir": str(tmp_path)}
     )
-    app, sent = create_app(FakeEngine(), cfg, HY_MT15), []
-
-    @app.middleware("http")
-    async def count(request: Request, call_next: Any) -> Response:
-        sent.append(f"{request.method} {request.url.path}")
-        response: Response = await call_next(request)
-        return response
+    app = create_app(FakeEngine(), cfg, HY_MT15)
+    sent = requests_seen(app)
 
     (tmp_path / "in.txt").write_text("line 1\nline 2\nline 3\nline 4\n", encoding="utf-8")
     monkeypatch.setenv(API_KEY_ENV, "sk-tiny-quota-a1b2")
