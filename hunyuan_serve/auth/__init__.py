@@ -15,7 +15,7 @@ from hunyuan_serve.auth.keys import (
 from hunyuan_serve.auth.listen import is_loopback, open_listen_problem
 from hunyuan_serve.auth.middleware import ACCESS_LOG, KEY_ID_STATE, KEY_STATE, KeyCheck, PeerCheck, install
 from hunyuan_serve.auth.peer import PEER_HEADER, load_peer_secret, peer_headers, peer_matches, peer_secret
-from hunyuan_serve.auth.secret_files import exposed_secrets
+from hunyuan_serve.auth.secret_files import exposed_secrets, refuse_exposed
 from hunyuan_serve.auth.sources import body_key, client_address, header_key, request_key
 from hunyuan_serve.auth.throttle import BadKeys
 
@@ -49,6 +49,7 @@ __all__ = [
     "peer_headers",
     "peer_matches",
     "peer_secret",
+    "refuse_exposed",
     "request_key",
     "wants_deep",
 ]

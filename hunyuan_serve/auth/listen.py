@@ -6,18 +6,16 @@ import ipaddress
 
 from hunyuan_serve.auth.keys import load_keys
 from hunyuan_serve.auth.peer import peer_secret
-from hunyuan_serve.auth.secret_files import exposed_secrets
+from hunyuan_serve.auth.secret_files import refuse_exposed
 from hunyuan_serve.config import ConfigError, ServeConfig
 
 
 def open_listen_problem(cfg: ServeConfig, *, peer_guards_listen: bool = True) -> str | None:
     """Why `up` (or the gateway) must not start as configured: an unusable keys or secret file, or a
-    non-loopback address that nothing guards, a secret file others may read. peer_guards_listen: the
-    peer secret guards nginx.listen (a host's Nginx refuses callers without it; a gateway's public
-    front does not)."""
-    exposed = exposed_secrets(cfg)
-    if exposed:
-        return "; ".join(exposed)
+    non-loopback address that nothing guards; a secret file others may read raises SecretFileError
+    (refuse_exposed). peer_guards_listen: the peer secret guards nginx.listen (a host's Nginx refuses
+    callers without it; a gateway's public front does not)."""
+    refuse_exposed(cfg)
     try:
         if cfg.auth.keys_file:
             load_keys(cfg.auth.keys_file)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from pydantic import BaseModel
 
-from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.config import SecretFileError, ServeConfig
 from hunyuan_serve.private_files import exposed_problem
 
 # The auth section's secret files by name; every private key is a field named tls_key or *_tls_key
@@ -33,12 +33,24 @@ def secret_paths(model: BaseModel, where: str = "") -> Iterator[tuple[str, str]]
             yield key, value
 
 
-def exposed_secrets(cfg: ServeConfig) -> list[str]:
-    """Why each secret file the config names may not be started with: others may read (or write) it
+def exposed_secrets(cfg: ServeConfig, more: Iterable[tuple[str, str]] = ()) -> list[str]:
+    """Why each secret file the config names (and `more`: (name, path) of files outside it, such as a
+    gateway inventory's client key) may not be started with: others may read (or write) it
     (private_files.exposed_problem: a missing file is its reader's to name, a mounted one the mount's)."""
     problems: list[str] = []
-    for key, path in dict(secret_paths(cfg)).items():
+    for key, path in dict([*secret_paths(cfg), *more]).items():
         problem = exposed_problem(path, key)
         if problem and problem not in problems:
             problems.append(problem)
     return problems
+
+
+def refuse_exposed(
+    cfg: ServeConfig, *, also: Iterable[str] = (), more: Iterable[tuple[str, str]] = ()
+) -> None:
+    """SecretFileError (exit 2) naming every secret file others may read, with the other problems found
+    at the same check (`also`: a TLS pair's other faults), so one refusal says every reason; the one
+    check of secret files that up, reload, replica and gateway share."""
+    exposed = exposed_secrets(cfg, more)
+    if exposed:
+        raise SecretFileError("; ".join([*exposed, *(p for p in also if p not in exposed)]))

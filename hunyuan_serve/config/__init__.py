@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hunyuan_serve.config.base import (
     ConfigError,
+    SecretFileError,
     Section,
     error_key,
     format_error,
@@ -52,6 +53,7 @@ __all__ = [
     "Pool",
     "PoolConfig",
     "ReplicaConfig",
+    "SecretFileError",
     "Section",
     "ServeConfig",
     "SupervisorConfig",

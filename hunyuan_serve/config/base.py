@@ -16,6 +16,11 @@ class ConfigError(ValueError):
     """A configuration that cannot be used, with a message naming the bad key."""
 
 
+class SecretFileError(ConfigError):
+    """A secret file others may read or write: refused like any setting to fix, so every command that
+    checks one (up, reload, replica, gateway, doctor) exits 2 on it (docs/security.md)."""
+
+
 class Section(BaseModel):
     """Base of every config section: frozen, unknown keys are errors."""
 

@@ -13,9 +13,10 @@ from hunyuan_serve.config import ServeConfig, add_config_flags, config_from_args
 from hunyuan_serve.doctor import host
 from hunyuan_serve.doctor.gather import gather
 from hunyuan_serve.doctor.rows import Check, Facts, format_checks
-from hunyuan_serve.doctor.tls import check_tls
+from hunyuan_serve.doctor.tls import SECRET_ROW, check_secret_files, check_tls
 
-CHECKS: tuple[Callable[[Facts], Check], ...] = (
+# Each check gives its row, or its rows where it checks several things (one row per TLS problem).
+CHECKS: tuple[Callable[[Facts], Check | list[Check]], ...] = (
     host.check_python,
     host.check_vllm,
     host.check_torch,
@@ -29,12 +30,17 @@ CHECKS: tuple[Callable[[Facts], Check], ...] = (
     host.check_model,
     check_triton_build,
     check_first_start,
+    check_secret_files,
     check_tls,
 )
 
 
 def run_checks(facts: Facts) -> list[Check]:
-    return [check(facts) for check in CHECKS]
+    rows: list[Check] = []
+    for check in CHECKS:
+        found = check(facts)
+        rows += found if isinstance(found, list) else [found]
+    return rows
 
 
 def preflight(cfg: ServeConfig, plans: Sequence[Any], model: str) -> list[Check]:
@@ -98,14 +104,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print(format_checks(checks))
     failed = [c.name for c in checks if c.failed]
     print(f"\n{len(failed)} check(s) failed: {', '.join(failed)}" if failed else "\nall checks passed")
-    return 1 if failed else 0
+    # A secret file others may read: exit 2, as `up`, `replica` and `gateway` refuse it (docs/security.md).
+    return 2 if SECRET_ROW in failed else 1 if failed else 0
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "doctor",
         help="Check this host before the first `up`: Python, vLLM/torch, GPUs, model, disk, nginx, ports.",
-        description="A pass/fail table of what `up` needs on this host; exits 1 when a check fails.",
+        description="A pass/fail table of what `up` needs on this host; exits 1 when a check fails, 2 when "
+        "a secret file others may read is among them.",
     )
     add_config_flags(parser, ["top", "engine", "replica", "supervisor", "nginx", "auth"])
     parser.add_argument("--port", dest="nginx.port", default=argparse.SUPPRESS, help="Same as --nginx-port.")

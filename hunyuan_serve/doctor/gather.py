@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from hunyuan_serve.auth.secret_files import exposed_secrets, secret_paths
 from hunyuan_serve.compile_cache import compile_facts
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.doctor.rows import Facts
@@ -93,4 +94,6 @@ def gather(
         ports=tuple((host, port, port_problem(host, port)) for host, port in ports),
         **compile_facts(cfg, device),
         tls=check_pair(cfg.nginx),
+        secret_files=tuple(key for key, _ in secret_paths(cfg)),
+        exposed=tuple(exposed_secrets(cfg)),
     )

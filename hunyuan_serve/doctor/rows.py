@@ -41,6 +41,8 @@ class Facts:
     startup_timeout_s: float = 900.0
     compile_cache: str = ""  # where vLLM keeps compiled graphs (VLLM_CACHE_ROOT)
     tls: PairReport | None = None  # the edge's certificate and key checked (None: TLS is off)
+    secret_files: tuple[str, ...] = ()  # the config keys naming a secret file (auth.keys_file, ...)
+    exposed: tuple[str, ...] = ()  # why each of them others may read, with the fix
 
 
 @dataclass(frozen=True)

@@ -87,31 +87,18 @@ def _problems(inventory: Inventory) -> list[str]:
 
 def check_files(inventory: Inventory) -> None:
     """An unreadable or malformed secret or keys file is the inventory's mistake: a ConfigError (exit 2)
-    naming the file, before anything is created."""
-    from hunyuan_serve.auth import exposed_secrets, load_keys, peer_secret
-    from hunyuan_serve.config import ConfigError
+    naming the file, before anything is created; a secret file others may read (the front's key, the
+    client key to the hosts among them) a SecretFileError naming the front pair's other faults too."""
+    from hunyuan_serve.auth import load_keys, peer_secret, refuse_exposed
+    from hunyuan_serve.gateway.tls import client_context
 
-    exposed = exposed_secrets(inventory.serve_config())
-    if exposed:  # a secret others may read is refused before the run dir exists
-        raise ConfigError("; ".join(exposed))
+    client_key = [("inventory: tls_key", inventory.tls_key)] if inventory.tls_key else []
+    refuse_exposed(inventory.serve_config(), also=front_tls_problems(inventory), more=client_key)
     auth = inventory.serve_config().auth
     peer_secret(auth)
     if auth.keys_file:
         load_keys(auth.keys_file)
-    tls_files(inventory)
-
-
-def tls_files(inventory: Inventory) -> None:
-    """The inventory's CA and client certificate load (gateway/tls.py client_context), and its client key
-    is its owner's alone; else a ConfigError naming the file."""
-    from hunyuan_serve.config import ConfigError
-    from hunyuan_serve.gateway.tls import client_context
-    from hunyuan_serve.private_files import exposed_problem
-
-    problem = exposed_problem(inventory.tls_key, "tls_key") if inventory.tls_key else None
-    if problem:
-        raise ConfigError(f"inventory: {problem}")
-    client_context(inventory)
+    client_context(inventory)  # the CA and client certificate load (a ConfigError naming the file)
 
 
 def front_tls_problems(inventory: Inventory) -> list[str]:

@@ -25,6 +25,7 @@ from hunyuan_serve.gateway.discovery import Discovery, DiscoveryError
 from hunyuan_serve.gateway.hosts import Event, Fleet, HostListing, HostView
 from hunyuan_serve.gateway.inventory import Inventory
 from hunyuan_serve.gateway.tls import listing_problem, upstream_tls
+from hunyuan_serve.private_files import exposed_problem
 from hunyuan_serve.run.seams import Clock, NginxControl, Prober
 from hunyuan_serve.run.state import write_json_atomic
 
@@ -136,7 +137,10 @@ class Gateway:
         self.emit("reload_requested", reload=rid, source="SIGHUP")
         refused = await asyncio.to_thread(self.front.install, self.front_source)
         if refused is not None:
-            self.emit("reload_refused", reload=rid, error=refused)
+            # A key others may read is refused as every secret file is: `gateway reload` exits 2 on it.
+            key = self.front_source.tls_key
+            exit_code = 2 if key and exposed_problem(key, "nginx.tls_key") else 1
+            self.emit("reload_refused", reload=rid, error=refused, exit_code=exit_code)
             return
         self.edge.stale = True  # the same view loaded again: Nginx reads the pair on a reload
         if await self.edge.reload(self.view()) is None:

@@ -44,5 +44,6 @@ def reload_outcome(events: Sequence[Mapping[str, Any]], rid: int) -> tuple[int, 
         served = f"the front serves {tls}" if tls else "TLS is off (no nginx.tls_cert)"
         return 0, f"gateway reload {rid} done: Nginx reloaded; {served}"
     if end["event"] == "reload_refused":
-        return 1, f"gateway reload {rid} refused, the front keeps the pair it serves: {end.get('error')}"
+        code = int(end.get("exit_code", 1))  # 2: a secret file others may read, as at every command
+        return code, f"gateway reload {rid} refused, the front keeps the pair it serves: {end.get('error')}"
     return 1, f"gateway reload {rid} failed: Nginx refused the new config: {end.get('error')}"

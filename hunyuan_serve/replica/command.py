@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from hunyuan_serve.config import ConfigError, ServeConfig, add_config_flags, config_from_args
+from hunyuan_serve.config import ServeConfig, add_config_flags, config_from_args
 
 if TYPE_CHECKING:
     from hunyuan_serve.replica.engine_types import Engine
@@ -170,12 +170,10 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hunyuan_serve.auth import exposed_secrets
+    from hunyuan_serve.auth import refuse_exposed
 
     cfg = config_from_args(args)
-    exposed = exposed_secrets(cfg)
-    if exposed:  # before the engine or the port: a secret others may read is refused with nothing started
-        raise ConfigError("; ".join(exposed))
+    refuse_exposed(cfg)  # before the engine or the port: a secret others may read is refused, exit 2
     logging.basicConfig(level=cfg.log_level.upper(), format="%(message)s", stream=sys.stderr)
     return serve(cfg, ignore_eos=os.environ.get(TEST_IGNORE_EOS_ENV) == "1")
 

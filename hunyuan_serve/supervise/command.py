@@ -127,7 +127,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     cfg = written = config_from_args(args)
     # Before the run dir and its lock: a refused pair leaves nothing half-started. It comes before the
-    # listen check so that every fault of a pair (a key others may read too) is one refusal, exit 1.
+    # listen check so that every fault of a pair is one refusal: exit 1, or 2 when a secret file others
+    # may read is among them (SecretFileError, as for the keys file).
     problem = tls_refusal(cfg)
     if problem:
         print("hunyuan-serve: cannot start: " + problem, file=sys.stderr)

@@ -26,11 +26,15 @@ def busy_ports(cfg: ServeConfig, plans: Sequence[ReplicaPlan]) -> list[str]:
 def tls_refusal(cfg: ServeConfig) -> str | None:
     """Why the edge's pair (nginx.tls_*) or the replicas' (replica.tls_*) cannot be served, every reason
     (None: TLS off, or good pairs). `up` asks it before it makes its run dir; a reload asks it of the
-    files as they are now: a renewal installed at the same paths."""
+    files as they are now: a renewal installed at the same paths. A secret file others may read (a
+    pair's key, the keys file...) raises SecretFileError instead, naming the pairs' other faults too:
+    exit 2 like every refused secret file, and still one refusal with every reason."""
+    from hunyuan_serve.auth import refuse_exposed
     from hunyuan_serve.edge.tls import check_pair, check_replica_pair
 
     reports = (check_pair(cfg.nginx), check_replica_pair(cfg.replica.tls_cert, cfg.replica.tls_key))
     problems = [p for report in reports if report is not None for p in report.problems]
+    refuse_exposed(cfg, also=problems)
     return "; ".join(problems) if problems else None
 
 

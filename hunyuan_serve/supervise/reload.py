@@ -211,6 +211,6 @@ def outcome(events: Sequence[Mapping[str, Any]], rid: int) -> tuple[int, str] | 
         unchanged = f"; kept {', '.join(kept)} (their settings did not change)" if kept else ""
         return 0, f"reload {rid} done in {end.get('wall_s')} s: replaced {what}{unchanged}"
     if end["event"] == "reload_refused":
-        return 1, f"reload {rid} refused, nothing was changed: {end.get('error')}"
+        return int(end.get("exit_code", 1)), f"reload {rid} refused, nothing was changed: {end.get('error')}"
     before = f"; replaced before it: {_pairs(replaced)}" if replaced else "; no replica was replaced"
     return 1, f"reload {rid} failed at {end.get('replica')}: {end.get('error')}{before}"

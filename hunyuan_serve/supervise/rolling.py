@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from hunyuan_serve.config import ConfigError, ServeConfig, config_to_yaml
+from hunyuan_serve.config import ConfigError, SecretFileError, ServeConfig, config_to_yaml
 from hunyuan_serve.run.plan import ReplicaPlan, pools_of, replica_config
 from hunyuan_serve.run.state import write_text_atomic
 from hunyuan_serve.supervise import reload
@@ -17,7 +17,16 @@ _Step = dict[str, Any] | str  # a replica replaced (old and new pid, port), or w
 
 
 class Refused(Exception):
-    """A reload that cannot go ahead; nothing has been touched."""
+    """A reload that cannot go ahead; nothing has been touched. exit_code: the `reload` command's
+    (2 for a secret file others may read, as every command refusing one exits)."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    @classmethod
+    def of(cls, err: Exception) -> Refused:
+        return cls(str(err) or type(err).__name__, 2 if isinstance(err, SecretFileError) else 1)
 
 
 class Slots(Protocol):
@@ -127,7 +136,7 @@ class RollingReload:
         try:
             prepared, written, replace = await self._check(rid)
         except Refused as err:
-            self.emit("reload_refused", reload=rid, error=str(err))
+            self.emit("reload_refused", reload=rid, error=str(err), exit_code=err.exit_code)
             self.state = {"reload": rid, "outcome": "refused", "error": str(err)}
             return
         replaced: list[dict[str, Any]] = []
@@ -169,7 +178,7 @@ class RollingReload:
         try:
             written = await self.source.read()
         except ConfigError as err:
-            raise Refused(str(err)) from None
+            raise Refused.of(err) from None
         slots = self.replicas.slots()
         problems = reload.refusals(self.written, written) + reload.port_refusals(written, len(slots))
         if problems:
@@ -178,7 +187,7 @@ class RollingReload:
         try:
             prepared = await self.source.prepare(written)
         except Exception as err:  # a model that cannot be fetched or read: what prepare raises says why
-            raise Refused(str(err) or type(err).__name__) from None
+            raise Refused.of(err) from None
         if [p.name for p in prepared.plans] != [r.plan.name for r in slots]:  # e.g. GPUs gone meanwhile
             names = [p.name for p in prepared.plans]
             raise Refused(f"the new config lays out other replicas ({names}): needs a full restart")

@@ -10,7 +10,7 @@ import pytest
 
 from hunyuan_serve import auth
 from hunyuan_serve.auth.secret_files import secret_paths
-from hunyuan_serve.config import build_config
+from hunyuan_serve.config import SecretFileError, build_config
 from hunyuan_serve.edge import dialects
 
 KEY = "sk-guards-0123456789"
@@ -135,7 +135,9 @@ def test_a_secret_others_may_read_is_named_with_its_fix(tmp_path: Path) -> None:
         problem.startswith(f"auth.keys_file {open_keys} has mode 0644")
         and f"chmod 600 {open_keys}" in problem
     )
-    assert auth.open_listen_problem(cfg) == problem  # what `up` and the gateway refuse with
+    with pytest.raises(SecretFileError) as refused:  # what `up`, reload and the gateway refuse with: exit 2
+        auth.open_listen_problem(cfg)
+    assert str(refused.value) == problem
     assert auth.exposed_secrets(build_config({"auth": {"keys_file": str(tmp_path / "missing")}}, {})) == []
 
 

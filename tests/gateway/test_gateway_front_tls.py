@@ -134,12 +134,15 @@ def test_a_renewal_is_served_after_reload_and_a_bad_one_is_refused_keeping_the_o
             [
                 (pairs["expired"], pairs["expired"].key, "expired on "),
                 (pairs["renewed"], other_key(tmp_path / "other.key"), "does not match the certificate"),
+                (pairs["renewed"], pairs["renewed"].key, "has mode 0644: others may read it"),
             ],
             start=2,
         ):
             install(pair, key, live)
+            if rid == 4:  # a key others may read: exit 2, as every command refusing a secret file
+                (live / "privkey.pem").chmod(0o644)
             code, said = reload(run_dir, capsys)
-            assert code == 1, said
+            assert code == (2 if rid == 4 else 1), said
             assert f"gateway reload {rid} refused, the front keeps the pair it serves: " in said, said
             assert why in said and str(live) in said, said
             assert served_fingerprint(tls_port) == pairs["renewed"].fingerprint

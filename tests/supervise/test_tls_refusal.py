@@ -1,6 +1,7 @@
 """`up` refuses a bad TLS pair before it makes anything: an expired certificate, a key of another pair,
 a key others may read; the edge's pair (nginx.tls_*) and the replicas' own (replica.tls_*), each named in
-its refusal, exit 1, and no run directory (so no lock, config or events file) left behind."""
+its refusal, exit 1 (2 for the key others may read, as every secret file), and no run directory (so no
+lock, config or events file) left behind."""
 
 from __future__ import annotations
 
@@ -49,11 +50,27 @@ def test_up_refuses_a_bad_pair_naming_the_reason(
     if fault == "readable":
         key.chmod(0o644)
     done = _up(tmp_path, tiny_model_dir, section, pair.cert, key)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == (2 if fault == "readable" else 1), done.stdout + done.stderr
     why = {
         "expired": f"{section}.tls_cert {pair.cert} expired on ",
         "mismatched": f"{section}.tls_key {key} does not match the certificate",
         "readable": f"{section}.tls_key {key} has mode 0644: others may read it; run: chmod 600 {key}",
     }[fault]
-    assert f"cannot start: {why}" in done.stderr or f"; {why}" in done.stderr, done.stderr
+    assert f": {why}" in done.stderr or f"; {why}" in done.stderr, done.stderr
     assert not (tmp_path / "run").exists()  # no run dir, so no lock, config or events file
+
+
+def test_a_key_others_may_read_is_one_refusal_with_the_pairs_other_faults(
+    tiny_model_dir: Path, tmp_path: Path
+) -> None:
+    """Exit 2, as for every secret file others may read, yet the expiry is named in the same refusal so
+    that chmod is not followed by a second surprise."""
+    ca = make_ca(tmp_path / "ca")
+    now = datetime.datetime.now(datetime.UTC)
+    pair = ca.issue(tmp_path, "edge", not_before=now - 30 * DAY, not_after=now - DAY)
+    pair.key.chmod(0o644)
+    done = _up(tmp_path, tiny_model_dir, "nginx", pair.cert, pair.key)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"nginx.tls_key {pair.key} has mode 0644: others may read it" in done.stderr
+    assert f"nginx.tls_cert {pair.cert} expired on " in done.stderr
+    assert not (tmp_path / "run").exists()
