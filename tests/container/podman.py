@@ -1,4 +1,4 @@
-"""This machine's podman for the image tests: its flags, a Debian base when none can be pulled, the builds."""
+"""This machine's podman for the image tests: its flags, its pip setup for the builds, the builds."""
 
 from __future__ import annotations
 
@@ -16,9 +16,6 @@ from pathlib import Path
 from hunyuan_serve import __version__
 
 ROOT = Path(__file__).resolve().parents[2]
-PULLED_BASE = "docker.io/library/debian:bookworm-slim"
-BASE = "localhost/hunyuan-serve-base:bookworm"
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "hunyuan-serve" / "images"
 CPU_IMAGE = f"hunyuan-serve:{__version__}-cpu"
 FRONT_IMAGE = f"hunyuan-serve-front:{__version__}"
 KEY = "sk-image-test-0123456789"  # the API key the test containers are started with
@@ -77,30 +74,6 @@ def image_exists(name: str) -> bool:
     return run(["image", "exists", name], check=False).returncode == 0
 
 
-def ensure_base() -> str:
-    """A Debian bookworm base: the registry's if it can be pulled, else one made with mmdebstrap, its
-    tarball kept under CACHE so a later run only imports it."""
-    if image_exists(BASE):
-        return BASE
-    if run(["pull", "-q", PULLED_BASE], timeout=300, check=False).returncode == 0:
-        run(["tag", PULLED_BASE, BASE])
-        return BASE
-    tarball = CACHE / "debian-bookworm-minbase.tar"
-    if not tarball.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        partial = tarball.with_suffix(".partial.tar")
-        # Check-Valid-Until off: a mirror snapshot's Release files may be older than their validity.
-        subprocess.run(
-            ["mmdebstrap", "--variant=minbase", "--include=ca-certificates",
-             "--aptopt=Acquire::Check-Valid-Until \"false\"", "bookworm", str(partial)],
-            check=True, capture_output=True, timeout=900,
-        )  # fmt: skip
-        partial.rename(tarball)
-    path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-    run(["import", "--change", f"ENV {path}", str(tarball), BASE], timeout=300)
-    return BASE
-
-
 def pip_settings(config: str) -> dict[str, str]:
     """This host's pip settings (`pip config list` output) as key -> value."""
     settings: dict[str, str] = {}
@@ -139,11 +112,11 @@ def pip_mounts(scratch: Path) -> list[str]:
 
 
 def build(flavour: str = "cpu", extra: Sequence[str] = (), timeout: float = 3600) -> None:
-    """deploy/container/build.sh (what `make image` runs) on the base above, with this host's pip."""
-    base = ensure_base()
+    """deploy/container/build.sh (what `make image` runs, its base found or made by base.sh as a user's
+    would be: no registry answers here), with this host's pip."""
     with tempfile.TemporaryDirectory(prefix="hs-pip-") as scratch:
         os.chmod(scratch, 0o755)
-        flags = ["--build-arg", f"BASE={base}", "--build-arg", "TORCH_INDEX=", *pip_mounts(Path(scratch))]
+        flags = ["--build-arg", "TORCH_INDEX=", *pip_mounts(Path(scratch))]
         # podman build takes no --runtime: its RUN steps read the runtime from CONTAINERS_CONF.
         conf = containers_conf(Path(scratch))
         env = {**os.environ, "FLAVOUR": flavour, "ENGINE": podman(), "CONTAINERS_CONF": str(conf)}

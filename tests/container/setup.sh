@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the image test needs on the host, from Debian's packages: podman, runc (crun refuses hybrid
-# cgroup hosts such as CI's) and mmdebstrap (a base image where no registry can be reached).
+# cgroup hosts such as CI's) and mmdebstrap (deploy/container/base.sh's base where no registry answers).
 # catatonit: the pause process of the pods `podman kube play` starts.
 set -euo pipefail
 PACKAGES=(podman runc mmdebstrap uidmap catatonit)
