@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hunyuan_serve.client.placeholders import split_protected
+from hunyuan_serve.text.placeholders import split_protected
 
 
 class GlossaryError(ValueError):

@@ -200,7 +200,7 @@ async def _send(
     run = group.run
     if run.aborted:
         return
-    answers = await _completed(send, await _translate_chunk(send, batch, run), source, run)
+    answers = await _completed(send, await _translate_chunk(send, batch, run), run)
     got = {text: answer.result for text, answer in answers.items()}
     if group.formatted:
         got = _markup_kept(got, run)
@@ -216,11 +216,9 @@ async def _send(
         store.put_many(group.profile, source, target, good)
 
 
-async def _completed(
-    send: _Send, answers: dict[str, Translation], language: str | None, run: _Run
-) -> dict[str, Translation]:
+async def _completed(send: _Send, answers: dict[str, Translation], run: _Run) -> dict[str, Translation]:
     """The answers, each that lost lines, sentences or paragraphs replaced by its text split and re-sent."""
-    done = await asyncio.gather(*(complete(send, answer, language) for answer in answers.values()))
+    done = await asyncio.gather(*(complete(send, answer) for answer in answers.values()))
     run.requests += sum(sent for _, sent in done)
     return {text: answer for text, (answer, _) in zip(answers, done, strict=True)}
 

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
-from hunyuan_serve.client.placeholders import has_words
 from hunyuan_serve.client.wire import QaFlag, TranslateError, Translation
+from hunyuan_serve.text.placeholders import has_words
+from hunyuan_serve.text.split import coarsest_cuts
 
 # The service's completeness checks: an answer failing one of them has dropped part of its text.
 COMPLETENESS = frozenset({"lines", "sentences", "paragraphs"})
-_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n\s*")
-_LINE_BREAK = re.compile(r"[ \t]*\n\s*")
 
 Send = Callable[[list[str]], Awaitable[list[Translation]]]  # one batch request, all else bound
 
@@ -34,22 +32,11 @@ def own_checks(answer: Translation) -> Translation:
     return replace(answer, qa=(QaFlag("lines", f"{lines_in} lines in, {lines_out} out (client's count)"),))
 
 
-def halves(text: str, language: str | None) -> tuple[str, str, str] | None:
+def halves(text: str) -> tuple[str, str, str] | None:
     """(left, separator, right): text cut at its coarsest boundary (paragraph, else line, else sentence)
-    nearest its middle, the whitespace at the cut kept apart; None for a single sentence."""
-    for pattern in (_PARAGRAPH_BREAK, _LINE_BREAK):
-        cuts = [(m.start(), m.end()) for m in pattern.finditer(text) if m.start() > 0 and m.end() < len(text)]
-        if cuts:
-            return _cut_nearest(text, cuts)
-    from hunyuan_serve.client.formats.markdown import sentence_segmenter, split_sentences
-
-    sentences = split_sentences(sentence_segmenter(language or "en"), text)
-    cuts, at = [], 0
-    for sentence in sentences[:-1]:
-        at += len(sentence)
-        start = len(text[:at].rstrip())
-        cuts.append((start, at))
-    cuts = [(a, b) for a, b in cuts if a > 0 and b < len(text)]
+    nearest its middle, the whitespace at the cut kept apart; None for a single sentence. The boundaries
+    are the replica's own (text/split.py), which cuts a long text the same way before translating it."""
+    cuts = coarsest_cuts(text)
     return _cut_nearest(text, cuts) if cuts else None
 
 
@@ -58,7 +45,7 @@ def _cut_nearest(text: str, cuts: Sequence[tuple[int, int]]) -> tuple[str, str, 
     return text[:start], text[start:end], text[end:]
 
 
-async def complete(send: Send, answer: Translation, language: str | None) -> tuple[Translation, int]:
+async def complete(send: Send, answer: Translation) -> tuple[Translation, int]:
     """The answer, or, when it failed completeness, its text's halves translated again (each in turn
     split while it fails) and joined with the source's own separators; and the requests this sent.
 
@@ -66,7 +53,7 @@ async def complete(send: Send, answer: Translation, language: str | None) -> tup
     """
     if not incomplete(answer):
         return answer, 0
-    cut = halves(answer.text, language)
+    cut = halves(answer.text)
     if cut is None:
         return answer, 0
     left, separator, right = cut
@@ -77,7 +64,7 @@ async def complete(send: Send, answer: Translation, language: str | None) -> tup
         return answer, 1
     if len(got) != len(pieces):
         return answer, 1
-    done = await asyncio.gather(*(complete(send, one, language) for one in got))
+    done = await asyncio.gather(*(complete(send, one) for one in got))
     answers = iter(done)
     # A piece without words (a line of symbols) was not sent: it stays as the source has it.
     out = [next(answers)[0] if has_words(piece) else None for piece in (left, right)]

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hunyuan_serve.client.glossary import FixedTerms
-from hunyuan_serve.client.placeholders import has_words, placeholder_problems
+from hunyuan_serve.client.placeholders import placeholder_problems
+from hunyuan_serve.text.placeholders import has_words
 
 
 class Action(str, Enum):

@@ -176,6 +176,14 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
         None, gt=0, le=2, description="Default repetition penalty (default: the model family's)."
     )
     max_tokens: int = Field(512, ge=1, description="Default most generated tokens.")
+    # None: the family's (hunyuan_serve.families.SEGMENT_TOKENS), one table for every family's target.
+    segment_tokens: int | None = Field(
+        None,
+        ge=0,
+        description="A text of more tokens than this is cut at paragraph, line, then sentence boundaries, "
+        "its segments translated as one batch and joined with the source's separators, in every API "
+        "(0: never cut; default: the model family's).",
+    )
     # OpenAI-compatible routes (/v1/*). Hunyuan-MT models have no system prompt (their READMEs): a client's
     # system messages are folded into the user turn, dropped, or refused.
     system_prompt_mode: Literal["prepend", "drop", "reject"] = Field(

@@ -50,3 +50,16 @@ def sampling_defaults(family: str, model: str = "") -> SamplingDefaults:
     if family == HY_MT2 and "30b" in model.lower():
         return HY_MT2_MOE_SAMPLING
     return HUNYUAN_SAMPLING
+
+
+# Tokens of source text one prompt gets: a longer text is cut at paragraph, line, then sentence boundaries
+# (hunyuan_serve/text/split.py) and its segments translated as one batch. Hunyuan-MT-7B drops lines of a
+# long input (50 sentences in, 46 out: Hunyuan-MT issues #34 and #40) and a peer tool cuts at 150
+# characters; 256 tokens is a few hundred characters of English, a paragraph or two. The smaller demo
+# model gets half. Chimera fuses whole answers: it is never cut (0).
+SEGMENT_TOKENS = {HUNYUAN_MT: 256, HY_MT15: 256, HY_MT2: 256, FEW_SHOT: 128, CHIMERA: 0}
+
+
+def segment_tokens(family: str) -> int:
+    """The family's segment target in tokens (replica.segment_tokens overrides it; 0: never cut)."""
+    return SEGMENT_TOKENS.get(family, SEGMENT_TOKENS[HUNYUAN_MT])

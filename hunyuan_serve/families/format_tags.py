@@ -5,30 +5,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from hunyuan_serve.text.placeholders import VOID_ELEMENTS
+
 # HY-MT1.5's formatted-translation prompt (Tencent-Hunyuan/HY-MT, README.md, "Prompt Template for
 # formatted translation") says: the <sn></sn> tags in the source mark text that carries formatting and
 # should be kept at the matching place; the answer comes as <target>str</target>. So each piece of
 # inline markup becomes <s1>...</s1>, <s2>...</s2> (a void element such as <br/> an empty pair), and
 # the numbers map back to the original markup afterwards.
 _HTML_TAG = re.compile(r"<(/?)([A-Za-z][\w:-]*)\b[^<>]*?(/?)>")
-_VOID_ELEMENTS = frozenset(
-    (
-        "area",
-        "base",
-        "br",
-        "col",
-        "embed",
-        "hr",
-        "img",
-        "input",
-        "link",
-        "meta",
-        "param",
-        "source",
-        "track",
-        "wbr",
-    )
-)
 # Markdown inline markup, one at a time, in this order (links before emphasis, ** before *).
 _MARKDOWN = (
     re.compile(r"(\[)([^\[\]\n]+)(\]\([^()\s]+\))"),
@@ -108,7 +92,7 @@ def _wrap_html(text: str, markup: list[tuple[str, str]]) -> str:
     stack: list[int] = []
     for i, tag in enumerate(tags):
         closing, name, self_closing = tag.group(1) == "/", tag.group(2).lower(), tag.group(3) == "/"
-        if self_closing or name in _VOID_ELEMENTS:
+        if self_closing or name in VOID_ELEMENTS:
             continue
         if not closing:
             stack.append(i)

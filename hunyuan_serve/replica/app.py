@@ -78,7 +78,9 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
         lifecycle=lifecycle,
         admission=admission,
         gate=Gate(admission, rcfg, metrics, usage, auth.key_priorities(specs)),
-        translator=Translator(GatedEngine(engine, width), family, cache, metrics, review),
+        translator=Translator(
+            GatedEngine(engine, width), family, cache, metrics, review, rcfg.segment_tokens
+        ),
         metrics=metrics,
         cache=cache,
         progress=ProgressWatch(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from starlette.requests import Request
 
 from hunyuan_serve import auth
 from hunyuan_serve.config import ReplicaConfig
+from hunyuan_serve.replica.engine_types import Generation
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.schema import TranslateRequest
 
@@ -177,3 +179,16 @@ class Fusion:
             return fused(candidates, response.json())
         except ValueError:
             return unfused(candidates, "the Chimera pool answered 200 with a body that is not JSON")
+
+
+def candidates_generation(samples: list[Generation]) -> Generation:
+    """An ensemble's samples as one Generation: their texts as a JSON list, so the cache and the
+    coalescing of identical requests keep them as they keep one answer; tokens summed, times the longest."""
+    return Generation(
+        text=json.dumps([each.text for each in samples], ensure_ascii=False),
+        prompt_tokens=samples[0].prompt_tokens,  # one prompt, prefilled once for all of them
+        output_tokens=sum(each.output_tokens for each in samples),
+        finish_reason=samples[0].finish_reason,
+        queue_s=max(each.queue_s for each in samples),
+        engine_s=max(each.engine_s for each in samples),
+    )

@@ -21,6 +21,7 @@ from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, Pr
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
 from hunyuan_serve.families.glossary import terms_in_text
 from hunyuan_serve.languages import AUTO
+from hunyuan_serve.replica import ensemble, segmenting
 from hunyuan_serve.replica.engine_types import Delta, Engine, Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError, FeatureRefused
 from hunyuan_serve.replica.metrics import Metrics
@@ -73,9 +74,11 @@ class Translator:
         cache: TranslationCache,
         metrics: Metrics,
         review: Review | None = None,
+        segment_tokens: int | None = None,
     ) -> None:
         self.engine = engine
         self.family = canonical_family(family)
+        self.segment_tokens = segment_tokens  # None: the family's target (replica/segmenting.py)
         self.cache = cache
         self.metrics = metrics
         self.review = review or Review(QaSettings(), metrics)
@@ -152,6 +155,13 @@ class Translator:
         )
 
     async def translate(self, req: TranslateRequest, request_id: str) -> Outcome:
+        """Every text's answer: a long text's segments translated as one batch and joined."""
+        segmented = segmenting.segmented(self.engine, self.family, self.segment_tokens, req)
+        if segmented is None:
+            return await self._translate(req, request_id)
+        return await segmented.translated(self._translate, request_id)
+
+    async def _translate(self, req: TranslateRequest, request_id: str) -> Outcome:
         features = self._features(req)
         prompts = self._prompts(req, features)
         counts = [self.engine.count_prompt_tokens(prompt) for prompt in prompts]
@@ -267,7 +277,7 @@ class Translator:
     async def _run(self, prompt: Prompt, sampling: Sampling, engine_id: str, n: int = 1) -> Generation:
         if n > 1:
             samples = await self.engine.sample(prompt, sampling, engine_id, n, engine_priority())
-            generation = _candidates_generation(samples)
+            generation = ensemble.candidates_generation(samples)
         else:
             generation = await self.engine.generate(prompt, sampling, engine_id, engine_priority())
         self.metrics.prompt_tokens.inc(generation.prompt_tokens)
@@ -304,7 +314,14 @@ class Translator:
         return await self._answer_all(keys, prompts, sampling, request_id)
 
     def stream_translation(self, req: TranslateRequest, request_id: str) -> AsyncGenerator[Delta, None]:
-        """translate() for one text, as it is generated; every check runs before the first delta."""
+        """translate() for one text, as it is generated; every check runs before the first delta. A long
+        text's segments are translated as one batch, its answer sent whole."""
+        segmented = segmenting.segmented(self.engine, self.family, self.segment_tokens, req)
+        if segmented is not None:  # checked as translate() checks its segments, before the first delta
+            with segmented.naming():
+                units = self._prompts(segmented.request, self._features(segmented.request))
+                self._check_budget([self.engine.count_prompt_tokens(p) for p in units], segmented.request)
+            return segmenting.streamed(functools.partial(self.translate, req, request_id))
         features = self._features(req)
         prompt = self._prompts(req, features)[0]
         self._check_budget([self.engine.count_prompt_tokens(prompt)], req)
@@ -376,16 +393,3 @@ def _restore_markup(texts: tuple[str, ...], outcome: Outcome) -> None:
         restored = format_tags.unwrap(outcome.results[index], format_tags.wrap(text))
         outcome.results[index] = restored.text
         outcome.format_lost.append(restored.lost)
-
-
-def _candidates_generation(samples: list[Generation]) -> Generation:
-    """An ensemble's samples as one Generation: their texts as a JSON list, so the cache and the
-    coalescing of identical requests keep them as they keep one answer; tokens summed, times the longest."""
-    return Generation(
-        text=json.dumps([each.text for each in samples], ensure_ascii=False),
-        prompt_tokens=samples[0].prompt_tokens,  # one prompt, prefilled once for all of them
-        output_tokens=sum(each.output_tokens for each in samples),
-        finish_reason=samples[0].finish_reason,
-        queue_s=max(each.queue_s for each in samples),
-        engine_s=max(each.engine_s for each in samples),
-    )

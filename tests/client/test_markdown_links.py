@@ -15,7 +15,7 @@ from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.formats import Options, parse
-from hunyuan_serve.client.placeholders import split_protected
+from hunyuan_serve.text.placeholders import split_protected
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PODMAN, RUNC = DATA / "podman" / "README.md", DATA / "runc" / "README.md"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from hunyuan_serve.client.placeholders import find_placeholders, has_words, placeholder_problems
+from hunyuan_serve.client.placeholders import placeholder_problems
+from hunyuan_serve.text.placeholders import find_placeholders, has_words
 
 # (source, the placeholders found, as (kind, text))
 FOUND = [

@@ -125,6 +125,6 @@ def test_a_po_entry_of_many_lines_is_written_whole(
 def test_halves_cut_at_the_coarsest_boundary_nearest_the_middle(
     text: str, cut: tuple[str, str, str] | None
 ) -> None:
-    assert halves(text, "en") == cut
+    assert halves(text) == cut
     if cut is not None:
         assert "".join(cut) == text

@@ -51,6 +51,8 @@ ONLY: dict[str, set[str]] = {
     "private_files": set(),  # a leaf: every reader of a secret file asks it
     "demo_model": set(),  # models imports it, so it must not import models back
     "templating": set(),
+    # How a text is cut (placeholders, long texts into segments): pure, shared by the client and replica.
+    "text": set(),
     "detect": {"languages"},
     # The answer checks are pure: their thresholds from the config, the language detector's model.
     "qa": {"config", "detect", "languages"},

@@ -308,7 +308,7 @@ def test_translate_stream_sends_partial_text_then_the_answer(fake: tuple[FakeEng
         ({"text": "a", "texts": None}, "missing_field"),
         ({"texts": ["a", "b"], "stream": True}, "invalid_parameter"),
         ({"text": "a", "stream": "yes"}, "invalid_parameter"),
-        ({"text": "x" * 2000, "stream": True}, "text_too_long"),
+        ({"text": "https://example.com/" + "x" * 2000, "stream": True}, "text_too_long"),  # never cut
     ],
 )
 def test_translate_stream_refusals_are_plain_errors(

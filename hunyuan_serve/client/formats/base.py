@@ -127,7 +127,7 @@ def escape_markup(text: str) -> str:
     text around them escaped (a stray '<' from the model would break the file)."""
     from xml.sax.saxutils import escape
 
-    from hunyuan_serve.client.placeholders import find_placeholders
+    from hunyuan_serve.text.placeholders import find_placeholders
 
     out: list[str] = []
     pos = 0

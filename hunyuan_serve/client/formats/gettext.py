@@ -11,7 +11,7 @@ import polib
 from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, splice
 from hunyuan_serve.client.formats.msgfmt import msgfmt_check
 from hunyuan_serve.client.formats.po_syntax import check_po
-from hunyuan_serve.client.placeholders import find_placeholders
+from hunyuan_serve.text.placeholders import find_placeholders
 
 # Plural-Forms of the service's 38 languages (gettext's and CLDR's rules), by language code.
 PLURAL_FORMS: dict[str, str] = {

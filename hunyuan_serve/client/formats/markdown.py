@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
 from hunyuan_serve.client.formats.base import Document, Edit, FormatError, Options, markup_flags, splice
-from hunyuan_serve.client.placeholders import find_placeholders
+from hunyuan_serve.text.placeholders import find_placeholders
 
 # A translated line starting with one of these would turn a paragraph into another block: escape it.
 _BLOCK_STARTS = ("#", ">", "-", "+", "*", "=", "|")

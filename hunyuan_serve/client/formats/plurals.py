@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hunyuan_serve.client.placeholders import find_placeholders
+from hunyuan_serve.text.placeholders import find_placeholders
 
 # CLDR's order of the categories, the order the formats write them in.
 CATEGORIES = ("zero", "one", "two", "few", "many", "other")
