@@ -114,6 +114,15 @@ def layout_version(path: Path) -> int:
     return version if isinstance(version, int) else 0
 
 
+def demo_model_state(environ: Mapping[str, str]) -> tuple[Path, str]:
+    """Where `up` keeps the converted demo model, and what is there now: "converted", "older layout"
+    (up brings it to this one, no conversion), or "absent" (up converts it on first use)."""
+    target = default_models_dir(environ) / DEMO_MODEL_NAME
+    if is_complete(target):
+        return target, "converted"
+    return target, "older layout" if _converted(target) else "absent"
+
+
 def ensure_demo_model(cache_dir: Path | None = None) -> Path:
     """Return the converted Gemma 3 270M checkpoint dir, converting it first if it is not cached."""
     models_dir = Path(cache_dir) if cache_dir is not None else default_models_dir(os.environ)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import os
 import re
 import shutil
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 from hunyuan_serve.auth.secret_files import exposed_secrets, secret_paths
 from hunyuan_serve.compile_cache import compile_facts
 from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.demo_model import demo_model_state
 from hunyuan_serve.doctor.rows import Facts
 from hunyuan_serve.edge.tls import check_pair
 from hunyuan_serve.gpu import DeviceId
@@ -48,8 +50,6 @@ def _disk_free(path: Path) -> int | None:
 
 
 def _writable(path: Path) -> bool:
-    import os
-
     existing = next((p for p in (path, *path.parents) if p.exists()), Path("/"))
     return os.access(existing, os.W_OK)
 
@@ -72,6 +72,7 @@ def gather(
     except models.ModelError as err:
         error = str(err)
     local = not model or not models.is_hub_id(model)
+    demo_path, demo_state = demo_model_state(os.environ)
     return Facts(
         python=(sys.version_info.major, sys.version_info.minor, sys.version_info.micro),
         device=device,
@@ -96,4 +97,6 @@ def gather(
         tls=check_pair(cfg.nginx),
         secret_files=tuple(key for key, _ in secret_paths(cfg)),
         exposed=tuple(exposed_secrets(cfg)),
+        demo_path=str(demo_path),
+        demo_state=demo_state,
     )

@@ -139,7 +139,7 @@ def check_ports(f: Facts) -> Check:
 
 def check_model(f: Facts) -> Check:
     if not f.model:
-        return skip("model", "the CPU demo model (up converts it on first use)")
+        return _demo_model(f)
     if f.model_error is not None or f.model_config is None:
         return fail("model", f.model_error or f"{f.model}: no config.json")
     from hunyuan_serve.models import model_family
@@ -150,3 +150,14 @@ def check_model(f: Facts) -> Check:
         return fail("model", str(err))
     kind = f.model_config.get("model_type", "?")
     return ok("model", f"{f.model}: model_type {kind}, prompt family {family}")
+
+
+def _demo_model(f: Facts) -> Check:
+    """No model and no GPU: `up` serves the embedded demo model, converted once into demo_path."""
+    if f.demo_state == "converted":
+        return ok("model", f"the CPU demo model, converted in {f.demo_path}")
+    if f.demo_state == "older layout":
+        return skip(
+            "model", f"the CPU demo model, converted in {f.demo_path} (up updates its layout on first use)"
+        )
+    return skip("model", f"the CPU demo model (up converts it on first use, into {f.demo_path})")

@@ -43,6 +43,8 @@ class Facts:
     tls: PairReport | None = None  # the edge's certificate and key checked (None: TLS is off)
     secret_files: tuple[str, ...] = ()  # the config keys naming a secret file (auth.keys_file, ...)
     exposed: tuple[str, ...] = ()  # why each of them others may read, with the fix
+    demo_path: str = ""  # where `up` keeps the converted demo model (no model, no GPU)
+    demo_state: str = "absent"  # what is there: converted, older layout or absent (demo_model_state)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hunyuan_serve.doctor.rows import Check, Facts, fail, ok, skip
+from hunyuan_serve.doctor.rows import Check, Facts, fail, ok
 
 SECRET_ROW = "secret files"  # a FAIL of it is exit 2, as every command refusing a secret file exits
 
@@ -13,7 +13,7 @@ def check_secret_files(f: Facts) -> list[Check]:
     if f.exposed:
         return [fail(SECRET_ROW, problem) for problem in f.exposed]
     if not f.secret_files:
-        return [skip(SECRET_ROW, "none configured (auth.keys_file, auth.peer_secret_file, *tls_key)")]
+        return [ok(SECRET_ROW, "none configured (auth.keys_file, auth.peer_secret_file, *tls_key)")]
     return [ok(SECRET_ROW, f"{', '.join(f.secret_files)}: readable by their owner only")]
 
 

@@ -65,8 +65,9 @@ ONLY: dict[str, set[str]] = {
     "systemd_unit": {"config", "templating"},
     # `doctor` checks what `up` will place: ports and plans, GPUs, models, the replica's device environment,
     # the edge's TLS pair (edge/tls.py, the one check of it that `up` runs too) and the secret files'
-    # modes (auth/secret_files.py, the check up, replica and gateway share).
-    "doctor": {"config", "run", "gpu", "models", "replica", "compile_cache", "edge", "auth"},
+    # modes (auth/secret_files.py, the check up, replica and gateway share), and whether the demo model
+    # is converted yet (demo_model.py, where `up` keeps it).
+    "doctor": {"config", "run", "gpu", "models", "replica", "compile_cache", "edge", "auth", "demo_model"},
     # The first compile's cache paths (the replica sets them) and doctor's rows on it, built as doctor's.
     "compile_cache": {"config", "doctor"},
     # `render` writes what `up` and k8s would run: it composes them, nobody imports it.
