@@ -10,6 +10,8 @@ from typing import IO
 
 from hunyuan_serve.config import ConfigError, ServeConfig, default_run_dir
 
+LOCK_FILE = "up.lock"  # held (flock) by the program running in the run dir, and naming its pid
+
 
 def run_dir_of(cfg: ServeConfig) -> Path:
     return Path(cfg.run_dir) if cfg.run_dir else default_run_dir(os.environ)
@@ -40,7 +42,7 @@ def make_run_dir(run_dir: Path) -> None:
 
 
 def lock_run_dir(run_dir: Path) -> IO[str]:
-    path = run_dir / "up.lock"
+    path = run_dir / LOCK_FILE
     handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the life of `up`
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

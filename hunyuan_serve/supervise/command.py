@@ -16,7 +16,6 @@ from hunyuan_serve.config import (
     build_config,
     config_from_args,
     config_to_yaml,
-    default_run_dir,
     load_config_file,
 )
 from hunyuan_serve.config.replica import PARENT_PID_ENV
@@ -49,11 +48,13 @@ def open_events(
     cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, info: Mapping[str, Any]
 ) -> JsonEvents:
     """A new events file for this `up`, its first event naming what it runs (each pool's model)."""
+    from hunyuan_serve.run import stacks
     from hunyuan_serve.run.events import JsonEvents
 
     path = run_dir / "events.jsonl"
     path.write_text("", encoding="utf-8")
     emit = JsonEvents(path)
+    stacks.register(run_dir)  # so that `status` without --run-dir finds this stack, or names it
     devices = [p.device for p in plans]
     emit(
         "up",
@@ -185,23 +186,21 @@ def cmd_config(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from hunyuan_serve.supervise.status import collect_status, format_status
+    from hunyuan_serve.supervise.status import find_status, format_status
 
     cfg = build_config(load_config_file(args.config), {})
-    if args.run_dir:
-        run_dir = Path(args.run_dir)
-    elif args.config:
-        run_dir = run_dir_of(cfg)
-    else:
-        run_dir = default_run_dir(os.environ)
-    status = collect_status(run_dir, cfg.supervisor.status_timeout_s)
+    asked = Path(args.run_dir) if args.run_dir else run_dir_of(cfg) if args.config else None
+    run_dir, status, notes = find_status(asked, os.environ, cfg.supervisor.status_timeout_s)
     if status is None:
         print(f"hunyuan-serve: no `up` has run with run dir {run_dir} (pass --run-dir)", file=sys.stderr)
-        return 1
-    if args.json:
+    elif args.json:
         print(json.dumps(status, indent=1))
     else:
         print(format_status(status))
+    for note in notes:  # which stack this is, and the others: beside the JSON, never in it
+        print(f"hunyuan-serve: {note}", file=sys.stderr if args.json or status is None else sys.stdout)
+    if status is None:
+        return 1
     return 0 if status["running"] else 3
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from hunyuan_serve.auth import PEER_HEADER, load_peer_secret
-from hunyuan_serve.config import DEFAULT_POOL, ConfigError
+from hunyuan_serve.config import DEFAULT_POOL, ConfigError, default_run_dir
 from hunyuan_serve.run.health import State
 from hunyuan_serve.run.procs import pid_alive
 from hunyuan_serve.run.state import read_state
@@ -78,6 +79,27 @@ def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | No
             replica["state"] = "stopped"
             replica["pid"] = None
     return state
+
+
+def find_status(
+    run_dir: Path | None, environ: Mapping[str, str], timeout_s: float
+) -> tuple[Path, dict[str, Any] | None, list[str]]:
+    """`status`'s stack: run_dir's when one was asked for (--run-dir, --config), else the default run
+    dir's or, when no `up` runs there, the only `up` running (one started with --run-dir); with notes
+    naming the run dir read when it is not the default and every other `up` running (run/stacks.py)."""
+    from hunyuan_serve.run import stacks
+
+    if run_dir is not None:
+        return run_dir, collect_status(run_dir, timeout_s), []
+    default = default_run_dir(environ)
+    others = [(d, pid) for d, pid in stacks.running(environ) if d != default.absolute()]
+    status, notes = collect_status(default, timeout_s), []
+    if (status is None or not status["running"]) and len(others) == 1:
+        (default, _), others = others[0], []
+        status = collect_status(default, timeout_s)
+        notes.append(f"run dir {default}: the only `up` running (pass --run-dir to read another)")
+    notes += [f"also running: `up` pid {pid} with run dir {d} (status --run-dir {d})" for d, pid in others]
+    return default, status, notes
 
 
 def format_status(status: dict[str, Any]) -> str:

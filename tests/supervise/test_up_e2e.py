@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 import hunyuan_serve.replica.command  # noqa: F401  # the replicas' own entry: a broken import chain fails here
+from hunyuan_serve.run import stacks
 from hunyuan_serve.run.events import read_events
 from hunyuan_serve.run.ports import port_problem
 from hunyuan_serve.run.state import read_state
@@ -223,6 +224,8 @@ def test_status_reports_both_replicas_ready(stack: Stack) -> None:
     )
     assert out.returncode == 0, out.stderr
     status = json.loads(out.stdout)
+    # Recorded where `status` without --run-dir looks, so that it finds this stack or names it.
+    assert stack.run_dir.absolute() in [run_dir for run_dir, _ in stacks.running()]
     assert [(r["name"], r["state"], r["device"]) for r in status["replicas"]] == [
         ("replica-0", "ready", "cpu:0"),
         ("replica-1", "ready", "cpu:1"),
