@@ -289,18 +289,37 @@ def build_tiny_model(path: str | Path, seed: int = 0, kind: str = HUNYUAN_MT) ->
     return out
 
 
+def chosen_family(family: str | None, directory: str) -> tuple[str, str]:
+    """The generation to build: --family, else the one DIR's path names (the rule `up` places a model
+    by, families/detect.py), else hunyuan-mt; with a line saying where it came from."""
+    if family:
+        return family, f"generation {family} (--family)"
+    named = family_from_name(str(Path(directory).resolve()))
+    if named and named != FEW_SHOT:
+        return named, f"generation {named}, as the directory name says (--family picks another)"
+    return HUNYUAN_MT, (
+        f"generation {HUNYUAN_MT} (Hunyuan-MT-7B): the directory name names none (e.g. HY-MT1.5-1.8B); "
+        "--family picks another"
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
-    kind = MOE if args.moe else args.family
-    if args.moe and args.family != HY_MT2:
-        print("hunyuan-serve tiny-model: --moe is Hy-MT2's HYV3 MoE; use it with --family hy-mt2")
+    family, said = chosen_family(args.family, args.dir)
+    if args.moe and family != HY_MT2:
+        print(
+            f"hunyuan-serve tiny-model: --moe is Hy-MT2's HYV3 MoE, not {family}'s; "
+            "use it with --family hy-mt2"
+        )
         return 2
+    kind = MOE if args.moe else family
+    print(f"hunyuan-serve tiny-model: {said}")
     out = build_tiny_model(args.dir, seed=args.seed, kind=kind)
     config = json.loads((out / "config.json").read_text(encoding="utf-8"))
     print(f"tiny {config['architectures'][0]} checkpoint ({kind}) written to {out}")
-    if family_from_name(str(out.resolve())) == args.family:
-        print(f"its directory name places it in prompt family {args.family} (engine.prompt_family auto)")
+    if family_from_name(str(out.resolve())) == family:
+        print(f"its directory name places it in prompt family {family} (engine.prompt_family auto)")
     else:
-        print(f"serve it from a directory named like {args.family} or with --prompt-family {args.family}")
+        print(f"serve it from a directory named like {family} or with --prompt-family {family}")
     return 0
 
 
@@ -316,9 +335,10 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--family",
         choices=[name for name in FAMILIES if name != FEW_SHOT],
-        default=HUNYUAN_MT,
+        default=None,
         help="The generation: hunyuan-mt (Hunyuan-MT-7B), chimera (Hunyuan-MT-Chimera-7B), hy-mt1.5 or "
-        "hy-mt2 (their 1.8B tokenizer).",
+        "hy-mt2 (their 1.8B tokenizer). Default: the one DIR's name says (e.g. HY-MT1.5-1.8B-tiny), else "
+        "hunyuan-mt.",
     )
     parser.add_argument("--moe", action="store_true", help="With --family hy-mt2: the HYV3 MoE (30B-A3B).")
     parser.set_defaults(func=_run)

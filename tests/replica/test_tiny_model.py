@@ -137,3 +137,23 @@ def test_tiny_model_command_writes_a_checkpoint(tmp_path: Path) -> None:
     assert main(["tiny-model", str(tmp_path / "moe"), "--family", "hy-mt2", "--moe"]) == 0
     assert _json(tmp_path / "moe" / "config.json")["architectures"] == ["HYV3ForCausalLM"]
     assert main(["tiny-model", str(tmp_path / "bad"), "--family", "hy-mt1.5", "--moe"]) == 2
+
+
+def test_tiny_model_takes_the_generation_from_the_directory_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/operations.md: name DIR like the generation; without --family the name decides, as it decides
+    the prompt family `up` places the checkpoint in."""
+    from hunyuan_serve.cli import main
+    from hunyuan_serve.tiny_model import chosen_family
+
+    out = tmp_path / "HY-MT1.5-1.8B-tiny"
+    assert main(["tiny-model", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "generation hy-mt1.5, as the directory name says (--family picks another)" in said
+    assert "shaped like HY-MT1.5-1.8B" in (out / "README.md").read_text(encoding="utf-8")
+    assert "<｜hy_begin▁of▁sentence｜>" in (out / "tokenizer_config.json").read_text(encoding="utf-8")
+    assert chosen_family("hunyuan-mt", str(out)) == ("hunyuan-mt", "generation hunyuan-mt (--family)")
+    assert chosen_family(None, str(tmp_path / "Hy-MT2-7B"))[0] == "hy-mt2"
+    family, said = chosen_family(None, str(tmp_path / "tiny"))
+    assert family == "hunyuan-mt" and "the directory name names none" in said
