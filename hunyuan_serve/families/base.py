@@ -55,9 +55,10 @@ class FeatureUnsupported(PromptInputError):
         """The refusal with each feature called as `names` says (an API's own parameter, e.g. DeepL's
         custom_instructions for style), else by its own name."""
         named = " together with ".join((names or {}).get(feature, feature) for feature in self.features)
-        have = ", ".join(self.supported_by) if self.supported_by else "no family"
         lacks = f"prompt family {self.family} has no official prompt for {named}"
-        return f"{lacks}; families that have one: {have}"
+        if not self.supported_by:  # two at once: every official template takes one of them
+            return f"{lacks}; no family has one (each official prompt takes one of them at a time)"
+        return f"{lacks}; families that have one: {', '.join(self.supported_by)}"
 
 
 class GlossaryInvalid(PromptInputError):

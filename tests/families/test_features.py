@@ -37,7 +37,8 @@ def test_feature_table() -> None:
         ("hunyuan", {"context": "x"}, "prompt family hunyuan-mt has no official prompt for context; "
          "families that have one: hy-mt1.5, hy-mt2"),
         ("hy-mt2", {"glossary": {"Hi": "你好"}, "style": "formal"}, "prompt family hy-mt2 has no official "
-         "prompt for glossary together with style; families that have one: no family"),
+         "prompt for glossary together with style; no family has one (each official prompt takes one of "
+         "them at a time)"),
     ],
 )  # fmt: skip
 def test_missing_feature_names_the_families_that_have_it(

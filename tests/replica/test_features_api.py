@@ -153,7 +153,6 @@ UNSUPPORTED = [
     (HUNYUAN_MT, {"style": "formal"}, "style", "hy-mt2"),
     (HY_MT2, {"preserve_format": True}, "preserve_format", "hy-mt1.5"),
     (HUNYUAN_MT, {"preserve_format": True}, "preserve_format", "hy-mt1.5"),
-    (HY_MT2, {"glossary": {"Hello": "你好"}, "style": "formal"}, "glossary together with style", "no family"),
 ]
 
 
@@ -171,6 +170,21 @@ def test_a_field_the_family_lacks_is_400_naming_it_and_the_families_that_have_it
     assert error["message"].endswith(f"families that have one: {have}")
     assert engine.calls == calls
     assert _post(client, text="Hello").status_code == 200  # nothing else affected
+
+
+@pytest.mark.parametrize("family", [HY_MT15, HY_MT2])
+def test_two_features_at_once_are_refused_saying_plainly_that_no_family_has_them(
+    apps: dict[str, Served], family: str
+) -> None:
+    _, client = apps[family]
+    response = _post(client, text="Hello GPU", glossary={"GPU": "显卡"}, context="a manual")
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "unsupported_feature"
+    assert error["message"] == (
+        f"prompt family {family} has no official prompt for glossary together with context; no family has "
+        "one (each official prompt takes one of them at a time)"
+    )
 
 
 BAD_FIELDS = [
