@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterator, Sequence
+from typing import Any, get_args
 
 import yaml
 from pydantic import (
@@ -35,12 +37,43 @@ def error_key(loc: Sequence[int | str]) -> str:
     return key
 
 
+def _sections(root: type[BaseModel] = BaseModel) -> Iterator[type[BaseModel]]:
+    for sub in root.__subclasses__():
+        yield sub
+        yield from _sections(sub)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model a field holds, itself or inside tuple[X, ...], dict[str, X] or X | None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for m in map(_model_in, get_args(annotation)) if m is not None), None)
+
+
+def known_keys(title: str, loc: Sequence[int | str]) -> list[str]:
+    """The keys the model named `title` (a ValidationError's) accepts where loc (an error's location, its
+    last part the key refused) points: each section's fields, list indexes and mapping keys stepped over."""
+    model = next((m for m in _sections() if m.__name__ == title), None)
+    for part in loc[:-1]:
+        if model is not None and isinstance(part, str) and part in model.model_fields:
+            model = _model_in(model.model_fields[part].annotation)
+    return list(model.model_fields) if model is not None else []
+
+
+def unknown_key(key: str, known: Sequence[str]) -> str:
+    """An unknown key's message, with the closest key accepted there when one is close (a typo)."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    return f"unknown key (did you mean {close[0]}?)" if close else "unknown key"
+
+
 def validation_problems(err: ValidationError) -> str:
     """Every problem on one line, each after its key; a check across keys names its keys itself."""
     problems = []
     for item in err.errors():
         # A YAML list is validated as a tuple: say what the file should hold.
         message = "should be a list" if item["type"] == "tuple_type" else item["msg"]
+        if item["type"] == "extra_forbidden" and item["loc"]:  # pydantic's "Extra inputs are not permitted"
+            message = unknown_key(str(item["loc"][-1]), known_keys(err.title, item["loc"]))
         message = message.removeprefix("Value error, ")
         key = error_key(item["loc"])
         problems.append(f"{key}: {message}" if key else message)

@@ -61,3 +61,40 @@ def test_invalid_yaml_is_one_line_with_where(tmp_path: Path) -> None:
         load_config_file(bad)
     assert "\n" not in str(err.value) and str(err.value).startswith(f"config {bad} is not valid YAML: ")
     assert "at line 3, column 1" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ({"replica": {"max_token": 5}}, "replica.max_token: unknown key (did you mean max_tokens?)"),
+        ({"nginx": {"prot": 8080}}, "nginx.prot: unknown key (did you mean port?)"),
+        ({"auht": {}}, "auht: unknown key (did you mean auth?)"),
+        ({"pools": [{"name": "a", "modle": "m"}]}, "pools[0].modle: unknown key (did you mean model?)"),
+        (
+            {"pools": [{"name": "a", "replica": {"max_tokns": 5}}]},
+            "pools.a.replica.max_tokns: unknown key (did you mean max_tokens?)",
+        ),
+        ({"nginx": {"frobnicate": 1}}, "nginx.frobnicate: unknown key"),  # nothing close: no guess
+    ],
+)
+def test_an_unknown_key_is_named_with_the_key_it_likely_meant(data: dict[str, object], problem: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        build_config(data, {})
+    assert str(err.value).endswith(problem) and "Extra inputs" not in str(err.value)
+
+
+def test_a_mistyped_flag_is_refused_with_the_flag_it_likely_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    from hunyuan_serve.cli import main
+
+    for typed, meant in [
+        ("--prot", "--port"),
+        ("--replica-max-tokens", "--max-tokens"),
+        ("--tls-hots", "--tls-host"),
+    ]:
+        with pytest.raises(SystemExit) as exited:
+            main(["up", typed, "1"])
+        assert exited.value.code == 2
+        assert f"unrecognized arguments: {typed} 1; {typed}: did you mean {meant}?" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["config", "--frobnicate", "1"])
+    assert capsys.readouterr().err.rstrip().endswith("unrecognized arguments: --frobnicate 1")
