@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,9 +86,18 @@ def _translate(url: str, text: str) -> dict[str, object]:
 def test_one_replica_answers_from_what_the_other_cached_in_redis_over_tls(shared: Shared) -> None:
     a, b = shared.replicas
     assert _translate(a, "Save the file before closing")["cached"] is False
+    # a writes Redis after it answers (layers.py queues the write), so on a loaded machine b could ask
+    # before the entry lands: wait for it, else b's miss would be a race and not a defect.
+    _wait_for_keys(shared, 1)
     assert _translate(b, "Save the file before closing")["cached"] is True  # b's memory never saw it
-    keys = shared.redis.command("DBSIZE", client_cert=(shared.client.cert, shared.client.key))
-    assert int(keys) >= 1
+
+
+def _wait_for_keys(shared: Shared, count: int, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    cert = (shared.client.cert, shared.client.key)
+    while int(shared.redis.command("DBSIZE", client_cert=cert)) < count:
+        assert time.monotonic() < deadline, f"fewer than {count} keys in Redis after {timeout_s:.0f}s"
+        time.sleep(0.05)
 
 
 def test_a_glossary_made_on_one_replica_is_listed_by_the_other(shared: Shared) -> None:
