@@ -163,29 +163,38 @@ def _reload_under_load(stack: Stack, label: str, settings: dict[str, Any]) -> tu
     return load, out.stdout
 
 
+OPEN_KEYS = "OPEN_KEYS"  # replaced by a keys file of mode 0644, made by the test
+
+
 @pytest.mark.parametrize(
-    ("edit", "said"),
+    ("edit", "said", "code"),
     [
-        ({"replica": {"max_in_flight": "many"}}, "replica.max_in_flight"),
-        ({"nginx": {"port": 1}}, "nginx.port: needs a full restart"),
-        ({"engine": {"model": "/nonexistent/model"}}, "/nonexistent/model"),
+        ({"replica": {"max_in_flight": "many"}}, "replica.max_in_flight", 1),
+        ({"nginx": {"port": 1}}, "nginx.port: needs a full restart", 1),
+        ({"engine": {"model": "/nonexistent/model"}}, "/nonexistent/model", 1),
+        # A secret file others may read: exit 2, as `up` refuses it (docs/security.md).
+        ({"auth": {"keys_file": OPEN_KEYS}}, "has mode 0644: others may read it; run: chmod 600", 2),
     ],
 )
 def test_a_bad_config_is_refused_and_nothing_is_touched(
-    stack: Stack, edit: dict[str, Any], said: str
+    stack: Stack, tmp_path: Path, edit: dict[str, Any], said: str, code: int
 ) -> None:
     wait_until(stack.proc, stack.log, stack.all_ready, START_TIMEOUT_S, "ready")
     before = stack.replicas()
     settings = json.loads(json.dumps(stack.settings))
+    keys = tmp_path / "keys.txt"
+    keys.write_text("sk-open-0123456789\n")
+    keys.chmod(0o644)
     for section, values in edit.items():
-        settings[section] = {**settings[section], **values}
+        values = {k: str(keys) if v == OPEN_KEYS else v for k, v in values.items()}
+        settings[section] = {**settings.get(section, {}), **values}
     stack.write(settings)
     try:
         out = stack.reload()
     finally:
         stack.write(stack.settings)
     print(f"\nrefused ({said}): {out.stderr.strip()}")
-    assert out.returncode == 1 and "refused, nothing was changed" in out.stderr and said in out.stderr
+    assert out.returncode == code and "refused, nothing was changed" in out.stderr and said in out.stderr
     after = stack.replicas()
     assert [(r["pid"], r["port"], r["config"]) for r in after] == [
         (r["pid"], r["port"], r["config"]) for r in before
