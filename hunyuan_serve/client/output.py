@@ -36,16 +36,25 @@ class ProgressBar:
             self._bar.close()
 
 
-def write_output(output: str, text: str, encoding: str = "utf-8") -> None:
+def write_output(output: str, text: str | bytes, encoding: str = "utf-8") -> None:
+    """text in its encoding (bytes, a binary format's file, as they are) to the file or stdout."""
     if output == "-":
+        if isinstance(text, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(text)
+            sys.stdout.buffer.flush()
+            return
         sys.stdout.write(text)
         sys.stdout.flush()
         return
     # Bytes: line endings and the BOM as the input had them. Latin-1 is only a .properties fallback:
     # characters beyond it become \\uXXXX, Java's escape.
-    write_atomic(
-        Path(output), text.encode(encoding, "backslashreplace" if encoding == "latin-1" else "strict")
+    data = (
+        text
+        if isinstance(text, bytes)
+        else text.encode(encoding, "backslashreplace" if encoding == "latin-1" else "strict")
     )
+    write_atomic(Path(output), data)
 
 
 def print_summary(summary: Any, report: Path | None, shown: int = 20) -> None:

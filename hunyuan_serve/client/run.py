@@ -27,14 +27,7 @@ from hunyuan_serve.client.settings import ClientSettings
 
 def load_document(args: argparse.Namespace) -> Any:
     """(document, encoding) of the input, or the usage error that names the file, line and problem."""
-    from hunyuan_serve.client.formats import (
-        FormatError,
-        Options,
-        decode,
-        detect_format,
-        fallback_encoding,
-        parse,
-    )
+    from hunyuan_serve.client.formats import FormatError, Options, read_file
 
     name = "<stdin>" if args.input == "-" else args.input
     if args.input != "-" and args.output != "-" and _same_file(args.input, args.output):
@@ -44,13 +37,13 @@ def load_document(args: argparse.Namespace) -> Any:
     except OSError as err:
         return f"cannot read {name}: {err.strerror}"
     try:
-        path = None if args.input == "-" else args.input
-        content, encoding = decode(data, fallback_encoding(path, args.format))
-        fmt = detect_format(path, content) if args.format == "auto" else args.format
         options = Options(target=args.target, source=args.source, overwrite=args.overwrite)
-        return parse(content, fmt, options), encoding
+        document, encoding = read_file(data, None if args.input == "-" else args.input, args.format, options)
     except FormatError as err:
         return f"{name}: {err}"
+    if not encoding and args.output == "-" and sys.stdout.isatty():
+        return f"{name}: the output of a {document.format} file is binary: name a file with -o"
+    return document, encoding
 
 
 def _read_stdin() -> bytes:

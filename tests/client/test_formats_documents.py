@@ -134,16 +134,16 @@ def test_unknown_format_names_the_supported_ones(
     service: ScriptedService, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as caught:
-        main(["--url", service.url, "--to", "zh", "--format", "docx", str(DATA / "README.md")])
+        main(["--url", service.url, "--to", "zh", "--format", "pdf", str(DATA / "README.md")])
     assert caught.value.code == 2
     err = capsys.readouterr().err
-    assert "invalid choice: 'docx'" in err and "po" in err and "srt" in err and "markdown" in err
+    assert "invalid choice: 'pdf'" in err and "po" in err and "srt" in err and "docx" in err
     with pytest.raises(
         FormatError,
         match="supported: text, json, arb, yaml, po, android, xliff, properties, strings, stringsdict, "
         "xcstrings, srt,",
     ):
-        parse("x", "docx")
+        parse("x", "pdf")
 
 
 def test_output_onto_the_input_is_refused(service: ScriptedService, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from hunyuan_serve.client.formats.base import Document, FormatError, Options, decode, encode
 from hunyuan_serve.client.formats.jsonfile import parse_json
@@ -19,10 +20,12 @@ __all__ = [
     "describe_formats",
     "detect_format",
     "encode",
+    "extensions",
     "fallback_encoding",
     "parse",
     "parse_json",
     "parse_text",
+    "read_file",
 ]
 
 
@@ -35,6 +38,7 @@ class FormatInfo:
     description: str
     parser: str  # "module:function" under this package, imported on first use (keeps the CLI start fast)
     fallback_encoding: str | None = None  # what a file that is not UTF-8 is read as
+    binary: bool = False  # its parser takes the file's bytes, and its document renders bytes
 
 
 FORMATS: dict[str, FormatInfo] = {
@@ -96,6 +100,13 @@ FORMATS: dict[str, FormatInfo] = {
         FormatInfo(
             "html", (".html", ".htm"), "HTML: text, alt and title; code and scripts kept", "html:parse_html"
         ),
+        FormatInfo(
+            "docx",
+            (".docx",),
+            "Word: paragraphs and table cells; styles kept",
+            "word:parse_docx",
+            binary=True,
+        ),
     )
 }
 Format = str
@@ -106,15 +117,24 @@ def describe_formats() -> str:
     return "\n".join(f"  {i.name:<12} {' '.join(i.extensions):<16} {i.description}" for i in FORMATS.values())
 
 
+def extensions() -> list[str]:
+    """Every name ending a format takes, sorted (".po", and "strings.xml", Android's whole name's end)."""
+    return sorted({ending for info in FORMATS.values() for ending in info.extensions})
+
+
 def detect_format(name: str | None, content: str) -> Format:
-    """The format its extension names; else JSON for content that parses as an object; else text."""
+    """The format its extension names; else, for a name without one (or stdin), JSON for content that
+    parses as an object, else text. An extension no format takes is a FormatError naming those taken:
+    read as text, a binary file or another format would be sent as lines and written back mangled."""
+    named = _named(name)
+    if named is not None:
+        return named.name
     lower = (name or "").lower()
-    for info in FORMATS.values():
-        if lower.endswith(info.extensions):
-            return info.name
     if lower.endswith(".xml"):  # values/arrays.xml and the like, or XLIFF saved as .xml: the root says
         head = content[:2000]
-        return "xliff" if "<xliff" in head else "android" if "<resources" in head else "text"
+        if "<xliff" in head or "<resources" in head:
+            return "xliff" if "<xliff" in head else "android"
+    _refuse_unknown(name)
     if content.lstrip().startswith("{"):
         try:
             return "json" if isinstance(json.loads(content), dict) else "text"
@@ -123,9 +143,26 @@ def detect_format(name: str | None, content: str) -> Format:
     return "text"
 
 
+def _refuse_unknown(name: str | None) -> None:
+    """A FormatError for a name whose extension no format takes (none at all is not refused)."""
+    extension = _extension(name or "")
+    if extension and _named(name) is None:
+        raise FormatError(
+            f"the extension '{extension}' is not one of the formats' (supported: {' '.join(extensions())}"
+            ", and .xml holding XLIFF or Android resources); --format names the one to read it as"
+        )
+
+
+def _extension(name: str) -> str:
+    """The name's extension ('.md'), '' for none; a leading dot (".env") starts a name, not one."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    dot = base.rfind(".")
+    return base[dot:].lower() if dot > 0 else ""
+
+
 def fallback_encoding(name: str | None, fmt: Format) -> str | None:
     """The encoding a non-UTF-8 input of this format (given, or from the name) is read as, if any."""
-    info = FORMATS.get(fmt) if fmt != "auto" else FORMATS.get(detect_format(name, ""))
+    info = FORMATS.get(fmt) if fmt != "auto" else _named(name)
     return info.fallback_encoding if info else None
 
 
@@ -134,7 +171,30 @@ def parse(content: str, fmt: Format, options: Options | None = None) -> Document
     info = FORMATS.get(fmt)
     if info is None:
         raise FormatError(f"unknown format {fmt!r}; supported: {', '.join(FORMATS)}")
-    module, function = info.parser.split(":")
-    parser = getattr(importlib.import_module(f"{__name__}.{module}"), function)
-    document: Document = parser(content, options or Options())
+    if info.binary:
+        raise FormatError(f"{fmt} is read from the file's bytes (read_file), not from text")
+    document: Document = _parser(info)(content, options or Options())
     return document
+
+
+def read_file(data: bytes, name: str | None, fmt: Format, options: Options) -> tuple[Any, str]:
+    """(document, encoding) of a file's bytes in fmt ("auto": its name's, else its content's); a
+    FormatError names what is wrong. A binary format's document (.docx) renders bytes (encoding "")."""
+    if fmt == "auto" and not (name or "").lower().endswith(".xml"):
+        _refuse_unknown(name)  # before decoding: a .pdf is refused for its name, not as "not UTF-8"
+    info = _named(name) if fmt == "auto" else FORMATS.get(fmt)
+    if info is not None and info.binary:
+        return _parser(info)(data, options), ""
+    content, encoding = decode(data, fallback_encoding(name, fmt))
+    return parse(content, detect_format(name, content) if fmt == "auto" else fmt, options), encoding
+
+
+def _named(name: str | None) -> FormatInfo | None:
+    """The format the name's ending selects, if one does (a bare .xml needs its content read)."""
+    lower = (name or "").lower()
+    return next((info for info in FORMATS.values() if lower.endswith(info.extensions)), None)
+
+
+def _parser(info: FormatInfo) -> Any:
+    module, function = info.parser.split(":")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), function)

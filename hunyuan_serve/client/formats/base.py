@@ -58,8 +58,7 @@ class Document:
     ) -> str:
         """The document with each segment replaced by the matching entry of translations; the flagged
         ones in the format's review state, where it has one (else written as any translation)."""
-        if len(translations) != len(self.segments):
-            raise ValueError(f"expected {len(self.segments)} translations, got {len(translations)}")
+        expect_translations(self.segments, translations)
         if flagged and self.review is not None:
             return self.review(translations, failed, flagged)
         return self._rebuild(translations, failed)
@@ -68,6 +67,12 @@ class Document:
         """Raise a FormatError where the rendered text fails its format's validator (where it has one)."""
         if self.validate is not None:
             self.validate(text)
+
+
+def expect_translations(segments: Sequence[str], translations: Sequence[str]) -> None:
+    """A ValueError unless there is one translation per segment."""
+    if len(translations) != len(segments):
+        raise ValueError(f"expected {len(segments)} translations, got {len(translations)}")
 
 
 @dataclass(frozen=True)
