@@ -26,6 +26,9 @@ Builder = Callable[[Language, Language, str, Features], Prompt]
 _MODULES = {module.NAME: module for module in (hunyuan_mt, hy_mt15, hy_mt2, few_shot, chimera)}
 BUILDERS: dict[str, Builder] = {name: module.build for name, module in _MODULES.items()}
 FAMILY_FEATURES: dict[str, tuple[str, ...]] = {name: module.FEATURES for name, module in _MODULES.items()}
+# The most tokens a chat that names no max_tokens is answered with, for the families whose model does not
+# end a chat turn of its own (a base model's); the others' answers end at their end-of-turn token.
+CHAT_MAX_TOKENS: dict[str, int] = {few_shot.NAME: few_shot.CHAT_MAX_TOKENS}
 # The names engine.prompt_family took before the families were split by generation.
 ALIASES = {"hunyuan": HUNYUAN_MT, "few_shot": FEW_SHOT}
 

@@ -24,6 +24,10 @@ FEW_SHOT_EXAMPLES: dict[str, tuple[str, ...]] = {
     "ru": ("Открыть файл", "Удалить", "Сид", "Показать предпросмотр", "Обновить", "Включить"),
 }
 STOP = ("\n",)
+# A base model follows no chat: the CPU demo (Gemma 3 270M base) never ends its turn, so a chat that
+# named no max_tokens ran to the whole budget (512 tokens: a 504 after 120 s on two busy cores, or the
+# prompt repeated 26 times). Such a chat gets at most this many, a sentence or two: 10-40 s there.
+CHAT_MAX_TOKENS = 64
 
 
 def few_shot_text(source: Language, target: Language, text: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families.base import GLOSSARY, GlossaryInvalid, Prompt
-from hunyuan_serve.families.build import families_with, feature_limits
+from hunyuan_serve.families.build import CHAT_MAX_TOKENS, families_with, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import Language, UnknownLanguage, find_language
 from hunyuan_serve.replica.context import ReplicaContext
@@ -305,7 +305,17 @@ def parse_chat(raw: bytes, replica: ReplicaContext) -> Parsed:
     if packed is not None:
         return Parsed((), sampling, stream, usage, packed[0], packed[1])
     turns = fold_system(messages, replica.cfg.system_prompt_mode)
+    sampling = _chat_budget(data, sampling, replica.translator.family)
     return Parsed((Prompt(messages=turns, stop=stops),), sampling, stream, usage)
+
+
+def _chat_budget(data: dict[str, Any], sampling: Sampling, family: str) -> Sampling:
+    """A chat that names no max_tokens, for a family whose model ends no chat turn: at most the family's
+    chat budget (the request may still ask for more)."""
+    bound = CHAT_MAX_TOKENS.get(family)
+    if bound is None or data.get("max_tokens") is not None or data.get("max_completion_tokens") is not None:
+        return sampling
+    return dataclasses.replace(sampling, max_tokens=min(sampling.max_tokens, bound))
 
 
 def parse_completion(raw: bytes, replica: ReplicaContext) -> Parsed:
