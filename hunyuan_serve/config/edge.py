@@ -55,8 +55,9 @@ class NginxConfig(Section):
         None,
         ge=0,
         description="Requests Nginx sends one replica at once (admission at the edge: past it on every "
-        "replica Nginx itself answers the 503); None: what its engine batches (engine.max_num_seqs, on CPU "
-        "at most cpu_max_conns), at most replica.max_in_flight; 0: no cap.",
+        "replica Nginx itself answers the 503); None: what the replica runs and queues "
+        "(replica.max_in_flight + replica.max_queued), or with max_queued 0 what its engine batches "
+        "(engine.max_num_seqs, on CPU at most cpu_max_conns), at most max_in_flight; 0: no cap.",
     )
     # At the edge too bulk is refused first, so a file job cannot take the places people wait for.
     # Nginx tells bulk by the X-Priority header only (the body's priority field, a batch's text count
@@ -71,7 +72,12 @@ class NginxConfig(Section):
     # the tiny model serve about 75 req/s from ~35 in flight each on); what waits inside a replica past
     # that only waits longer, where the edge can no longer refuse it. 128 still takes the bench's
     # 100-user closed loop on one replica without refusing (`python -m bench overload` measures the edge).
-    cpu_max_conns: int = Field(128, ge=1, description="max_conns of a CPU replica when max_conns is unset.")
+    cpu_max_conns: int = Field(
+        128,
+        ge=1,
+        description="Sequences a CPU engine is counted to batch (X-Hunyuan-Bulk-Texts; max_conns of a CPU "
+        "replica when max_conns is unset and replica.max_queued is 0).",
+    )
     # Nginx shares the cores with engines that spin while they wait: at the same priority its workers
     # wait for a core, and an edge refusal with them. A negative value needs root (or CAP_SYS_NICE):
     # without it Nginx logs setpriority's failure and runs at 0.

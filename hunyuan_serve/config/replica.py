@@ -35,6 +35,24 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
     # still batch, so a lone replica answered a 100-user ramp with 89% 503s.
     max_in_flight: int = Field(256, ge=1, description="Requests admitted at once; more get a fast 503.")
     retry_after_s: int = Field(1, ge=0, description="Retry-After seconds on an overload 503.")
+    # A burst waits instead of being refused (vLLM's own server queues it too): past max_in_flight a
+    # request waits in the replica, bulk in the bulk width's queue (fair per key), interactive first in
+    # the engine's priority queue, while the wait it would face fits (replica/queue_wait.py).
+    max_queued: int = Field(
+        1024,
+        ge=0,
+        description="Requests that may wait in the replica past max_in_flight (a few kilobytes each); past "
+        "it a fast 503. 0: no queue, every request past max_in_flight gets the 503.",
+    )
+    max_queue_wait_s: float = Field(
+        60.0,
+        gt=0,
+        description="Longest wait a request is admitted to, estimated from the rate the replica served at "
+        "while every place was taken (and never past request_timeout_s); a longer one gets a fast 503.",
+    )
+    queue_rate_window_s: float = Field(
+        30.0, gt=0, description="How far back the served rate that estimates a request's wait looks."
+    )
     # A person in the page must not wait behind a bulk job: bulk may hold at most
     # max_in_flight minus this share, interactive work may use every slot.
     interactive_reserve: float = Field(
@@ -43,7 +61,7 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
     bulk_key_share_min: int = Field(
         1, ge=1, description="Bulk slots a key may always hold, whatever its weighted share among busy keys."
     )
-    # The replica keeps no queue: a refused client retries after Retry-After. Without remembering it,
+    # A refused client (its queue full) retries after Retry-After. Without remembering it,
     # a freed place goes to whoever asks first, mostly the job that just finished one.
     waiting_window_s: float = Field(
         5.0,

@@ -9,11 +9,15 @@ from hunyuan_serve.edge.routing import UpstreamServer
 
 
 def edge_max_conns(cfg: ServeConfig) -> int:
-    """Nginx's cap per replica (0: none). By default what the replica's engine batches at once (past
-    that a request only waits inside the replica, where the edge can no longer refuse it): max_num_seqs,
-    on CPU at most nginx.cpu_max_conns; never more than the replica itself admits (max_in_flight)."""
+    """Nginx's cap per replica (0: none). By default what the replica takes: the requests it runs and
+    those it lets wait (max_in_flight + max_queued), so a burst waits in the replicas, least_conn
+    spreading it by queue depth, and Nginx answers its own 503 only once every replica is full.
+    Without a replica queue (max_queued 0), what its engine batches at once: max_num_seqs, on CPU at
+    most nginx.cpu_max_conns, never more than max_in_flight."""
     if cfg.nginx.max_conns is not None:
         return cfg.nginx.max_conns
+    if cfg.replica.max_queued:
+        return cfg.replica.max_in_flight + cfg.replica.max_queued
     return min(engine_batch(cfg), cfg.replica.max_in_flight)
 
 

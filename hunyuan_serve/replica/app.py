@@ -21,7 +21,7 @@ from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.edge.dialects import REFERENCE_SCHEMA, dialect_of
 from hunyuan_serve.families.base import Family
 from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
-from hunyuan_serve.replica import ensemble, openapi, ops, priority, reference
+from hunyuan_serve.replica import ensemble, openapi, ops, priority, queue_wait, reference
 from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.documents_worker import DocumentWorker
@@ -57,6 +57,14 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
         bulk_key_share_min=rcfg.bulk_key_share_min,
         weights=weights,
         waiting=priority.Waiting(rcfg.waiting_window_s),
+        queue=queue_wait.Queue(
+            rcfg.max_in_flight,
+            rcfg.max_queued,
+            rcfg.interactive_reserve,
+            rcfg.max_queue_wait_s,
+            rcfg.request_timeout_s,
+        ),
+        served=queue_wait.ServedRate(rcfg.queue_rate_window_s),
     )
     metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
     metrics.count_class(lambda: admission.by_class)

@@ -20,8 +20,8 @@ from starlette.types import Receive, Scope, Send
 from hunyuan_serve.auth import KEY_ID_STATE
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.replica import priority, review
+from hunyuan_serve.replica.admission import Admission
 from hunyuan_serve.replica.errors import ApiError, request_fault
-from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.service import Outcome
 from hunyuan_serve.replica.usage import Usage, key_label
@@ -91,83 +91,6 @@ def request_id(request: Request) -> str:
     """The caller's X-Request-ID when it is a sane token, else a fresh one."""
     given = request.headers.get("x-request-id", "")
     return given if _REQUEST_ID.match(given) else uuid.uuid4().hex
-
-
-class Admission:
-    """The one count of requests in flight, by class and by key, and the rule that admits one more:
-    ready, under the limit, and for bulk under its cap and its key's share (priority.admits)."""
-
-    def __init__(
-        self,
-        lifecycle: Lifecycle,
-        max_in_flight: int,
-        retry_after_s: int,
-        *,
-        interactive_reserve: float = 0.0,
-        bulk_key_share_min: int = 1,
-        weights: Mapping[str | None, int] | None = None,
-        waiting: priority.Waiting | None = None,
-    ) -> None:
-        self.lifecycle = lifecycle
-        self.max_in_flight = max_in_flight
-        self.retry_after = {"Retry-After": str(retry_after_s)}
-        self.in_flight = 0
-        self.by_class = dict.fromkeys(priority.CLASSES, 0)
-        self.bulk_by_key: dict[str | None, int] = {}
-        self.reserve = interactive_reserve
-        self.key_share_min = bulk_key_share_min
-        self.weights: Mapping[str | None, int] = weights or {}
-        # Who was refused lately (replica.waiting_window_s): freed places go to them first.
-        self.waiting = waiting or priority.Waiting(0.0)
-
-    def enter(self, cls: str = priority.INTERACTIVE, key: str | None = None) -> None:
-        """Take a place, or raise a 503 (not ready, or none for this class and key); leave() gives it back."""
-        lifecycle = self.lifecycle
-        if not lifecycle.ready:
-            message = f"replica is {lifecycle.phase.value}: {lifecycle.reason}"
-            raise ApiError(503, "not_ready", message, self.retry_after)
-        refused = priority.admits(
-            cls,
-            key,
-            in_flight=self.in_flight,
-            bulk_in_flight=self.bulk_by_key,
-            weights=self.weights,
-            max_in_flight=self.max_in_flight,
-            reserve=self.reserve,
-            key_share_min=self.key_share_min,
-            interactive_waiting=self.waiting.interactive(),
-            waiting_keys=self.waiting.keys(),
-        )
-        if refused is not None:
-            self.waiting.refused(cls, key)
-            raise ApiError(503, "overloaded", refused, self.retry_after)
-        self.waiting.admitted(cls, key)
-        self._take(cls, key)
-
-    def move(self, was: str, to: str, key: str | None) -> None:
-        """Change an admitted request's class; refused (and left as it was) where `to` has no place."""
-        self.leave(was, key)
-        try:
-            self.enter(to, key)
-        except ApiError:
-            self._take(was, key)
-            raise
-
-    def _take(self, cls: str, key: str | None) -> None:
-        self.in_flight += 1
-        self.by_class[cls] += 1
-        if cls == priority.BULK:
-            self.bulk_by_key[key] = self.bulk_by_key.get(key, 0) + 1
-
-    def leave(self, cls: str = priority.INTERACTIVE, key: str | None = None) -> None:
-        self.in_flight -= 1
-        self.by_class[cls] -= 1
-        if cls == priority.BULK:
-            left = self.bulk_by_key.get(key, 0) - 1
-            if left > 0:
-                self.bulk_by_key[key] = left
-            else:
-                self.bulk_by_key.pop(key, None)
 
 
 class Call:
@@ -332,6 +255,8 @@ class Gate:
         return render_error(err)
 
     def _end(self, call: Call, status: int) -> None:
+        if status < 400:
+            self.admission.answered()
         self.admission.leave(call.priority, call.owner)
         self._record(call, status)
 

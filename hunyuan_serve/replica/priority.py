@@ -66,8 +66,8 @@ def endpoint_default(texts: int) -> str:
 
 
 class Waiting:
-    """Who was refused a place lately and so waits to retry (the replica keeps no queue: a refused
-    client comes back after Retry-After): interactive work, and each bulk request's key. For
+    """Who was refused a place lately and so waits to retry (a refused client comes back after
+    Retry-After): interactive work, and each bulk request's key. For
     `window_s` after its last refusal a class or key counts as waiting; admitted, it waits no more."""
 
     def __init__(self, window_s: float, clock: Callable[[], float] = time.monotonic) -> None:

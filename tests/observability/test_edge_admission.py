@@ -87,7 +87,8 @@ async def test_full_replicas_are_refused_by_nginx_itself(tmp_path: Path, workers
     cfg = build_config(
         {
             "nginx": {"port": port, "worker_processes": workers, "retry_after_s": 3, "worker_priority": -3},
-            "replica": {"max_in_flight": 2},
+            # Each replica runs one and lets one wait: Nginx sends it two (edge/capacity.py).
+            "replica": {"max_in_flight": 1, "max_queued": 1},
         },
         {},
     )

@@ -178,7 +178,8 @@ def _post(url: str, body: dict[str, Any], cls: str) -> httpx.Response:
 
 def test_through_the_app_bulk_is_refused_at_its_cap_and_interactive_admitted() -> None:
     engine = FakeEngine()
-    app = create_app(engine, make_config(max_in_flight=4, interactive_reserve=0.5), "hunyuan")
+    # No queue: past its places a request is refused (with one, it waits: tests/replica/test_queue_wait.py).
+    app = create_app(engine, make_config(max_in_flight=4, interactive_reserve=0.5, max_queued=0), "hunyuan")
     with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
         wait_ready(client)
         warmed = len(engine.priorities)  # the warm-up's own call

@@ -169,9 +169,10 @@ def _metric(client: httpx.Client, line: str) -> bool:
     return line in client.get("/metrics").text.splitlines()
 
 
-def test_admission_past_max_in_flight_is_fast_503_with_retry_after() -> None:
+def test_admission_past_max_in_flight_and_max_queued_is_fast_503_with_retry_after() -> None:
     engine = FakeEngine()
-    app = create_app(engine, make_config(max_in_flight=3, retry_after_s=2), "hunyuan")
+    # Two run and one waits (here in the fake engine; in vLLM's queue or the bulk gate for real).
+    app = create_app(engine, make_config(max_in_flight=2, max_queued=1, retry_after_s=2), "hunyuan")
     with serve_in_thread(app) as url, httpx.Client(base_url=url) as client:
         wait_ready(client)
         engine.hold()

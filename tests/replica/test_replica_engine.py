@@ -28,6 +28,8 @@ from tests.support.stacks import cli, free_port, started, stop, wait_until
 pytestmark = pytest.mark.engine
 
 MAX_IN_FLIGHT = 40
+MAX_QUEUED = 8  # past max_in_flight, these wait: only past both is a request refused
+ADMITTED = MAX_IN_FLIGHT + MAX_QUEUED
 STALL_TIMEOUT_S = 3
 STARTUP_TIMEOUT_S = 400
 
@@ -65,6 +67,7 @@ def replica(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
         "--model", str(tiny_model_dir), "--port", str(port),
         "--max-model-len", "1024", "--kv-cache-memory-bytes", str(128 * 2**20), "--enforce-eager", "true",
         "--max-num-seqs", "64", "--max-in-flight", str(MAX_IN_FLIGHT), "--cache-path", str(cache),
+        "--max-queued", str(MAX_QUEUED),
         "--graceful-shutdown-s", "60", "--stall-timeout-s", str(STALL_TIMEOUT_S),
     )  # fmt: skip
     # Test-only: random weights emit EOS at once; ignoring it lets requests run as long as max_tokens says.
@@ -241,13 +244,13 @@ def test_client_disconnect_aborts_the_engine_request(replica: Replica) -> None:
     assert _wait_for(lambda: any(line["status"] == 499 for line in replica.log_lines()), 5)
 
 
-def test_past_the_in_flight_limit_503_with_retry_after_while_the_engine_still_holds_the_rest(
+def test_past_the_in_flight_limit_and_queue_503_with_retry_after_while_the_engine_holds_the_rest(
     replica: Replica,
 ) -> None:
     rejected = replica.metric('hunyuan_rejections_total{reason="overload"}')
     bodies = [
         {"text": f"flood {i}", "source_lang": "zh", "target_lang": "en", "max_tokens": 100}
-        for i in range(MAX_IN_FLIGHT)
+        for i in range(ADMITTED)
     ]
     extra = {"text": "one more", "source_lang": "zh", "target_lang": "en", "max_tokens": 5}
     # With the engine core stopped, all of them stay in flight until the test has seen the limit,
@@ -255,14 +258,14 @@ def test_past_the_in_flight_limit_503_with_retry_after_while_the_engine_still_ho
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         with _engine_stopped(replica):
             admitted = pool.submit(post_many, replica, bodies)
-            assert _wait_for(lambda: replica.metric("hunyuan_requests_in_flight") == MAX_IN_FLIGHT, 60)
+            assert _wait_for(lambda: replica.metric("hunyuan_requests_in_flight") == ADMITTED, 60)
             refused = [post(replica, extra, timeout=10) for _ in range(3)]
             # Refused without waiting for the engine: it is stopped, and the admitted ones are still held.
             assert not admitted.done()
         answered = admitted.result(timeout=600)
     assert [r.status_code for r in refused] == [503] * 3
     assert all(r.json()["error"]["code"] == "overloaded" and r.headers["retry-after"] == "1" for r in refused)
-    assert [r.status_code for r in answered] == [200] * MAX_IN_FLIGHT
+    assert [r.status_code for r in answered] == [200] * ADMITTED
     assert replica.metric('hunyuan_rejections_total{reason="overload"}') == rejected + 3
     assert post(replica, extra).status_code == 200
 
