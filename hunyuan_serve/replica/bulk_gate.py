@@ -60,9 +60,14 @@ class BulkGate:
         return sum(w.seqs for queue in self._queue.values() for w in queue)
 
     @contextlib.asynccontextmanager
-    async def place(self, bulk: bool, key: str | None, seqs: int = 1) -> AsyncIterator[Placed]:
-        """Held around one engine call of `seqs` sequences (n samples: n)."""
+    async def place(
+        self, bulk: bool, key: str | None, seqs: int = 1, raised: asyncio.Event | None = None
+    ) -> AsyncIterator[Placed]:
+        """Held around one engine call of `seqs` sequences (n samples: n). A bulk call whose `raised` is
+        set while it waits here (a person joined it) leaves the queue and goes in as a person's."""
         call = Placed()
+        if bulk and not await self._take(key, seqs, raised):
+            bulk = False
         if not bulk:
             probe = self._person_arrived(seqs)
             beside = self._beside()
@@ -73,7 +78,6 @@ class BulkGate:
                 self.rule.person_done(call.pace_s, probe, max(beside, self._beside()))
                 self._publish()
             return
-        await self._take(key, seqs)
         try:
             yield call
         finally:
@@ -100,21 +104,28 @@ class BulkGate:
             self._published = limits
             self.publish(*limits)
 
-    async def _take(self, key: str | None, seqs: int) -> None:
+    async def _take(self, key: str | None, seqs: int, raised: asyncio.Event | None = None) -> bool:
+        """A bulk place taken (True), or none needed: `raised` was set first (False)."""
+        if raised is not None and raised.is_set():
+            return False
         if not self._queue and self._fits(seqs):
             self._hold(key, seqs)
-            return
+            return True
         waiter = _Waiter(seqs, asyncio.get_running_loop().create_future())
         self._queue.setdefault(key, collections.deque()).append(waiter)
         self._pump()
         try:
-            await waiter.ready
+            await _first(waiter.ready, raised)
         except BaseException:  # cancelled (the client left, the deadline passed)
             if waiter.ready.done() and not waiter.ready.cancelled():
                 self._give(key, seqs)  # granted in the same moment: hand the place on
             else:
                 self._drop(key, waiter)
             raise
+        if waiter.ready.done():
+            return True
+        self._drop(key, waiter)  # raised while it waited: a person's call now
+        return False
 
     def _fits(self, seqs: int) -> bool:
         # One call wider than the width (an ensemble's n) still goes in alone, or it never would.
@@ -156,3 +167,19 @@ class BulkGate:
             if not cancelled:
                 self._hold(key, waiter.seqs)
                 waiter.ready.set_result(None)
+
+
+async def _first(ready: asyncio.Future[None], raised: asyncio.Event | None) -> None:
+    """Until `ready` is done or `raised` is set, whichever comes first."""
+    if raised is None:
+        await ready
+        return
+    watch = asyncio.ensure_future(_set(raised))
+    try:
+        await asyncio.wait({ready, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+
+
+async def _set(event: asyncio.Event) -> None:
+    await event.wait()

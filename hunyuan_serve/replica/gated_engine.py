@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 
 from hunyuan_serve.config.replica import bulk_slots
 from hunyuan_serve.config.width import BulkWidthSettings
@@ -16,6 +18,37 @@ from hunyuan_serve.replica.engine_types import Delta, Engine, EngineStats, Gener
 BULK_PRIORITY = priority.ENGINE_PRIORITY[priority.BULK]
 
 
+@dataclass
+class Ticket:
+    """Whom one engine call is for: its class, the highest of its waiters' (identical requests share
+    one call), and the key whose bulk share it counts in. A person joining a bulk call raises it: still
+    in the bulk gate's queue, it goes in as a person's call at once, at interactive priority."""
+
+    cls: str = priority.INTERACTIVE
+    key: str | None = None
+    raised: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def join(self, cls: str) -> None:
+        """One more waiter of class `cls`."""
+        if cls == priority.INTERACTIVE and self.cls == priority.BULK:
+            self.cls = cls
+            self.raised.set()
+
+    def engine_priority(self) -> int:
+        return priority.ENGINE_PRIORITY[self.cls]
+
+
+def ticket_of(caller: priority.Caller) -> Ticket:
+    return Ticket(caller.cls, caller.key)
+
+
+def _ticket(given: int | Ticket) -> Ticket:
+    """A call given vLLM's priority alone (the Engine protocol's way) has no key."""
+    if isinstance(given, Ticket):
+        return given
+    return Ticket(priority.BULK if given >= BULK_PRIORITY else priority.INTERACTIVE)
+
+
 def bulk_gate(
     settings: BulkWidthSettings, max_num_seqs: int, reserve: float, weights: Mapping[str | None, int]
 ) -> BulkGate:
@@ -25,7 +58,8 @@ def bulk_gate(
 
 
 class GatedEngine:
-    """`engine` behind `gate`: the class (priority) and key of the call decide; the rest passes through.
+    """`engine` behind `gate`: the call's Ticket (class and key) decides; the rest passes through. A
+    bare priority (the Engine protocol's) is a ticket of that class without a key.
 
     A person's calls report their pace to the gate, and the width it learns goes to the engine's
     scheduler (EngineStats.apply_bulk_width), read at each publish: an engine sets it once built."""
@@ -78,28 +112,32 @@ class GatedEngine:
     def count_prompt_tokens(self, prompt: Prompt) -> int:
         return self.engine.count_prompt_tokens(prompt)
 
+    # The engine's priority is read once the call has its place: a raised ticket goes in as a person's.
     async def generate(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int | Ticket = 0
     ) -> Generation:
-        async with self._place(priority, 1) as call:
-            generation = await self.engine.generate(prompt, sampling, request_id, priority)
+        ticket = _ticket(priority)
+        async with self._place(ticket, 1) as call:
+            generation = await self.engine.generate(prompt, sampling, request_id, ticket.engine_priority())
             call.took(generation.engine_s, generation.output_tokens)
             return generation
 
     async def sample(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int, priority: int = 0
+        self, prompt: Prompt, sampling: Sampling, request_id: str, n: int, priority: int | Ticket = 0
     ) -> list[Generation]:
-        async with self._place(priority, n) as call:
-            samples = await self.engine.sample(prompt, sampling, request_id, n, priority)
+        ticket = _ticket(priority)
+        async with self._place(ticket, n) as call:
+            samples = await self.engine.sample(prompt, sampling, request_id, n, ticket.engine_priority())
             if samples:  # one engine call: its time, over the longest sample's tokens
                 call.took(samples[0].engine_s, max(s.output_tokens for s in samples))
             return samples
 
     async def stream(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int = 0
+        self, prompt: Prompt, sampling: Sampling, request_id: str, priority: int | Ticket = 0
     ) -> AsyncGenerator[Delta, None]:
-        async with self._place(priority, 1) as call:
-            deltas = self.engine.stream(prompt, sampling, request_id, priority)
+        ticket = _ticket(priority)
+        async with self._place(ticket, 1) as call:
+            deltas = self.engine.stream(prompt, sampling, request_id, ticket.engine_priority())
             try:
                 async for delta in deltas:
                     if delta.final is not None:
@@ -108,8 +146,8 @@ class GatedEngine:
             finally:
                 await deltas.aclose()
 
-    def _place(self, engine_priority: int, seqs: int) -> AbstractAsyncContextManager[Placed]:
-        return self.gate.place(engine_priority >= BULK_PRIORITY, priority.KEY.get(), seqs)
+    def _place(self, ticket: Ticket, seqs: int) -> AbstractAsyncContextManager[Placed]:
+        return self.gate.place(ticket.cls == priority.BULK, ticket.key, seqs, ticket.raised)
 
     async def abort(self, request_id: str) -> None:
         await self.engine.abort(request_id)

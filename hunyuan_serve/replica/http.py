@@ -132,7 +132,10 @@ class Call:
             admission.move(self.priority, settled, self.owner)
             self.priority = settled
             self.log["priority"] = settled
-            priority.CURRENT.set(settled)
+
+    def caller(self, request_id: str | None = None) -> priority.Caller:
+        """Whom the translation core's calls are for: this request (its class as settled, its key)."""
+        return priority.Caller(request_id or self.id, self.priority, self.owner)
 
     async def bill(self, texts: Sequence[str]) -> None:
         """Before translating: a quota_exceeded ApiError if these characters take the key past its limit;
@@ -206,7 +209,6 @@ class Gate:
             return refused
         # Not reset after: a streamed body reads it later in this request's own task (each request
         # runs in a task of its own, which took a copy of the context when it started).
-        priority.CURRENT.set(call.priority)
         priority.KEY.set(call.owner)
         review.REQUEST.set(request)  # a retry's fusion sends the caller's key on (replica/review.py)
         try:

@@ -6,6 +6,7 @@ import contextvars
 import math
 import time
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 
 from hunyuan_serve.config.replica import bulk_slots
 from hunyuan_serve.replica.errors import ApiError
@@ -17,17 +18,18 @@ HEADER = "X-Priority"
 # vLLM's priority scheduler serves the lowest value first (vllm/v1/core/sched: requests are ordered
 # by (priority, arrival_time)).
 ENGINE_PRIORITY = {INTERACTIVE: 0, BULK: 1}
-# The admitted request's class, set by the Gate around its handler: the translation core reads it
-# where it calls the engine, so no adapter has to carry it (tasks copy the context they start in).
-CURRENT: contextvars.ContextVar[str] = contextvars.ContextVar("hunyuan_priority", default=INTERACTIVE)
-# Beside it, the request's key (its key_id; None without a keys file): the bulk width's queue shares
-# the engine's bulk places between keys (replica/bulk_gate.py).
+# The admitted request's key (its key_id; None without a keys file), set by the Gate: whose answer-check
+# policy applies (replica/review.py). The translation core gets class and key as a Caller instead.
 KEY: contextvars.ContextVar[str | None] = contextvars.ContextVar("hunyuan_key", default=None)
 
 
-def engine_priority() -> int:
-    """The current request's priority as vLLM takes it (lower is scheduled first)."""
-    return ENGINE_PRIORITY[CURRENT.get()]
+@dataclass(frozen=True)
+class Caller:
+    """Whom a call to the translation core is for: the request's id, its class and its key (key_id)."""
+
+    request_id: str
+    cls: str = INTERACTIVE
+    key: str | None = None
 
 
 def request_class(

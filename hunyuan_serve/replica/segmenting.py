@@ -15,6 +15,7 @@ from hunyuan_serve.qa import completeness
 from hunyuan_serve.qa.flags import LINES, Flag
 from hunyuan_serve.replica.engine_types import Delta, Engine, Generation
 from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.review import Verdicts, per_text
 from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.text.placeholders import has_words
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # service.py calls this module: the type alone, without a cyc
     from hunyuan_serve.replica.service import Outcome
 
 # The core's translation of a request's texts (Translator._translate).
-Core = Callable[[TranslateRequest, str], Awaitable["Outcome"]]
+Core = Callable[[TranslateRequest, Caller], Awaitable["Outcome"]]
 # How the core names a text of a batch in a refusal (service.py _check_budget).
 _UNIT = re.compile(r"texts\[(\d+)\]")
 
@@ -40,10 +41,10 @@ class Segmented:
     units: tuple[tuple[int | None, ...], ...]
     batch: bool  # the request's own (its units are always a batch)
 
-    async def translated(self, run: Core, request_id: str) -> Outcome:
+    async def translated(self, run: Core, caller: Caller) -> Outcome:
         """The units through the core (run), joined into the texts' outcome."""
         with self.naming():
-            return self.joined(await run(self.request, request_id))
+            return self.joined(await run(self.request, caller))
 
     @contextlib.contextmanager
     def naming(self) -> Iterator[None]:

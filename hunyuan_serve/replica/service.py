@@ -12,7 +12,6 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hunyuan_serve.cache.entry import CachedAnswer, decode_answer, encode_answer
 from hunyuan_serve.cache.key import cache_key, key_prefix, keyed_text
 from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config.qa import QaSettings
@@ -22,10 +21,12 @@ from hunyuan_serve.families.build import canonical_family, check_features, promp
 from hunyuan_serve.families.glossary import terms_in_text
 from hunyuan_serve.languages import AUTO
 from hunyuan_serve.replica import ensemble, segmenting
-from hunyuan_serve.replica.engine_types import Delta, Engine, Generation, Sampling
+from hunyuan_serve.replica.answers import cache_entry, from_cache
+from hunyuan_serve.replica.engine_types import Delta, Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError, FeatureRefused
+from hunyuan_serve.replica.gated_engine import GatedEngine, Ticket, ticket_of
 from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.priority import engine_priority
+from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.review import Review, Verdicts
 from hunyuan_serve.replica.schema import TranslateRequest
 
@@ -60,6 +61,7 @@ class Completion:
 @dataclass
 class _Shared:
     task: asyncio.Task[Generation]
+    ticket: Ticket  # its class: the highest of its waiters'
     key: str = ""  # its entry in Translator._inflight
     waiters: int = 0
 
@@ -69,7 +71,7 @@ class Translator:
 
     def __init__(
         self,
-        engine: Engine,
+        engine: GatedEngine,
         family: str,
         cache: TranslationCache,
         metrics: Metrics,
@@ -154,21 +156,21 @@ class Translator:
             self.engine.model_name, req.source.code, req.target.code, sampling, instructions, req.ensemble
         )
 
-    async def translate(self, req: TranslateRequest, request_id: str) -> Outcome:
+    async def translate(self, req: TranslateRequest, caller: Caller) -> Outcome:
         """Every text's answer: a long text's segments translated as one batch and joined."""
         segmented = segmenting.segmented(self.engine, self.family, self.segment_tokens, req)
         if segmented is None:
-            return await self._translate(req, request_id)
-        return await segmented.translated(self._translate, request_id)
+            return await self._translate(req, caller)
+        return await segmented.translated(self._translate, caller)
 
-    async def _translate(self, req: TranslateRequest, request_id: str) -> Outcome:
+    async def _translate(self, req: TranslateRequest, caller: Caller) -> Outcome:
         features = self._features(req)
         prompts = self._prompts(req, features)
         counts = [self.engine.count_prompt_tokens(prompt) for prompt in prompts]
         self._check_budget(counts, req)
         sampling = req.sampling.as_dict()
         keys = self._keys(req, features, sampling)
-        answers = await self._answer_all(keys, prompts, req.sampling, request_id, req.ensemble or 1)
+        answers = await self._answer_all(keys, prompts, req.sampling, caller, req.ensemble or 1)
         outcome = Outcome(results=[a.generation.text for a in answers], cached=[a.cached for a in answers])
         if req.ensemble:  # each text's answer is its candidates, as _run wrote them (or the cache kept them)
             outcome.candidates = [json.loads(text) for text in outcome.results]
@@ -182,7 +184,7 @@ class Translator:
         if req.preserve_format:
             _restore_markup(req.texts, outcome)
         if not req.ensemble:  # an ensemble's answer is its fusion: checked once fused (apis/native, compat)
-            await self._review(req, prompts, keys, answers, outcome, request_id)
+            await self._review(req, prompts, keys, answers, outcome, caller)
         return outcome
 
     async def _review(
@@ -192,63 +194,68 @@ class Translator:
         keys: list[str],
         answers: list[Completion],
         outcome: Outcome,
-        request_id: str,
+        caller: Caller,
     ) -> None:
         """The answers checked as the policy says; under retry, a flagged text's better second answer
         replaces the first, in the answer and in the cache (an identical request then gets it)."""
         reasons = [answer.generation.finish_reason for answer in answers]
         verdicts = outcome.verdicts = self.review.judge(req, outcome.results, reasons)
         first = list(outcome.results)
-        for second in await self.review.retry(self._run, req, prompts, verdicts, request_id, first):
+        again = functools.partial(self._run, ticket=ticket_of(caller))
+        for second in await self.review.retry(again, req, prompts, verdicts, caller.request_id, first):
             outcome.prompt_tokens += second.generation.prompt_tokens
             outcome.output_tokens += second.generation.output_tokens
             if second.kept:
                 outcome.results[second.index] = second.text
                 if req.preserve_format:
                     outcome.format_lost[second.index] = second.lost
-                self.cache.put(keys[second.index], _entry(second.generation))
+                self.cache.put(keys[second.index], cache_entry(second.generation))
         self.review.count(verdicts.flags)
 
     async def _answer_all(
-        self, keys: list[str], prompts: list[Prompt], sampling: Sampling, request_id: str, n: int = 1
+        self, keys: list[str], prompts: list[Prompt], sampling: Sampling, caller: Caller, n: int = 1
     ) -> list[Completion]:
         """Every prompt at once, each from the cache, an identical call in flight, or the engine."""
         answers: list[Completion | None] = [None] * len(prompts)
         joined: list[tuple[int, _Shared, bool]] = []
         hits = await self.cache.get_many(keys)  # one lookup for the batch
         for index, (key, prompt, hit) in enumerate(zip(keys, prompts, hits, strict=True)):
-            cached = _cached(hit)
+            cached = from_cache(hit)
             if hit is not None and cached is not None:
                 answers[index] = Completion(cached, cached=True)
                 self.metrics.cache_hits.labels(layer=hit[1]).inc()
                 continue
             self.metrics.cache_misses.inc()
-            engine_id = f"{request_id}-{index}-{next(self._ids)}"
-            joined.append((index, *self._join(key, prompt, sampling, engine_id, n)))
+            engine_id = f"{caller.request_id}-{index}-{next(self._ids)}"
+            joined.append((index, *self._join(key, prompt, sampling, engine_id, caller, n)))
         done = await self._wait_all([shared for _, shared, _ in joined])
         fresh: dict[str, str] = {}
         for (index, _, coalesced), generation in zip(joined, done, strict=True):
             answers[index] = Completion(generation, cached=False)
             if not coalesced:
-                fresh[keys[index]] = _entry(generation)
+                fresh[keys[index]] = cache_entry(generation)
         self.cache.put_many(fresh)  # one write for the batch, off the request's path
         return [answer for answer in answers if answer is not None]
 
     def _join(
-        self, key: str, prompt: Prompt, sampling: Sampling, engine_id: str, n: int = 1
+        self, key: str, prompt: Prompt, sampling: Sampling, engine_id: str, caller: Caller, n: int = 1
     ) -> tuple[_Shared, bool]:
-        """The engine call in flight for this key (coalesced: True), or a new one; one more waiter on it.
+        """The engine call in flight for this key (coalesced: True), or a new one; one more waiter on it,
+        whose class the call takes when higher (a person's string that a bulk job asked for first).
 
         One task per engine call and none per waiter: a batch's texts are awaited together (_wait_all).
         """
         shared = self._inflight.get(key)
         coalesced = shared is not None
         if shared is None:
-            shared = _Shared(asyncio.create_task(self._run(prompt, sampling, engine_id, n)), key)
+            ticket = ticket_of(caller)
+            task = asyncio.create_task(self._run(prompt, sampling, engine_id, n, ticket))
+            shared = _Shared(task, ticket, key)
             self._inflight[key] = shared
             shared.task.add_done_callback(functools.partial(self._forget, key, shared))
         else:
             self.metrics.coalesced.inc()
+            shared.ticket.join(caller.cls)
         shared.waiters += 1
         return shared, coalesced
 
@@ -274,12 +281,15 @@ class Translator:
             for shared in joined:
                 shared.waiters -= 1
 
-    async def _run(self, prompt: Prompt, sampling: Sampling, engine_id: str, n: int = 1) -> Generation:
+    async def _run(
+        self, prompt: Prompt, sampling: Sampling, engine_id: str, n: int = 1, ticket: Ticket | None = None
+    ) -> Generation:
+        ticket = ticket or Ticket()
         if n > 1:
-            samples = await self.engine.sample(prompt, sampling, engine_id, n, engine_priority())
+            samples = await self.engine.sample(prompt, sampling, engine_id, n, ticket)
             generation = ensemble.candidates_generation(samples)
         else:
-            generation = await self.engine.generate(prompt, sampling, engine_id, engine_priority())
+            generation = await self.engine.generate(prompt, sampling, engine_id, ticket)
         self.metrics.prompt_tokens.inc(generation.prompt_tokens)
         self.metrics.generation_tokens.inc(generation.output_tokens)
         self.metrics.engine_latency.observe(generation.engine_s)
@@ -308,12 +318,12 @@ class Translator:
         text = json.dumps([list(prompt.messages), prompt.text, list(prompt.stop)], ensure_ascii=False)
         return cache_key(self.engine.model_name, "", "", text, sampling.as_dict(), {"as_sent": True})
 
-    async def complete(self, prompts: list[Prompt], sampling: Sampling, request_id: str) -> list[Completion]:
+    async def complete(self, prompts: list[Prompt], sampling: Sampling, caller: Caller) -> list[Completion]:
         """Each prompt as sent (checked with check_prompt first), all at once: cache, coalescing, metrics."""
         keys = [self._prompt_key(prompt, sampling) for prompt in prompts]
-        return await self._answer_all(keys, prompts, sampling, request_id)
+        return await self._answer_all(keys, prompts, sampling, caller)
 
-    def stream_translation(self, req: TranslateRequest, request_id: str) -> AsyncGenerator[Delta, None]:
+    def stream_translation(self, req: TranslateRequest, caller: Caller) -> AsyncGenerator[Delta, None]:
         """translate() for one text, as it is generated; every check runs before the first delta. A long
         text's segments are translated as one batch, its answer sent whole."""
         segmented = segmenting.segmented(self.engine, self.family, self.segment_tokens, req)
@@ -321,26 +331,26 @@ class Translator:
             with segmented.naming():
                 units = self._prompts(segmented.request, self._features(segmented.request))
                 self._check_budget([self.engine.count_prompt_tokens(p) for p in units], segmented.request)
-            return segmenting.streamed(functools.partial(self.translate, req, request_id))
+            return segmenting.streamed(functools.partial(self.translate, req, caller))
         features = self._features(req)
         prompt = self._prompts(req, features)[0]
         self._check_budget([self.engine.count_prompt_tokens(prompt)], req)
         key = self._key(req, req.texts[0], features[0], req.sampling.as_dict())
-        return self._stream(prompt, req.sampling, request_id, key)
+        return self._stream(prompt, req.sampling, caller, key)
 
     def stream_prompt(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, where: str
+        self, prompt: Prompt, sampling: Sampling, caller: Caller, where: str
     ) -> AsyncGenerator[Delta, None]:
         """A prompt as sent, as it is generated; the budget is checked before the first delta."""
         self.check_prompt(prompt, sampling, where)
-        return self._stream(prompt, sampling, request_id, self._prompt_key(prompt, sampling))
+        return self._stream(prompt, sampling, caller, self._prompt_key(prompt, sampling))
 
     async def _stream(
-        self, prompt: Prompt, sampling: Sampling, request_id: str, key: str
+        self, prompt: Prompt, sampling: Sampling, caller: Caller, key: str
     ) -> AsyncGenerator[Delta, None]:
         # Never coalesced: each stream reads its own engine request. The final text is cached.
         hit = await self.cache.get(key)
-        cached = _cached(hit)
+        cached = from_cache(hit)
         if hit is not None and cached is not None:
             self.metrics.cache_hits.labels(layer=hit[1]).inc()
             yield Delta(cached.text)
@@ -348,10 +358,10 @@ class Translator:
             return
         self.metrics.cache_misses.inc()
         final: Generation | None = None
-        engine_id = f"{request_id}-s{next(self._ids)}"
+        engine_id = f"{caller.request_id}-s{next(self._ids)}"
         try:
             async with contextlib.aclosing(
-                self.engine.stream(prompt, sampling, engine_id, engine_priority())
+                self.engine.stream(prompt, sampling, engine_id, ticket_of(caller))
             ) as deltas:
                 async for delta in deltas:
                     final = delta.final or final
@@ -364,23 +374,7 @@ class Translator:
         self.metrics.prompt_tokens.inc(final.prompt_tokens)
         self.metrics.generation_tokens.inc(final.output_tokens)
         self.metrics.engine_latency.observe(final.engine_s)
-        self.cache.put(key, _entry(final))
-
-
-def _entry(generation: Generation) -> str:
-    """The cache's value for an answer: its text, finish reason and token counts."""
-    reason = generation.finish_reason or "stop"
-    answer = CachedAnswer(generation.text, reason, generation.prompt_tokens, generation.output_tokens)
-    return encode_answer(answer)
-
-
-def _cached(hit: tuple[str, str] | None) -> Generation | None:
-    """The answer a cache hit holds, as the engine gave it (no queue or engine time); None for a miss
-    and for an entry written before entries kept their finish reason and counts (answered again)."""
-    answer = decode_answer(hit[0]) if hit is not None else None
-    if answer is None:
-        return None
-    return Generation(answer.text, answer.prompt_tokens, answer.output_tokens, answer.finish_reason)
+        self.cache.put(key, cache_entry(final))
 
 
 def _restore_markup(texts: tuple[str, ...], outcome: Outcome) -> None:

@@ -13,9 +13,10 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.config import ReplicaConfig, ServeConfig
 from hunyuan_serve.families.base import Prompt
-from hunyuan_serve.replica.engine_types import Delta, EngineStats, Generation, Sampling
+from hunyuan_serve.replica.engine_types import Delta, Engine, EngineStats, Generation, Sampling
+from hunyuan_serve.replica.gated_engine import GatedEngine, bulk_gate
 from tests.support.stacks import free_port
 
 
@@ -177,3 +178,10 @@ def wait_ready(client: httpx.Client, timeout_s: float = 10) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("app never became ready")
         time.sleep(0.02)
+
+
+def gated(engine: Engine, max_num_seqs: int = 16) -> GatedEngine:
+    """`engine` behind a bulk gate of the default settings, as the translation core gets it."""
+    return GatedEngine(
+        engine, bulk_gate(ReplicaConfig(), max_num_seqs, ReplicaConfig().interactive_reserve, {})
+    )

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from replica_fakes import FakeEngine
+from replica_fakes import FakeEngine, gated
 
 from hunyuan_serve.cache.entry import ANSWER_FORMAT, CachedAnswer, decode_answer, encode_answer
 from hunyuan_serve.cache.layers import TranslationCache
@@ -16,6 +16,7 @@ from hunyuan_serve.cache.redis_layer import RedisSettings
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.replica.engine_types import Generation, Sampling
 from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.service import Translator
 from tests.support.redis_server import redis_server
 
@@ -72,17 +73,17 @@ def _layer(backend: str, tmp_path: Path) -> Iterator[Callable[[], TranslationCac
 def _translator(cache: TranslationCache) -> tuple[Translator, CutOffEngine]:
     engine = CutOffEngine()
     metrics = Metrics(engine, in_flight=lambda: 0)
-    return Translator(engine, "few-shot", cache, metrics), engine
+    return Translator(gated(engine), "few-shot", cache, metrics), engine
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "redis"])
 async def test_a_cached_answer_reports_the_first_ones_finish_and_counts(backend: str, tmp_path: Path) -> None:
     with _layer(backend, tmp_path) as new_cache:
         writer, reader = new_cache(), new_cache()
-        (first,) = await _translator(writer)[0].complete([PROMPT], SAMPLING, "r1")
+        (first,) = await _translator(writer)[0].complete([PROMPT], SAMPLING, Caller("r1"))
         await writer.aclose()  # its queued shared write done
         translator, engine = _translator(reader)
-        (again,) = await translator.complete([PROMPT], SAMPLING, "r2")
+        (again,) = await translator.complete([PROMPT], SAMPLING, Caller("r2"))
         await reader.aclose()
     assert not first.cached and first.generation.finish_reason == "length"
     assert first.generation.prompt_tokens > 0 and first.generation.output_tokens == SAMPLING.max_tokens
@@ -104,10 +105,10 @@ async def test_an_entry_from_before_is_answered_again_and_replaced(backend: str,
         key = translator._prompt_key(PROMPT, SAMPLING)
         old.put(key, "打开文件")  # as a replica of the previous release wrote it: the text alone
         await old.aclose()
-        (answer,) = await translator.complete([PROMPT], SAMPLING, "r1")
+        (answer,) = await translator.complete([PROMPT], SAMPLING, Caller("r1"))
         assert not answer.cached and engine.calls == 1
         assert answer.generation.finish_reason == "length" and answer.generation.output_tokens > 0
-        (again,) = await translator.complete([PROMPT], SAMPLING, "r2")
+        (again,) = await translator.complete([PROMPT], SAMPLING, Caller("r2"))
         await cache.aclose()
         (hit,) = await stored.get_many([key])
         await stored.aclose()

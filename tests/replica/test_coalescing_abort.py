@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from replica_fakes import FakeEngine
+from replica_fakes import FakeEngine, gated
 
 from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config import ReplicaConfig
@@ -12,6 +12,7 @@ from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.engine_types import Generation, Sampling
 from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.replica.service import Translator
 
@@ -46,8 +47,8 @@ async def test_a_request_arriving_during_the_abort_starts_its_own_call() -> None
     engine.hold()
     cfg = ReplicaConfig(cache_entries=0)
     metrics = Metrics(engine, in_flight=lambda: 0)
-    translator = Translator(engine, "hunyuan-mt", TranslationCache.from_config(cfg, metrics), metrics)
-    first = asyncio.create_task(translator.translate(_request("Open the door"), "a"))
+    translator = Translator(gated(engine), "hunyuan-mt", TranslationCache.from_config(cfg, metrics), metrics)
+    first = asyncio.create_task(translator.translate(_request("Open the door"), Caller("a")))
     for _ in range(500):  # bounded: until the first call is running in the engine
         if engine.running or first.done():
             break
@@ -58,7 +59,7 @@ async def test_a_request_arriving_during_the_abort_starts_its_own_call() -> None
     engine.let_go()
     # The first call is still in its abort (held open until abort_may_end): the second request is answered
     # within it, which only a call of its own can do; one that joined the leaving call would wait on it.
-    second = await asyncio.wait_for(translator.translate(_request("Open the door"), "b"), 5)
+    second = await asyncio.wait_for(translator.translate(_request("Open the door"), Caller("b")), 5)
     assert not engine.abort_may_end.is_set() and first.cancelled()
     engine.abort_may_end.set()
     assert second.results == ["<" + str(len(engine.given[-1].messages[0]["content"])) + ">"]

@@ -248,7 +248,7 @@ async def _run(
 async def _core(replica: ReplicaContext, call: Call, req: TranslateRequest, core_id: str) -> Outcome:
     """One language's texts through the core; with an ensemble, each text's candidates fused (the
     first candidate where the Chimera pool could not, or a 503 with chimera_failure refuse)."""
-    outcome = await replica.translator.translate(req, core_id)
+    outcome = await replica.translator.translate(req, call.caller(core_id))
     if req.ensemble:
         key = ensemble.caller_key(call.request)
         answers = await replica.fusion.fuse_all(req, outcome.candidates, core_id, key)

@@ -79,11 +79,11 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
         call.log["features"] = list(req.asked().used())
     if req.stream:
         # Checked here (prompt, budget), before the response starts, so a refusal is a plain 4xx.
-        deltas = replica.translator.stream_translation(req, call.id)
+        deltas = replica.translator.stream_translation(req, call.caller())
         return sse.response(_events(replica, req, call, deltas), call)
     if req.ensemble:
         return await _ensemble(replica, req, call)
-    outcome = await call.run(replica.translator.translate(req, call.id))
+    outcome = await call.run(replica.translator.translate(req, call.caller()))
     call.note(outcome)
     headers = {"X-Request-ID": call.id, **outcome.verdicts.headers()}
     return JSONResponse(_answer(replica, req, outcome, call), headers=headers)
@@ -92,7 +92,8 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
 async def _sample_and_fuse(
     replica: ReplicaContext, req: TranslateRequest, call: Call
 ) -> tuple[Outcome, list[ensemble.Fused]]:
-    outcome = await replica.translator.translate(req, call.id)  # N candidates per text, one engine call each
+    # N candidates per text, one engine call each.
+    outcome = await replica.translator.translate(req, call.caller())
     key = ensemble.caller_key(call.request)
     return outcome, await replica.fusion.fuse_all(req, outcome.candidates, call.id, key)
 
@@ -168,7 +169,7 @@ async def _fuse(replica: ReplicaContext, call: Call) -> Response:
     digest = hashlib.sha256(content.encode("utf-8")).hexdigest()
     call.log.update(source_lang=req.source.code, target_lang=req.target.code, texts=1)
     call.log.update(candidates=len(req.candidates), prompt_sha256=digest)
-    [done] = await call.run(replica.translator.complete([prompt], req.sampling, call.id))
+    [done] = await call.run(replica.translator.complete([prompt], req.sampling, call.caller()))
     gen = done.generation
     outcome = Outcome(results=[gen.text], cached=[done.cached], prompt_tokens=gen.prompt_tokens)
     outcome.output_tokens, outcome.queue_s, outcome.engine_s = gen.output_tokens, gen.queue_s, gen.engine_s

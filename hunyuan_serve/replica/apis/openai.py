@@ -135,7 +135,7 @@ async def _weblate(replica: ReplicaContext, call: Call, parsed: Parsed, shape: S
         source_lang=req.source.code, target_lang=req.target.code, texts=len(req.texts), weblate=True
     )
     await call.bill(req.texts)  # per key: refused past its limit, counted once answered
-    outcome = await call.run(replica.translator.translate(req, call.id))
+    outcome = await call.run(replica.translator.translate(req, call.caller()))
     call.note(outcome)
     qa = outcome.verdicts.headers()  # per string of Weblate's; not in a stream (headers go first)
     answers = iter(outcome.results)
@@ -161,11 +161,11 @@ async def _answer(replica: ReplicaContext, call: Call, parsed: Parsed, shape: Sh
     await call.bill(sent)
     if parsed.stream:
         # Checked here, before the response starts, so a prompt over the budget is a plain 4xx.
-        deltas = translator.stream_prompt(parsed.prompts[0], parsed.sampling, call.id, where)
+        deltas = translator.stream_prompt(parsed.prompts[0], parsed.sampling, call.caller(), where)
         return sse.response(_chunks(replica, call, parsed, shape, deltas), call)
     for index, prompt in enumerate(parsed.prompts):
         translator.check_prompt(prompt, parsed.sampling, where if shape.chat else f"prompt[{index}]")
-    completions = await call.run(translator.complete(list(parsed.prompts), parsed.sampling, call.id))
+    completions = await call.run(translator.complete(list(parsed.prompts), parsed.sampling, call.caller()))
     outcome = _outcome(completions)
     # A prompt as written names no languages: the checks that need none (loop, truncated), per choice.
     outcome.verdicts = translator.review.generations([c.generation for c in completions])
