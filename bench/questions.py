@@ -64,6 +64,15 @@ QUESTIONS: tuple[Question, ...] = (
         headline="interactive p50, during the job / idle",
     ),
     Question(
+        "burst",
+        "Is a burst sent all at once, with no retries, answered as vLLM's own server answers it?",
+        "every one of 600 and 2,000 at once answered 200; wall time within 1.1x vLLM's",
+        ("bench.burst", "--out", "{out}/report-burst.md"),
+        report="report-burst.md",
+        figures="report-burst.json",
+        headline="stack wall time / vLLM's",
+    ),
+    Question(
         "people-frontier",
         "Which bulk width, held while a person is active, meets the people-first targets on this machine?",
         "a width with person p50/p95 <= 1.5x idle and job >= 0.6x alone",

@@ -18,8 +18,8 @@ def _cell(text: str) -> str:
 
 
 def _row(name: str, record: dict[str, Any] | None, target: str) -> str:
-    if record is None:
-        return f"| [{name}]({name}/) | not run yet | {target} | | `python -m bench {name}` |"
+    if record is None:  # no folder of its answers yet: the link goes to where the question is asked
+        return f"| [{name}](../questions.py) | not run yet | {target} | | `python -m bench {name}` |"
     s = record["stamp"]
     return (
         f"| [{name}]({name}/latest.md) | {_cell(record['headline'])} | {_cell(target)} | "
