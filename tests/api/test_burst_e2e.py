@@ -1,12 +1,18 @@
 """A burst as a user's script sends it (one client, every string at once, no retries) against `up` with
 two replicas: past the engines' batch it waits and is answered; past what the replicas queue the edge
-answers a fast 503 with Retry-After, in each API's shape."""
+answers a fast 503 with Retry-After, in each API's shape; and a kill -9 of one replica during a burst
+in flight refuses none of it (Nginx retries what it held on the other)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
+import time
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +30,7 @@ MAX_NUM_SEQS = 4
 MAX_QUEUED = 40
 WITHIN = 80  # well past the 8 the engines batch, within the 88 the replicas take
 PAST = 400  # far past them: most are refused before any place frees up
+ONE_REPLICA = 40  # what the survivor takes alone when the other is killed
 
 pytestmark = [
     pytest.mark.engine,
@@ -85,21 +92,33 @@ async def _burst(url: str, sends: list[tuple[str, str]], model: str) -> list[tup
     return [(dialect, answer) for (dialect, _), answer in zip(sends, answers, strict=True)]
 
 
-def test_a_burst_within_the_queues_is_answered_and_past_them_refused_fast(
-    tiny_model_dir: Path, tmp_path: Path
-) -> None:
-    config, port = _config(tmp_path, tiny_model_dir)
+@dataclass
+class Stack:
+    url: str
+    run_dir: Path
+    log: Path
+    proc: subprocess.Popen[bytes]
+    model: str
+
+
+@pytest.fixture(scope="module")
+def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    work = tmp_path_factory.mktemp("burst")
+    config, port = _config(work, tiny_model_dir)
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}  # every text costs max_tokens
-    with started(cli("up", "--config", str(config)), log=tmp_path / "up.log", env=env) as up:
-        wait_until(up, tmp_path / "up.log", lambda: _ready(tmp_path / "run"), START_TIMEOUT_S, "both ready")
+    with started(cli("up", "--config", str(config)), log=work / "up.log", env=env) as up:
+        wait_until(up, work / "up.log", lambda: _ready(work / "run"), START_TIMEOUT_S, "both ready")
         model = httpx.get(f"{url}/v1/models", trust_env=False).json()["data"][0]["id"]
-        within = asyncio.run(
-            _burst(url, [("native", f"String {i} of the page") for i in range(WITHIN)], model)
-        )
-        dialects = list(PATHS)
-        sends = [(dialects[i % len(dialects)], f"Label {i} of the form") for i in range(PAST)]
-        past = asyncio.run(_burst(url, sends, model))
+        yield Stack(url, work / "run", work / "up.log", up, model)
+
+
+def test_a_burst_within_the_queues_is_answered_and_past_them_refused_fast(stack: Stack) -> None:
+    sends = [("native", f"String {i} of the page") for i in range(WITHIN)]
+    within = asyncio.run(_burst(stack.url, sends, stack.model))
+    dialects = list(PATHS)
+    sends = [(dialects[i % len(dialects)], f"Label {i} of the form") for i in range(PAST)]
+    past = asyncio.run(_burst(stack.url, sends, stack.model))
     assert Counter(r.status_code for _, r in within) == {200: WITHIN}, [r.text for _, r in within][:3]
     statuses = Counter(r.status_code for _, r in past)
     assert set(statuses) == {200, 503} and statuses[200] >= 2 * (MAX_NUM_SEQS + MAX_QUEUED), statuses
@@ -110,3 +129,38 @@ def test_a_burst_within_the_queues_is_answered_and_past_them_refused_fast(
             code = "overloaded" if "overloaded" in response.text else "unavailable"
             assert message_of(dialect, body, code), (dialect, body)
     print(f"\n{WITHIN} at once: all 200; {PAST} at once: {dict(statuses)}")
+
+
+def _in_flight(port: int) -> float:
+    try:
+        return float(
+            httpx.get(f"http://127.0.0.1:{port}/health", timeout=2, trust_env=False).json()["in_flight"]
+        )
+    except (httpx.HTTPError, KeyError, ValueError):
+        return 0.0
+
+
+def test_a_kill_9_of_one_replica_during_a_burst_refuses_none_of_it(stack: Stack) -> None:
+    wait_until(stack.proc, stack.log, lambda: _ready(stack.run_dir), START_TIMEOUT_S, "both ready")
+    state = read_state(stack.run_dir)
+    assert state is not None
+    victim = state["replicas"][0]
+    sends = [("native", f"Line {i} of the kill") for i in range(ONE_REPLICA)]
+
+    async def burst_and_kill() -> list[tuple[str, httpx.Response]]:
+        burst = asyncio.ensure_future(_burst(stack.url, sends, stack.model))
+        for _ in range(1000):  # bounded: 10 s, until the victim holds part of the burst
+            if _in_flight(victim["port"]) >= MAX_NUM_SEQS or burst.done():
+                break
+            await asyncio.sleep(0.01)
+        os.kill(victim["pid"], signal.SIGKILL)
+        return await burst
+
+    killed_at = time.monotonic()
+    answers = asyncio.run(burst_and_kill())
+    wait_until(stack.proc, stack.log, lambda: _ready(stack.run_dir), START_TIMEOUT_S, "the victim back")
+    back_s = time.monotonic() - killed_at
+    assert Counter(r.status_code for _, r in answers) == {200: ONE_REPLICA}, [r.text for _, r in answers][:3]
+    after = read_state(stack.run_dir)
+    assert after is not None and after["replicas"][0]["pid"] != victim["pid"]
+    print(f"\nkill -9 during {ONE_REPLICA} at once: all 200; the replica ready again {back_s:.1f} s later")
