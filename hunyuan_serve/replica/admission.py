@@ -59,6 +59,8 @@ class Admission:
             refused = self._admits(cls, key, self.max_in_flight + self.queue.max_queued)
             if refused is None:
                 refused, headers = self._wait_refusal(cls, self.queue)
+            else:  # the same rule over the places and the queue: its message names both
+                refused = refused.replace("max_in_flight", "max_in_flight + max_queued")
         if refused is not None:
             self.waiting.refused(cls, key)
             raise ApiError(503, "overloaded", refused, headers)
