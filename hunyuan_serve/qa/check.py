@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from hunyuan_serve.config.qa import QaSettings
 from hunyuan_serve.qa import completeness, tokens
 from hunyuan_serve.qa.echo import echo
-from hunyuan_serve.qa.flags import TRUNCATED, Flag
+from hunyuan_serve.qa.flags import EMPTY, TRUNCATED, Flag
 from hunyuan_serve.qa.langid import wrong_language
 from hunyuan_serve.qa.loops import loop
 from hunyuan_serve.qa.ratio import length_ratio
@@ -25,8 +25,12 @@ class Answer:
 
 
 def check(answer: Answer, cfg: QaSettings) -> list[Flag]:
-    """The failed checks of one answer (empty: it passed them all); each reads at most qa_max_chars."""
+    """The failed checks of one answer (empty: it passed them all); each reads at most qa_max_chars.
+
+    An empty answer to a text is that flag alone: the other checks would only restate it."""
     source, output = answer.source[: cfg.qa_max_chars], answer.output[: cfg.qa_max_chars]
+    if not output.strip() and answer.source.strip():
+        return [Flag(EMPTY, "the answer is empty (or only white space) for a text that is not")]
     pair = (answer.source_lang, answer.target_lang)
     prose_source, prose_output = tokens.prose(source), tokens.prose(output)
     found = [

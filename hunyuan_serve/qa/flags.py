@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 HEADER = "X-Hunyuan-QA"
 # The checks' names, stable identifiers that answers, metrics and the header carry, in the order run.
+EMPTY = "empty"
 WRONG_LANGUAGE = "wrong_language"
 ECHO = "echo"
 LOOP = "loop"
@@ -20,6 +21,7 @@ PLACEHOLDERS = "placeholders"
 MARKUP = "markup"
 LENGTH_RATIO = "length_ratio"
 CHECKS = (
+    EMPTY,
     WRONG_LANGUAGE,
     ECHO,
     LOOP,

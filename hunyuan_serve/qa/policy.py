@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hunyuan_serve.config.qa import QA_POLICIES
-from hunyuan_serve.qa.flags import Flag
+from hunyuan_serve.qa.flags import EMPTY, Flag
 
 OFF, FLAG, RETRY = QA_POLICIES
 
@@ -33,5 +33,9 @@ def effective(request: str | None, key: str | None, pool: str) -> str:
 
 def better(first: Sequence[Flag], second: Sequence[Flag]) -> bool:
     """Whether a retry's answer replaces the first: only when it fails fewer checks (a tie keeps the
-    first, which the cache holds and an identical request gets)."""
-    return len(second) < len(first)
+    first, which the cache holds and an identical request gets); an empty answer is worse than any."""
+    return _rank(second) < _rank(first)
+
+
+def _rank(flags: Sequence[Flag]) -> tuple[bool, int]:
+    return any(flag.check == EMPTY for flag in flags), len(flags)

@@ -6,8 +6,11 @@ from hunyuan_serve.cache.entry import CachedAnswer, decode_answer, encode_answer
 from hunyuan_serve.replica.engine_types import Generation
 
 
-def cache_entry(generation: Generation) -> str:
-    """The cache's value for an answer: its text, finish reason and token counts."""
+def cache_entry(generation: Generation) -> str | None:
+    """The cache's value for an answer: its text, finish reason and token counts; None for an empty
+    answer, never kept (an identical request asks the engine again, its checks and retry run)."""
+    if not generation.text.strip():
+        return None
     reason = generation.finish_reason or "stop"
     answer = CachedAnswer(generation.text, reason, generation.prompt_tokens, generation.output_tokens)
     return encode_answer(answer)

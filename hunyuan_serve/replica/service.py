@@ -209,7 +209,8 @@ class Translator:
                 outcome.results[second.index] = second.text
                 if req.preserve_format:
                     outcome.format_lost[second.index] = second.lost
-                self.cache.put(keys[second.index], cache_entry(second.generation))
+                if (entry := cache_entry(second.generation)) is not None:
+                    self.cache.put(keys[second.index], entry)
         self.review.count(verdicts.flags)
 
     async def _answer_all(
@@ -232,8 +233,9 @@ class Translator:
         fresh: dict[str, str] = {}
         for (index, _, coalesced), generation in zip(joined, done, strict=True):
             answers[index] = Completion(generation, cached=False)
-            if not coalesced:
-                fresh[keys[index]] = cache_entry(generation)
+            entry = cache_entry(generation)
+            if not coalesced and entry is not None:
+                fresh[keys[index]] = entry
         self.cache.put_many(fresh)  # one write for the batch, off the request's path
         return [answer for answer in answers if answer is not None]
 
@@ -374,7 +376,8 @@ class Translator:
         self.metrics.prompt_tokens.inc(final.prompt_tokens)
         self.metrics.generation_tokens.inc(final.output_tokens)
         self.metrics.engine_latency.observe(final.engine_s)
-        self.cache.put(key, cache_entry(final))
+        if (entry := cache_entry(final)) is not None:
+            self.cache.put(key, entry)
 
 
 def _restore_markup(texts: tuple[str, ...], outcome: Outcome) -> None:

@@ -1,4 +1,4 @@
-"""The checks on 5,568 human en -> zh_CN WebUI translations, as if each were the model's answer."""
+"""The checks on 5,556 human en -> zh_CN WebUI translations, as if each were the model's answer."""
 
 from __future__ import annotations
 
@@ -16,8 +16,12 @@ MOST_FLAGGED = 0.01  # of these human translations, the share all checks togethe
 
 
 def test_the_checks_flag_at_most_one_percent_of_human_translations() -> None:
-    pairs = json.loads(DATA.read_text(encoding="utf-8"))
-    assert len(pairs) == 5568
+    every = json.loads(DATA.read_text(encoding="utf-8"))
+    assert len(every) == 5568
+    # 12 strings have no translation at all (an empty value): the `empty` check is right to flag them,
+    # and they are no human translation to measure false flags on.
+    pairs = {source: human for source, human in every.items() if human.strip()}
+    assert len(pairs) == 5556
     cfg = QaSettings()
     per_check: Counter[str] = Counter()
     flagged = 0
@@ -31,5 +35,5 @@ def test_the_checks_flag_at_most_one_percent_of_human_translations() -> None:
     print(f"{'any':15s} {flagged:5d} {flagged / len(pairs):7.2%}")
     assert set(per_check) <= set(CHECKS)
     assert flagged / len(pairs) <= MOST_FLAGGED, per_check
-    # The data is not so clean that nothing flags: it holds empty and untranslated entries.
+    # The data is not so clean that nothing flags: it holds untranslated entries.
     assert per_check["length_ratio"] and per_check["echo"]
