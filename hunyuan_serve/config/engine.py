@@ -36,6 +36,12 @@ class EngineConfig(Section):
     kv_cache_dtype: str = Field("auto", description="KV-cache dtype, e.g. auto or fp8.")
     tensor_parallel_size: int = Field(1, ge=1, description="GPUs per replica.")
     max_num_seqs: int = Field(256, ge=1, description="Most sequences the engine batches at once.")
+    max_num_batched_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Most tokens one engine step takes, a long prompt's chunk (chunked prefill): a smaller "
+        "budget keeps each step of a long prompt short on a CPU (default: vLLM's).",
+    )
     # Interactive requests (priority 0) are scheduled before waiting bulk ones (1): a person in the page
     # does not wait behind a file job's batches.
     scheduling_policy: Literal["fcfs", "priority"] = Field(

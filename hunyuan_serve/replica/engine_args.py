@@ -47,6 +47,7 @@ def engine_kwargs(
         "kv_cache_dtype": cfg.kv_cache_dtype,
         "tensor_parallel_size": cfg.tensor_parallel_size,
         "max_num_seqs": cfg.max_num_seqs,
+        "max_num_batched_tokens": cfg.max_num_batched_tokens,
         # vLLM 0.32 EngineArgs.scheduling_policy -> SchedulerConfig.policy ("fcfs" | "priority").
         "scheduling_policy": cfg.scheduling_policy,
         # Graph capture pays off on GPUs; on CPU it adds minutes of start-up for little gain.

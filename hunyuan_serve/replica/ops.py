@@ -37,14 +37,25 @@ def reading(replica: ReplicaContext, now: float) -> Reading:
 
 
 async def deep_probe(replica: ReplicaContext) -> Reading:
-    """Ready if the engine generates one token within health_deep_timeout_s; hung, saying why, if not."""
+    """Ready if the engine generates one token within health_deep_timeout_s; hung, saying why, if not.
+
+    An engine busy with work is judged by the stall clock alone (`reading`): its steps prove it alive,
+    and a probe's token would wait behind them (a long prefill on a CPU holds one step for seconds), so
+    the probe would call a busy engine hung. A probe that waited while the engine stepped found it busy.
+    """
+    engine = replica.engine
+    if engine.unfinished():
+        return Reading(ReportedHealth.READY)
     prompt = probe_prompt(replica.family, "ok")
     timeout_s = replica.cfg.health_deep_timeout_s
+    steps = engine.stats.steps
     try:
         await asyncio.wait_for(
-            replica.engine.generate(prompt, PROBE_SAMPLING, f"probe-{uuid.uuid4().hex[:12]}"), timeout_s
+            engine.generate(prompt, PROBE_SAMPLING, f"probe-{uuid.uuid4().hex[:12]}"), timeout_s
         )
     except TimeoutError:
+        if engine.stats.steps != steps:
+            return Reading(ReportedHealth.READY)
         return Reading(
             ReportedHealth.HUNG, f"one-token generation took over health_deep_timeout_s={timeout_s:g}s"
         )
