@@ -128,6 +128,12 @@ class QaSettings(Section):
         description="retry: the temperature of the second try when the first was greedy (temperature 0), "
         "so that it can differ; otherwise the request's own sampling is drawn again.",
     )
+    qa_retry_reserve_s: float = Field(
+        0.5,
+        ge=0,
+        description="retry: seconds of the request's deadline (request_timeout_s) a retry leaves unused; "
+        "one not done by then is dropped and the answers in hand go out, flagged, instead of a 504.",
+    )
     qa_max_chars: int = Field(
         20_000,
         ge=1,

@@ -72,7 +72,12 @@ async def guarded(request: Request, work: Awaitable[T], timeout_s: float) -> T:
 
     Call it once the body is read: the disconnect watch takes the request's remaining messages.
     """
-    task = asyncio.ensure_future(work)
+    # The work's task carries its deadline (a copy of this context): the answer checks' retry ends by it.
+    token = review.DEADLINE.set(time.monotonic() + timeout_s)
+    try:
+        task = asyncio.ensure_future(work)
+    finally:
+        review.DEADLINE.reset(token)
     watch = asyncio.ensure_future(_wait_disconnect(request))
     try:
         done, _ = await asyncio.wait({task, watch}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)

@@ -6,9 +6,10 @@ import asyncio
 import contextvars
 import dataclasses
 import itertools
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.requests import Request
 
@@ -34,6 +35,10 @@ Generate = Callable[[Prompt, Sampling, str], Awaitable[Generation]]
 Fuse = Callable[["TranslateRequest", int, Sequence[str], str], Awaitable[str | None]]
 # The request being served (set by the Gate): the fusion sends its caller's key on, as an ensemble does.
 REQUEST: contextvars.ContextVar[Request | None] = contextvars.ContextVar("hunyuan_qa_request", default=None)
+# When the request being served answers 504 (time.monotonic(); set by http.guarded, None: no deadline):
+# a retry spends only what is left of it.
+DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("hunyuan_deadline", default=None)
+T = TypeVar("T")
 
 
 def request_policy(value: Any) -> str | None:
@@ -54,6 +59,7 @@ class Verdicts:
     retried: int = 0  # texts generated again (policy retry)
     replaced: int = 0  # of those, the texts whose second answer (or fusion) was kept: fewer checks failed
     fused: int = 0  # of those, the texts whose two answers the Chimera pool fused, the fusion kept
+    unfinished: int = 0  # texts whose retry the deadline cut short: their first answer stands
 
     def headers(self) -> dict[str, str]:
         """X-Hunyuan-QA (qa/flags.py header_value), unless the policy is off."""
@@ -75,6 +81,8 @@ class Verdicts:
             fields.update(qa_retried=self.retried, qa_replaced=self.replaced)
         if self.fused:
             fields["qa_fused"] = self.fused
+        if self.unfinished:
+            fields["qa_retry_unfinished"] = self.unfinished
         return fields
 
 
@@ -161,14 +169,18 @@ class Review:
         joined to another call); a second answer is kept when it fails fewer checks (verdicts updated).
         Where a Chimera pool fuses (self.fuse), a text still flagged has its two answers (`results`:
         the first ones) fused, kept the same way. Every answer tried is returned, for the core to
-        count its tokens and cache those kept."""
+        count its tokens and cache those kept. A second answer not in by the request's deadline is given
+        up (`_in_time`): the first stands, flagged."""
         flagged = [index for index, each in enumerate(verdicts.flags) if each]
         if verdicts.policy != policy.RETRY or not flagged:
             return []
         sampling = self._second_sampling(req.sampling)
         calls = [generate(prompts[i], sampling, f"{request_id}-{i}-qa{next(self._ids)}") for i in flagged]
         seconds = []
-        for index, generation in zip(flagged, await asyncio.gather(*calls), strict=True):
+        for index, generation in zip(flagged, await self._in_time(calls), strict=True):
+            if generation is None:
+                verdicts.unfinished += 1
+                continue
             text, lost = readable(req, index, generation.text)
             flags = self._check(req, req.texts[index], text, generation.finish_reason)
             kept = policy.better(verdicts.flags[index], flags)
@@ -197,7 +209,7 @@ class Review:
             fuse(req, each.index, (results[each.index], each.text), f"{request_id}-qa") for each in still
         ]
         tried = []
-        for second, text in zip(still, await asyncio.gather(*calls), strict=True):
+        for second, text in zip(still, await self._in_time(calls), strict=True):
             if text is None:
                 continue
             flags = self._check(req, req.texts[second.index], text, "stop")
@@ -208,6 +220,24 @@ class Review:
                 tried.append(Second(second.index, Generation(text, 0, 0, "stop"), text, (), kept=True))
                 seconds[seconds.index(second)] = dataclasses.replace(second, kept=False)
         return seconds + tried
+
+    async def _in_time(self, calls: Sequence[Awaitable[T]]) -> list[T | None]:
+        """Each call's result, all at once; None for one not done qa_retry_reserve_s before the request's
+        deadline (DEADLINE), cancelled then: a retry past it would lose the answers in hand to a 504."""
+        if not calls:
+            return []
+        tasks = [asyncio.ensure_future(call) for call in calls]
+        deadline = DEADLINE.get()
+        left = (
+            None if deadline is None else max(0.0, deadline - self.cfg.qa_retry_reserve_s - time.monotonic())
+        )
+        try:
+            done, _ = await asyncio.wait(tasks, timeout=left)
+        finally:  # also when this request is cancelled (its client left, its deadline passed)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return [task.result() if task in done else None for task in tasks]
 
     def _check(self, req: TranslateRequest, source: str, result: str, reason: str | None) -> list[Flag]:
         return check(Answer(source, result, req.source.code, req.target.code, reason), self.cfg)

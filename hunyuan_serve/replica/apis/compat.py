@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 import re
 import urllib.parse
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,7 +220,7 @@ async def _run(
         for code, indexes in groups.items()
     ]
     calls = [_core(replica, call, sub, f"{call.id}-{n}") for n, sub in enumerate(subs)]
-    outcomes: list[Outcome] = list(await call.run(asyncio.gather(*calls))) if calls else []
+    outcomes: list[Outcome] = list(await call.run(_together(calls))) if calls else []
     results = [""] * len(plan.units)
     merged = Outcome(cached=[])
     unit_flags: list[list[Flag]] = [[] for _ in plan.units]
@@ -243,6 +243,12 @@ async def _run(
     call.log.update(target_lang=req.target.code, texts=len(req.texts), units=len(plan.units))
     call.log["source_lang"] = ",".join(groups) if req.source is AUTO else req.source.code
     return results, merged
+
+
+async def _together(calls: list[Coroutine[Any, Any, Outcome]]) -> list[Outcome]:
+    """The calls gathered inside the request's deadline task (http.guarded): gathered outside it, their
+    tasks would start without the deadline a retry keeps to."""
+    return list(await asyncio.gather(*calls))
 
 
 async def _core(replica: ReplicaContext, call: Call, req: TranslateRequest, core_id: str) -> Outcome:
