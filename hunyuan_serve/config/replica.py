@@ -212,8 +212,9 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
     max_chat_messages: int = Field(64, ge=1, description="Most messages in one /v1/chat/completions request.")
     weblate_split: bool = Field(
         True,
-        description="Translate a Weblate-style chat (its system prompt names the languages; strings joined "
-        "by ==WEBLATE_PART==) one string per prompt in the family's template, joined the same way.",
+        description="Translate Weblate's chats one string per prompt in the family's template: its "
+        "structured task (a JSON object of strings; the JSON array answered is built by the server) and "
+        "its older shape (strings joined by ==WEBLATE_PART==, joined the same way).",
     )
     graceful_shutdown_s: float = Field(
         30.0, ge=0, description="On SIGTERM, time in-flight requests get to finish before the replica exits."

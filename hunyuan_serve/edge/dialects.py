@@ -146,6 +146,7 @@ ROUTE_METHODS: dict[str, tuple[str, ...]] = {
     "/v2/document": ("POST",),
     "/v2/document/{document_id}": ("POST",),
     "/v2/document/{document_id}/result": ("POST",),
+    "/v3/languages": ("GET",),
     "/v3/glossaries": ("GET", "POST"),
     "/v3/glossaries/{glossary_id}": ("GET", "DELETE"),
     "/v3/glossaries/{glossary_id}/entries": ("GET",),

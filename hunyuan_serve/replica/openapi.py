@@ -22,7 +22,7 @@ from hunyuan_serve.edge.dialects import (
 )
 from hunyuan_serve.qa.flags import HEADER as QA_HEADER
 from hunyuan_serve.replica.apis import compat_schemas as cs
-from hunyuan_serve.replica.apis import deepl, libretranslate, native, openai
+from hunyuan_serve.replica.apis import deepl, deepl_languages, libretranslate, native, openai
 from hunyuan_serve.replica.apis import request_schemas as rs
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError
@@ -73,6 +73,12 @@ _STORE = ((503, "store_unavailable"),)
 _GLOSSARY = (*GATE, *_STORE, (400, "invalid_request"), (404, "glossary_not_found"))
 _DOCUMENT = (*GATE, *_STORE, (400, "invalid_request"), (404, "document_not_found"))
 _COMPAT_MEDIA = (JSON, FORM)
+_RESOURCE = {
+    "name": "resource",
+    "in": "query",
+    "required": True,
+    "schema": {"type": "string", "enum": [*deepl_languages.RESOURCES, *deepl_languages.ABSENT]},
+}
 _LANGS = {"name": "type", "in": "query", "schema": {"type": "string", "enum": ["source", "target"]}}
 
 
@@ -118,6 +124,7 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ),
     ("get", "/v2/languages"): Op(errors=((400, "invalid_request"), *GATE), params=(_LANGS,)),
     ("post", "/v2/languages"): Op(errors=((400, "invalid_request"), *GATE), params=(_LANGS,)),
+    ("get", "/v3/languages"): Op(errors=((400, "invalid_request"), *GATE), params=(_RESOURCE,)),
     ("get", "/v2/usage"): Op(errors=(*GATE, *_STORE)),
     ("post", "/v2/usage"): Op(errors=(*GATE, *_STORE)),
     ("get", "/v2/glossaries"): Op(errors=_GLOSSARY),

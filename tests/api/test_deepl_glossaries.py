@@ -238,3 +238,59 @@ def test_hosts_sharing_redis_share_glossaries_and_counts(tmp_path: Path) -> None
 
 
 _served = contextlib.contextmanager(_serve)
+
+
+def weblate_http(app: App) -> httpx.Client:
+    """HTTP as Weblate's DeepL backend sends it (weblate/machinery/deepl.py, 2026.10.1: get_headers)."""
+    return httpx.Client(base_url=app.url, headers={"Authorization": f"DeepL-Auth-Key {KEY_A}"}, timeout=10)
+
+
+def test_weblate_glossary_with_xml_placeholders_keeps_tags_and_applies_terms(app: App) -> None:
+    with weblate_http(app) as http:
+        # create_glossary (get_glossary_dictionary), then _prepare_translation_request's body.
+        dictionary = {"source_lang": "en", "target_lang": "de", "entries": "file\tDatei"}
+        dictionary["entries_format"] = "tsv"
+        made = http.post("/v3/glossaries", json={"name": "weblate:1", "dictionaries": [dictionary]})
+        assert made.status_code == 201, made.text
+        glossary_id = made.json()["glossary_id"]
+        body = {
+            "text": ['Open the file <x id="0"></x> now', "Close"],
+            "source_lang": "EN",
+            "target_lang": "DE",
+            "formality": "default",
+            "tag_handling": "xml",
+            "ignore_tags": ["x"],
+            "glossary_id": glossary_id,
+        }
+        before = len(app.engine.given)
+        answered = http.post("/v2/translate", json=body)
+        assert answered.status_code == 200, answered.text
+        texts = [each["text"] for each in answered.json()["translations"]]
+        assert len(texts) == 2 and '<x id="0"></x>' in texts[0]
+        prompts = app.engine.prompt_texts()[before:]
+        assert any("Datei" in prompt and "Open the file" in prompt for prompt in prompts)
+        assert not any("<x" in prompt for prompt in prompts)  # the tag never reaches the model
+        # update_glossary: a 404 here makes Weblate delete the glossary and create it anew.
+        put = http.put(f"/v3/glossaries/{glossary_id}/dictionaries", json={"dictionaries": [dictionary]})
+        assert put.status_code == 404
+        assert http.delete(f"/v3/glossaries/{glossary_id}").status_code == 204
+
+
+def test_v3_languages_in_deepls_shape(app: App, tmp_path: Path) -> None:
+    with weblate_http(app) as http:
+        text = http.get("/v3/languages", params={"resource": "translate_text"}).json()
+        glossary = http.get("/v3/languages", params={"resource": "glossary"}).json()
+        assert http.get("/v3/languages", params={"resource": "write"}).json() == []
+        refused = http.get("/v3/languages")
+        assert refused.status_code == 400 and "resource" in refused.json()["message"]
+    by_code = {each["lang"]: each for each in text}
+    assert set(by_code["DE"]) == {"lang", "name", "usable_as_source", "usable_as_target", "features"}
+    assert by_code["ZH"]["usable_as_source"] and not by_code["ZH"]["usable_as_target"]
+    assert by_code["EN-US"]["usable_as_target"] and not by_code["EN-US"]["usable_as_source"]
+    assert {"glossary", "tag_handling"} <= set(by_code["DE"]["features"])
+    assert "formality" not in by_code["DE"]["features"]  # the model has no formality control
+    assert {each["lang"] for each in glossary} == set(by_code)
+    for plain in _serve(tmp_path, HUNYUAN_MT):
+        with weblate_http(plain) as http:
+            listed = http.get("/v3/languages", params={"resource": "translate_text"}).json()
+        assert listed and all("glossary" not in each["features"] for each in listed)

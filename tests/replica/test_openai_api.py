@@ -338,8 +338,8 @@ BAD_CHATS: list[tuple[Any, str, str]] = [
     ({"messages": USER, "logprobs": True}, "unsupported_parameter", "logprobs"),
     (
         {"messages": USER, "response_format": {"type": "json_object"}},
-        "unsupported_parameter",
-        "response_format",
+        "unsupported_response_format",
+        "translation model",
     ),
     ({"messages": USER, "frobnicate": 1}, "unknown_parameter", "frobnicate"),
     ({"messages": USER, "temperature": "hot"}, "invalid_parameter", "temperature"),

@@ -118,8 +118,10 @@ def sources_of(
 
 
 def _markup_in_core(replica: ReplicaContext, req: TranslateRequest, ignore_tags: frozenset[str]) -> bool:
-    """The family's formatted-translation template, unless ignored tags hold text it would translate."""
-    if PRESERVE_FORMAT not in FAMILY_FEATURES[replica.translator.family]:
+    """The family's formatted-translation template, unless ignored tags hold text it would translate or
+    the request asks for terms, context or style: no official template takes one of them with markup,
+    so then the tags are kept as they are and the text between them gets the prompt that feature has."""
+    if PRESERVE_FORMAT not in FAMILY_FEATURES[replica.translator.family] or req.asked().used():
         return False
     return not any(_ignored_text(text, ignore_tags) for text in req.texts)
 
@@ -183,11 +185,13 @@ async def translate(
     html: bool = False,
     ignore_tags: Sequence[str] = (),
     by_script: bool = False,
+    keep_tags: bool = False,
 ) -> Translated:
     """The request through the one core: sources detected where asked, markup kept where html.
 
-    html: the family's formatted-translation template (preserve_format) where it has one; otherwise
-    "segments": the tags are kept exactly and the text between them is translated piece by piece.
+    html: the family's formatted-translation template (preserve_format) where it has one; otherwise,
+    or with keep_tags (tags that must come back byte for byte), "segments": the tags are kept exactly
+    and the text between them is translated piece by piece.
     """
     await call.bill(req.texts)  # the characters sent, tags included, as DeepL bills them
     if not html and not req.ensemble and not req.preserve_format and replica.cfg.chimera_url:
@@ -195,7 +199,7 @@ async def translate(
         req = dataclasses.replace(req, ensemble=replica.cfg.ensemble_candidates)
     ignore = frozenset(tag.lower() for tag in ignore_tags)
     sources = sources_of(replica, req, html, by_script)
-    segments = html and not _markup_in_core(replica, req, ignore)
+    segments = html and (keep_tags or not _markup_in_core(replica, req, ignore))
     if html and not segments:
         req = dataclasses.replace(req, preserve_format=True)
     plan = _plan(req, sources, segments, ignore)

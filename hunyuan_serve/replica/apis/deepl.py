@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from hunyuan_serve.edge.dialects import DEEPL
 from hunyuan_serve.families.base import CONTEXT, GLOSSARY, STYLE
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage
-from hunyuan_serve.replica.apis import codes, compat
+from hunyuan_serve.replica.apis import codes, compat, deepl_languages
 from hunyuan_serve.replica.apis import deepl_documents as documents
 from hunyuan_serve.replica.apis import deepl_glossaries as glossaries
 from hunyuan_serve.replica.context import ReplicaContext, current
@@ -207,6 +207,19 @@ async def translate(request: Request, replica: ReplicaDep) -> Response:
 @router.api_route("/languages", methods=["GET", "POST"])
 async def languages(request: Request, replica: ReplicaDep) -> Response:
     return await replica.gate.serve(request, _languages, render_error)
+
+
+async def _v3_languages(replica: ReplicaContext, call: Call) -> Response:
+    resource = deepl_languages.known_resource(call.request.query_params.get("resource"))
+    if resource is None:
+        have = ", ".join((*deepl_languages.RESOURCES, *deepl_languages.ABSENT))
+        raise _bad(f"Value for 'resource' not supported: send one of {have}.")
+    return JSONResponse(deepl_languages.languages_of(resource, replica.translator.family))
+
+
+@v3.get("/languages")
+async def v3_languages(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _route(_v3_languages, replica), render_error)
 
 
 @router.api_route("/usage", methods=["GET", "POST"])

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from hunyuan_serve.edge.dialects import OPENAI
-from hunyuan_serve.replica.apis import sse
+from hunyuan_serve.replica.apis import openai_tasks, sse
 from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR, Parsed, parse_chat, parse_completion
 from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.engine_types import Delta, Generation
@@ -119,7 +119,7 @@ async def _chunks(
     if final is None or final.final is None:
         return
     done = final.final
-    if parsed.weblate is None:
+    if parsed.weblate is None and parsed.task is None:
         call.note(_outcome([Completion(done, final.cached)]))
     yield sse.event({**head, "choices": [shape.choice(0, "", _finish(done.finish_reason), True)], **extra})
     if parsed.include_usage:
@@ -137,9 +137,26 @@ async def _weblate(replica: ReplicaContext, call: Call, parsed: Parsed, shape: S
     await call.bill(req.texts)  # per key: refused past its limit, counted once answered
     outcome = await call.run(replica.translator.translate(req, call.caller()))
     call.note(outcome)
-    qa = outcome.verdicts.headers()  # per string of Weblate's; not in a stream (headers go first)
     answers = iter(outcome.results)
     text = WEBLATE_SEPARATOR.join(next(answers) if part.strip() else part for part in parsed.weblate_parts)
+    return _whole(replica, call, parsed, shape, text, outcome)
+
+
+async def _task(replica: ReplicaContext, call: Call, parsed: Parsed, shape: Shape) -> Response:
+    """Weblate 2026's structured task: each string in the family's template, one batch; the JSON array
+    it reads built here, so it is valid and as long as the strings sent."""
+    task = parsed.task
+    assert task is not None  # narrowed by the caller
+    call.log.update(source_lang=task.source.code, target_lang=task.target.code, texts=len(task.strings))
+    text, outcome = await openai_tasks.answer(replica, call, task)
+    return _whole(replica, call, parsed, shape, text, outcome)
+
+
+def _whole(
+    replica: ReplicaContext, call: Call, parsed: Parsed, shape: Shape, text: str, outcome: Outcome
+) -> Response:
+    """An answer built whole from a batch of translations, as one choice (or a stream of one delta)."""
+    qa = outcome.verdicts.headers()  # per string sent; not in a stream (headers go first)
     if parsed.stream:
         return sse.response(_chunks(replica, call, parsed, shape, _one(text, outcome)), call)
     body = shape.head(call, replica.engine.model_name, chunk=False)
@@ -153,6 +170,8 @@ async def _weblate(replica: ReplicaContext, call: Call, parsed: Parsed, shape: S
 async def _answer(replica: ReplicaContext, call: Call, parsed: Parsed, shape: Shape) -> Response:
     if parsed.weblate is not None:
         return await _weblate(replica, call, parsed, shape)
+    if parsed.task is not None:
+        return await _task(replica, call, parsed, shape)
     translator = replica.translator
     where = "messages" if shape.chat else "prompt"
     call.log.update(texts=len(parsed.prompts))

@@ -14,6 +14,7 @@ from hunyuan_serve.families.base import GLOSSARY, GlossaryInvalid, Prompt
 from hunyuan_serve.families.build import CHAT_MAX_TOKENS, families_with, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import Language, UnknownLanguage, find_language
+from hunyuan_serve.replica.apis.openai_tasks import Task, structured_task
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.engine_types import Sampling
 from hunyuan_serve.replica.errors import ApiError
@@ -37,7 +38,6 @@ _OFF_VALUES: dict[str, tuple[Any, ...]] = {
     "logprobs": (None, False),
     "top_logprobs": (None, 0),
     "logit_bias": (None, {}),
-    "response_format": (None, {"type": "text"}),
     "modalities": (None, ["text"]),
     "audio": (None,),
     "prediction": (None,),
@@ -48,8 +48,16 @@ _OFF_VALUES: dict[str, tuple[Any, ...]] = {
 }
 _SAMPLING = {"temperature", "top_p", "top_k", "repetition_penalty", "max_tokens", "max_completion_tokens"}
 _COMMON = {"model", "stream", "stream_options", "stop", "presence_penalty", "frequency_penalty", *_SAMPLING}
-_CHAT_KEYS = {"messages", *_COMMON, *_IGNORED, *_OFF_VALUES} - {"echo", "suffix", "best_of"}
-_COMPLETION_KEYS = {"prompt", *_COMMON, *_IGNORED, *_OFF_VALUES} - {"tools", "tool_choice", "functions"}
+_CHAT_KEYS = {"messages", "response_format", *_COMMON, *_IGNORED, *_OFF_VALUES} - {
+    "echo",
+    "suffix",
+    "best_of",
+}
+_COMPLETION_KEYS = {"prompt", "response_format", *_COMMON, *_IGNORED, *_OFF_VALUES} - {
+    "tools",
+    "tool_choice",
+    "functions",
+}
 _ROLES = {"system", "developer", "user", "assistant"}
 MAX_STOPS = 4  # OpenAI's own limit
 _QUOTED_CHARS = 40  # an unsupported parameter's value is quoted in the refusal up to this long
@@ -69,6 +77,7 @@ class Parsed:
     include_usage: bool
     weblate: TranslateRequest | None = None
     weblate_parts: tuple[str, ...] = ()  # every string as sent; blank ones are answered as they came
+    task: Task | None = None  # Weblate 2026's structured localization task, answered with JSON built here
 
 
 def _check_fields(data: dict[str, Any], known: set[str]) -> None:
@@ -292,6 +301,23 @@ def weblate_request(
     return req, parts
 
 
+def _response_format(data: dict[str, Any]) -> None:
+    """Only text: a JSON object or schema asks the model to write JSON around the translations (Tolgee's
+    {output, contextDescription}, SubtitleEdit's lines keyed "1".."N"), which a translation model does
+    not do reliably; the refusal says what works instead."""
+    fmt = data.get("response_format")
+    if fmt is None or fmt == {"type": "text"}:
+        return
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    raise _bad(
+        "unsupported_response_format",
+        f"response_format {json.dumps(kind)[:40]} is not supported here: the model is a translation model "
+        "and answers with the translation alone, never JSON; send one text per request without "
+        'response_format (or {"type": "text"}), or batch strings through /translate, /v2/translate '
+        "or /libretranslate/translate",
+    )
+
+
 def parse_chat(raw: bytes, replica: ReplicaContext) -> Parsed:
     data = decode_body(raw)
     _check_fields(data, _CHAT_KEYS)
@@ -300,7 +326,11 @@ def parse_chat(raw: bytes, replica: ReplicaContext) -> Parsed:
     stream, usage = _stream_options(data)
     sampling = _sampling(data, replica)
     stops = _stops(data)
-    # Weblate's chat is matched on its system text, whatever system_prompt_mode does with others.
+    # Weblate's chats are matched on their shape, whatever system_prompt_mode does with others.
+    task = structured_task(messages, replica.cfg.max_batch_texts) if replica.cfg.weblate_split else None
+    if task is not None:
+        return Parsed((), sampling, stream, usage, task=task)
+    _response_format(data)
     packed = weblate_request(messages, sampling, replica.cfg, replica.translator.family)
     if packed is not None:
         return Parsed((), sampling, stream, usage, packed[0], packed[1])
@@ -322,6 +352,7 @@ def parse_completion(raw: bytes, replica: ReplicaContext) -> Parsed:
     data = decode_body(raw)
     _check_fields(data, _COMPLETION_KEYS)
     _model(data, replica.engine.model_name)
+    _response_format(data)
     prompt = data.get("prompt")
     items = [prompt] if isinstance(prompt, str) else prompt
     if not isinstance(items, list) or not items:
