@@ -32,6 +32,12 @@ KEY_ID_STATE = "hs_key_id"
 KEY_STATE = "hs_key"
 
 
+# Open to callers without a key: health, the API reference, and LibreTranslate's language list, which
+# LibreTranslate itself serves without one and Weblate's backend reads without its api_key
+# (weblate/machinery/libretranslate.py, download_languages).
+_OPEN_PATHS = ("/health", REFERENCE_SCHEMA, REFERENCE_PAGE, "/libretranslate/languages")
+
+
 class PeerCheck:
     """ASGI middleware: every request, /health and /metrics too, carries the peer secret or gets a 403
     in the path's dialect (a multi-host replica answers its gateway and its own host only)."""
@@ -104,7 +110,7 @@ class KeyCheck:
 
     def _guarded(self, scope: Scope) -> bool:
         path = scope["path"]
-        if path in ("/health", REFERENCE_SCHEMA, REFERENCE_PAGE) or scope["method"] == "OPTIONS":
+        if path in _OPEN_PATHS or scope["method"] == "OPTIONS":
             return False
         if path.startswith(REFERENCE_ASSETS):
             return False

@@ -49,6 +49,7 @@ KEYS = {
     "deepl-owner": Key("sk-deepl-owner-5f4e3d2c1b"),
     "deepl-limited": Key("sk-deepl-limited-9a8b7c6d", limit=40),
     "formats": Key("sk-formats-2a1b0c9d8e"),
+    "weblate": Key("sk-weblate-6e5d4c3b2a"),
 }
 
 
