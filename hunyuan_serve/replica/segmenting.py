@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
+import enum
 import re
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -19,13 +21,19 @@ from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.review import Verdicts, per_text
 from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.text.placeholders import has_words
-from hunyuan_serve.text.split import UNSPACED, Measure, Split, split
+from hunyuan_serve.text.split import UNSPACED, Measure, Split, split_steps
 
 if TYPE_CHECKING:  # service.py calls this module: the type alone, without a cycle
     from hunyuan_serve.replica.service import Outcome
 
 # The core's translation of a request's texts (Translator._translate).
 Core = Callable[[TranslateRequest, Caller], Awaitable["Outcome"]]
+
+
+class _Step(enum.Enum):
+    PENDING = "pending"  # a step of the cutting that found nothing yet
+
+
 # How the core names a text of a batch in a refusal (service.py _check_budget).
 _UNIT = re.compile(r"texts\[(\d+)\]")
 
@@ -109,24 +117,61 @@ def _join(piece_split: Split | None, units: tuple[int | None, ...], answers: lis
 
 def segmented(engine: Engine, family: str, target: int | None, req: TranslateRequest) -> Segmented | None:
     """The request with each text over the target (None: the family's) cut, measured by the engine's
-    tokenizer; None when no text is."""
+    tokenizer; None when no text is. In one go: for a stream's one text, before its first byte."""
+    steps = _steps(engine, family, target, req)
+    while (done := _next(steps)) is _Step.PENDING:
+        pass
+    return done
+
+
+async def segmented_in_turns(
+    engine: Engine, family: str, target: int | None, req: TranslateRequest
+) -> Segmented | None:
+    """segmented(), the event loop given a turn after each paragraph: cutting a 100,000-character text
+    tokenizes it several times over (2.4 s on one core), which /health and other requests must not
+    wait for."""
+    steps = _steps(engine, family, target, req)
+    while (done := _next(steps)) is _Step.PENDING:
+        await asyncio.sleep(0)
+    return done
+
+
+def _next(steps: Generator[None, None, Segmented | None]) -> Segmented | _Step | None:
+    """The next step: PENDING while there is more to cut, else what the cutting found."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        return done.value
+    return _Step.PENDING
+
+
+def _steps(
+    engine: Engine, family: str, target: int | None, req: TranslateRequest
+) -> Generator[None, None, Segmented | None]:
     target = segment_tokens(family) if target is None else target
     if target <= 0:
         return None
     bare = engine.count_prompt_tokens(Prompt(text=""))  # what the tokenizer adds to any text
-    return segment(req, target, lambda text: engine.count_prompt_tokens(Prompt(text=text)) - bare)
+    return (
+        yield from segment(req, target, lambda text: engine.count_prompt_tokens(Prompt(text=text)) - bare)
+    )
 
 
-def segment(req: TranslateRequest, target: int, measure: Measure) -> Segmented | None:
-    """The request with each text over target tokens cut (text/split.py); None when none is (or target
-    is 0), so a request of short texts goes to the core exactly as it came."""
-    if target <= 0:
+def segment(req: TranslateRequest, target: int, measure: Measure) -> Generator[None, None, Segmented | None]:
+    """The request with each text over target tokens cut (text/split.py), a step (None) after each
+    paragraph; None when no text is cut, so a request of short texts goes to the core as it came."""
+    splits: list[Split | None] = []
+    for text in req.texts:
+        # A token is at least one byte: a text of at most target bytes needs no tokenizer to pass.
+        found = None
+        for step in () if len(text.encode()) <= target else split_steps(text, target, measure):
+            if step is None:
+                yield None
+            found = step
+        splits.append(found if found is not None and len(found.pieces) > 1 else None)
+    if not any(splits):
         return None
-    # A token is at least one byte: a text of at most target bytes needs no tokenizer to be let through.
-    splits = [None if len(text.encode()) <= target else split(text, target, measure) for text in req.texts]
-    cut = tuple(each if each is not None and len(each.pieces) > 1 else None for each in splits)
-    if not any(cut):
-        return None
+    cut = tuple(splits)
     texts: list[str] = []
     units: list[tuple[int | None, ...]] = []
     for text, each in zip(req.texts, cut, strict=True):

@@ -158,7 +158,7 @@ class Translator:
 
     async def translate(self, req: TranslateRequest, caller: Caller) -> Outcome:
         """Every text's answer: a long text's segments translated as one batch and joined."""
-        segmented = segmenting.segmented(self.engine, self.family, self.segment_tokens, req)
+        segmented = await segmenting.segmented_in_turns(self.engine, self.family, self.segment_tokens, req)
         if segmented is None:
             return await self._translate(req, caller)
         return await segmented.translated(self._translate, caller)

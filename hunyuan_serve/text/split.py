@@ -6,7 +6,7 @@ import bisect
 import itertools
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from hunyuan_serve.text.placeholders import VOID_ELEMENTS, find_placeholders
@@ -28,10 +28,10 @@ SENTENCE = re.compile(
     r"|(?<=[\u0e01-\u0e5b])(?P<thai>[ \t]+)(?=[\u0e01-\u0e5b])"
 )
 SPACE = re.compile(r"\s+")
-# The coarsest first; True: a cut may not fall inside a tagged element (<b>...</b>) either. The sentence
-# and space levels come twice: inside elements only where the text has no cut outside them.
+# Below paragraphs (split_steps cuts at every one), the coarsest first; True: a cut may not fall inside
+# a tagged element (<b>...</b>) either. The sentence and space levels come twice: inside elements only
+# where the text has no cut outside them.
 _LEVELS: tuple[tuple[re.Pattern[str] | None, bool], ...] = (
-    (PARAGRAPH, False),
     (LINE, False),
     (SENTENCE, True),
     (SPACE, True),
@@ -98,18 +98,40 @@ def split(text: str, target: int, measure: Measure = len) -> Split:
     """text cut into pieces of at most target (by measure) at paragraph, else line, else sentence, else
     space boundaries, else a hard cut; a piece is never cut inside a placeholder, a code block or a tag
     (nor an element while the text has another cut), so a piece that cannot be cut may exceed target.
-    Adjacent pieces that fit together are one piece. Whitespace around a piece goes to its gaps."""
+    Lines or sentences that fit together are one piece; paragraphs never are (each comes back as its
+    own, whatever a model does to a blank line). Whitespace around a piece goes to its gaps."""
+    done = None
+    for step in split_steps(text, target, measure):
+        done = step
+    assert done is not None  # the last step is the split
+    return done
+
+
+def split_steps(text: str, target: int, measure: Measure = len) -> Iterator[Split | None]:
+    """split() a paragraph at a time: None after each paragraph is cut (a caller serving others may
+    give them a turn: a 100,000-character text takes seconds of tokenizing), the Split last."""
     start, end = _stripped(text, 0, len(text))
     if start == end:
-        return Split((), (text,))
+        yield Split((), (text,))
+        return
     spans = [(start, end)]
     if measure(text[start:end]) > target:
-        cut = _cut(text, start, end, 0, target, measure, _guard(text))
-        spans = [span for span in (_stripped(text, a, b) for a, b in cut) if span[0] < span[1]]
-    gaps = [text[: spans[0][0]]]
-    gaps += [text[left[1] : right[0]] for left, right in itertools.pairwise(spans)]
-    gaps.append(text[spans[-1][1] :])
-    return Split(tuple(text[a:b] for a, b in spans), tuple(gaps))
+        guard = _guard(text)
+        gaps = [gap for gap in _gaps(PARAGRAPH, text, start, end) if guard.allows(*gap, elements=False)]
+        spans = []
+        for a, b in _between(start, end, gaps):
+            spans += [(a, b)] if measure(text[a:b]) <= target else _cut(text, a, b, 0, target, measure, guard)
+            yield None
+        spans = [span for span in (_stripped(text, a, b) for a, b in spans) if span[0] < span[1]]
+    gaps_between = [text[left[1] : right[0]] for left, right in itertools.pairwise(spans)]
+    pieces = tuple(text[a:b] for a, b in spans)
+    yield Split(pieces, (text[: spans[0][0]], *gaps_between, text[spans[-1][1] :]))
+
+
+def _between(start: int, end: int, gaps: Sequence[Span]) -> list[Span]:
+    """The spans of start..end that the gaps leave."""
+    edges = [start, *(edge for gap in gaps for edge in gap), end]
+    return list(zip(edges[::2], edges[1::2], strict=True))
 
 
 def coarsest_cuts(text: str) -> list[Span]:
@@ -132,7 +154,7 @@ def _cut(
     gaps = [gap for gap in _gaps(pattern, text, start, end) if guard.allows(*gap, elements=elements)]
     if not gaps:
         return _cut(text, start, end, level + 1, target, measure, guard)
-    atoms = [(start, gaps[0][0])] + [(a[1], b[0]) for a, b in itertools.pairwise(gaps)] + [(gaps[-1][1], end)]
+    atoms = _between(start, end, gaps)
     pieces: list[Span] = []
     run: Span | None = None
     size = 0

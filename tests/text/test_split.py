@@ -29,8 +29,10 @@ TABLE: list[tuple[str, int, object, list[str]]] = [
         words,
         ["First paragraph here.", "Second one, a bit longer.", "Third."],
     ),
-    # Paragraphs that fit together stay one piece.
-    ("One.\n\nTwo.\n\nThree four five six.", 4, words, ["One.\n\nTwo.", "Three four five six."]),
+    # Paragraphs are never one piece, even where they would fit; lines and sentences are.
+    ("One.\n\nTwo.\n\nThree four five six.", 4, words, ["One.", "Two.", "Three four five six."]),
+    ("One two\nthree.\nFour five six.", 4, words, ["One two\nthree.", "Four five six."]),
+    ("One. Two. Three four five.", 3, words, ["One. Two.", "Three four five."]),
     (
         "Intro:\n- one item\n- two item\n  - nested item",
         3,
