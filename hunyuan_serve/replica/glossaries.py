@@ -97,6 +97,8 @@ def parse_entries(
         entries.append((source, target))
         if len(entries) > max_entries:
             raise EntriesInvalid(f"Glossary has more than {max_entries} entries (the limit).")
+    if not entries:  # CSV rows of empty fields only (",", '""') are skipped as blank lines are
+        raise EntriesInvalid("Invalid glossary entries: no entry found (every row is empty).")
     return tuple(entries)
 
 

@@ -164,6 +164,36 @@ def test_bad_glossaries_are_refused_and_nothing_is_stored(app: App) -> None:
     assert any((p.source_lang, p.target_lang) == ("en", "de") for p in pairs)
 
 
+EN_DE_CSV = {"source_lang": "en", "target_lang": "de", "entries_format": "csv"}
+
+
+@pytest.mark.parametrize(
+    ("path", "fields", "named"),
+    [
+        ("/v2/glossaries", {"source_lang": "en", "target_lang": "en", "entries": "a\tb"}, "both 'en'"),
+        ("/v2/glossaries", {"source_lang": "EN-GB", "target_lang": "EN-US", "entries": "a\tb"}, "both 'en'"),
+        ("/v2/glossaries", {**EN_DE_CSV, "entries": ","}, "no entry found"),
+        ("/v2/glossaries", {**EN_DE_CSV, "entries": '""\n'}, "no entry found"),
+        ("/v3/glossaries", {"source_lang": "de", "target_lang": "de", "entries": "a\tb"}, "both 'de'"),
+        ("/v3/glossaries", {**EN_DE_CSV, "entries": ",,"}, "no entry found"),
+    ],
+)
+def test_a_glossary_that_could_not_be_used_is_refused_not_stored(
+    app: App, path: str, fields: dict[str, str], named: str
+) -> None:
+    """A language into itself (no pair /v2/glossary-language-pairs lists) or entries that parse to none:
+    a 400 naming it, in DeepL's shape, and nothing stored that a GET would then have to answer."""
+    body: dict[str, Any] = (
+        {"name": "n", **fields} if path == "/v2/glossaries" else {"name": "n", "dictionaries": [fields]}
+    )
+    headers = {"Authorization": f"DeepL-Auth-Key {KEY_B}"}
+    with httpx.Client(base_url=app.url, headers=headers, timeout=10) as http:
+        refused = http.post(path, json=body)
+        assert refused.status_code == 400, refused.text
+        assert list(refused.json()) == ["message"] and named in refused.json()["message"]
+        assert http.get("/v3/glossaries").json() == {"glossaries": []}
+
+
 def test_a_family_without_a_terminology_prompt_says_so(tmp_path: Path) -> None:
     for served in _serve(tmp_path, HUNYUAN_MT):
         with client(served, KEY_A) as owner:

@@ -363,9 +363,14 @@ def test_deepl_bad_bodies(client: httpx.Client, content: bytes, kind: str) -> No
     assert response.status_code == 400 and list(response.json()) == ["message"]
 
 
-def test_deepl_languages_bad_type(client: httpx.Client) -> None:
-    response = client.get("/v2/languages", params={"type": "both"})
+@pytest.mark.parametrize("method", ["GET", "POST"])
+@pytest.mark.parametrize("kind", ["both", ""])  # given empty is not left out: DeepL's type is source|target
+def test_deepl_languages_bad_type(client: httpx.Client, method: str, kind: str) -> None:
+    response = client.request(method, "/v2/languages", params={"type": kind})
     assert response.status_code == 400 and response.json() == {"message": "Value for 'type' not supported."}
+    form = client.request(method, "/v2/languages", data={"type": kind})  # the deepl client's GET body
+    assert form.status_code == 400 and form.json() == response.json()
+    assert client.request(method, "/v2/languages").json() == client.get("/v2/languages?type=source").json()
 
 
 # -- Immersive Translate -------------------------------------------------------------------------

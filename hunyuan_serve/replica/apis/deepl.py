@@ -193,7 +193,8 @@ async def _usage(replica: ReplicaContext, call: Call) -> Response:
 
 async def _languages(call: Call) -> Response:
     fields = await compat.read_fields(call)  # the deepl client sends type=target as a GET body
-    kind = compat.query_or_form(call, fields, "type") or "source"
+    kind = compat.query_or_form(call, fields, "type")
+    kind = "source" if kind is None else kind  # absent is source, as DeepL's; given empty is refused
     if kind not in ("source", "target"):
         raise _bad("Value for 'type' not supported.")
     return JSONResponse(codes.deepl_languages(kind))

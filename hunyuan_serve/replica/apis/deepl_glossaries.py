@@ -55,6 +55,11 @@ def _dictionary(replica: ReplicaContext, fields: dict[str, Any]) -> Dictionary:
     cfg = replica.cfg
     source = g.glossary_language(fields.get("source_lang"), "source_lang")
     target = g.glossary_language(fields.get("target_lang"), "target_lang")
+    if source == target:
+        # Not a pair /v2/glossary-language-pairs lists, and no request translates a language into itself.
+        raise g.EntriesInvalid(
+            f"Unsupported glossary language pair: source_lang and target_lang are both '{source}'."
+        )
     entries = g.parse_entries(
         fields.get("entries"),
         fields.get("entries_format"),
