@@ -65,6 +65,7 @@ class Op:
     params: tuple[Schema, ...] = ()
     edge: bool = True  # behind the key check and Nginx's limits and refusals
     checked: bool = False  # a translation: its answer checks' summary in X-Hunyuan-QA (replica/review.py)
+    creates: str = ""  # the field of its 201 body naming what it made: linked to the paths under it
 
 
 _TRANSLATE = (*GATE, *BODY, *WORK, (400, "unsupported_language"), (413, "too_many_texts"))
@@ -129,7 +130,11 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("post", "/v2/usage"): Op(errors=(*GATE, *_STORE)),
     ("get", "/v2/glossaries"): Op(errors=_GLOSSARY),
     ("post", "/v2/glossaries"): Op(
-        cs.deepl_glossary_body, _COMPAT_MEDIA, (*_GLOSSARY, *BODY), success={201: (JSON,)}
+        cs.deepl_glossary_body,
+        _COMPAT_MEDIA,
+        (*_GLOSSARY, *BODY),
+        success={201: (JSON,)},
+        creates="glossary_id",
     ),
     ("get", "/v2/glossaries/{glossary_id}"): Op(errors=_GLOSSARY),
     ("delete", "/v2/glossaries/{glossary_id}"): Op(errors=_GLOSSARY, success={204: ()}),
@@ -149,7 +154,11 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ),
     ("get", "/v3/glossaries"): Op(errors=_GLOSSARY),
     ("post", "/v3/glossaries"): Op(
-        cs.deepl_multilingual_body, (JSON,), (*_GLOSSARY, *BODY), success={201: (JSON,)}
+        cs.deepl_multilingual_body,
+        (JSON,),
+        (*_GLOSSARY, *BODY),
+        success={201: (JSON,)},
+        creates="glossary_id",
     ),
     ("get", "/v3/glossaries/{glossary_id}"): Op(errors=_GLOSSARY),
     ("delete", "/v3/glossaries/{glossary_id}"): Op(errors=_GLOSSARY, success={204: ()}),
@@ -260,6 +269,21 @@ def _operation_id(method: str, path: str) -> str:
     return method + "_" + re.sub(r"[^a-z0-9]+", "_", path.lower()).strip("_")
 
 
+def _links(path: str, field: str) -> Schema:
+    """OpenAPI links from what a POST made to the operations on it, under its own path only: a v2
+    glossary is a v3 one too (as at DeepL), but a link across versions has a stateful fuzzer delete it
+    through one and read it through the other, and take that 404 for a glossary lost."""
+    under = f"{path}/{{{field}}}"
+    return {
+        _operation_id(method, each): {
+            "operationId": _operation_id(method, each),
+            "parameters": {field: f"$response.body#/{field}"},
+        }
+        for method, each in OPERATIONS
+        if each == under or each.startswith(under + "/")
+    }
+
+
 def declare(spec: Schema, replica: ReplicaContext) -> None:
     """Each operation's id, tag, body, parameters and responses, from OPERATIONS (in place)."""
     for path in HIDDEN:
@@ -276,6 +300,8 @@ def declare(spec: Schema, replica: ReplicaContext) -> None:
             if op.params:
                 operation["parameters"] = [*operation.get("parameters", []), *op.params]
             operation["responses"] = _responses(dialect, path, op)
+            if op.creates:
+                operation["responses"]["201"]["links"] = _links(path, op.creates)
     schemas = spec.setdefault("components", {}).setdefault("schemas", {})
     schemas.pop("HTTPValidationError", None)
     schemas.pop("ValidationError", None)

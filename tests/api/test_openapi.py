@@ -13,6 +13,8 @@ from fastapi.routing import APIRoute
 from starlette.routing import Route
 
 from hunyuan_serve.edge.dialects import DIALECTS, EDGE_ERRORS, ROUTE_METHODS, dialect_of
+from hunyuan_serve.families import HY_MT15
+from hunyuan_serve.replica import documents
 from hunyuan_serve.replica.apis.openai_schema import parse_chat
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.errors import ApiError
@@ -182,3 +184,47 @@ def test_the_chat_body_schema_refuses_what_the_parser_refuses(app: Any, body: di
     except ApiError:
         accepted = False
     assert jsonschema_rs.validator_for(content["application/json"]["schema"]).is_valid(body) == accepted
+
+
+def test_deepls_empty_source_lang_is_declared_as_the_parser_reads_it(app: Any) -> None:
+    """`source_lang=`, a form's field left empty, is detection as absent or null is: declared so."""
+    content = app.openapi()["paths"]["/v2/translate"]["post"]["requestBody"]["content"]
+    for media in ("application/json", "application/x-www-form-urlencoded"):
+        validator = jsonschema_rs.validator_for(content[media]["schema"])
+        assert validator.is_valid({"text": "x", "target_lang": "DE", "source_lang": ""}), media
+        assert not validator.is_valid({"text": "x", "target_lang": "DE", "source_lang": "XX"}), media
+
+
+@pytest.mark.parametrize("path", ["/v2/document", "/libretranslate/translate_file"])
+def test_the_upload_schemas_name_the_files_the_code_takes(app: Any, path: str) -> None:
+    """Which bytes make a document no JSON Schema says: the file part names the endings format_of takes,
+    and the 400 for any other is declared."""
+    operation = app.openapi()["paths"][path]["post"]
+    part = operation["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]["file"]
+    named = set(part["description"].split(": ", 1)[1].split(". ", 1)[0].split())
+    assert named == set(documents._ENDINGS)
+    for ending in named:
+        documents.format_of("notes" + ending)
+    with pytest.raises(documents.UploadInvalid, match=r"'\.png' is not supported"):
+        documents.format_of("file.png")
+    assert "400" in operation["responses"]
+
+
+def test_deepls_glossary_schemas_refuse_what_the_code_refuses(app: Any) -> None:
+    """One language twice is refused (no pair lists it); a glossary_id needs a source_lang."""
+    paths = app.openapi()["paths"]
+
+    def validator(path: str, spec: Any = None) -> Any:
+        content = (spec or paths)[path]["post"]["requestBody"]["content"]["application/json"]
+        return jsonschema_rs.validator_for(content["schema"])
+
+    pair = {"source_lang": "en", "target_lang": "de", "entries": "a\tb"}
+    v2, v3 = validator("/v2/glossaries"), validator("/v3/glossaries")
+    assert v2.is_valid({"name": "n", **pair}) and not v2.is_valid({"name": "n", **pair, "target_lang": "en"})
+    assert v3.is_valid({"name": "n", "dictionaries": [pair]})
+    assert not v3.is_valid({"name": "n", "dictionaries": [{**pair, "source_lang": "de"}]})
+    glossaries = create_app(FakeEngine(), make_config(), HY_MT15).openapi()["paths"]
+    translate = validator("/v2/translate", glossaries)
+    body = {"text": "x", "target_lang": "DE", "glossary_id": "g"}
+    assert translate.is_valid({**body, "source_lang": "EN"})
+    assert not translate.is_valid(body) and not translate.is_valid({**body, "source_lang": ""})

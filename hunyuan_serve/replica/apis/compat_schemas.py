@@ -5,6 +5,7 @@ from __future__ import annotations
 from hunyuan_serve.families.base import CONTEXT, GLOSSARY, STYLE
 from hunyuan_serve.families.build import FAMILY_FEATURES
 from hunyuan_serve.languages import LANGUAGES
+from hunyuan_serve.replica import documents
 from hunyuan_serve.replica import glossaries as g
 from hunyuan_serve.replica.apis import codes, deepl, libretranslate, openai_schema
 from hunyuan_serve.replica.apis import request_schemas as rs
@@ -147,11 +148,23 @@ def libre_detect_body(replica: ReplicaContext) -> Schema:
     return {"type": "object", "properties": props, "required": ["q"]}
 
 
+def file_part() -> Schema:
+    """A document's file part: the ending of its name picks the format (documents.format_of), and its
+    bytes must be a file of that format; no JSON Schema can say the second, so the 400 is declared."""
+    endings = " ".join(sorted(documents._ENDINGS))
+    return {
+        "type": "string",
+        "format": "binary",
+        "description": f"A file part named with one of these endings: {endings}. Another ending, or bytes "
+        "that are not a file of the format the ending names (UTF-8 text for the text formats), are a 400.",
+    }
+
+
 def libre_file_body(_replica: ReplicaContext) -> Schema:
     """POST /libretranslate/translate_file: a multipart file part and the languages."""
     ours = _libre_codes()
     props = {
-        "file": {"type": "string", "format": "binary"},
+        "file": file_part(),
         "source": language_enum(ours, auto=True),
         "target": language_enum(ours),
         "api_key": {"type": "string"},
@@ -168,9 +181,12 @@ def deepl_translate_body(replica: ReplicaContext) -> Schema:
     have = FAMILY_FEATURES[replica.translator.family]
     strings = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
     source = language_enum(_deepl_codes("source"))
+    # absent, null or empty: detected (`source_lang=` is how a form leaves the field out)
+    detected = nullable(source)
+    detected["enum"] = [*detected["enum"], ""]
     props: dict[str, Schema] = {
         "text": _texts_or_one(replica.cfg.max_batch_texts),
-        "source_lang": nullable(source),
+        "source_lang": detected,
         "target_lang": language_enum(_deepl_codes("target")),
         "tag_handling": nullable({"type": "string", "enum": list(deepl._TAG_HANDLING)}),
         # any false value is no tags, as _tags reads it
@@ -191,7 +207,8 @@ def deepl_translate_body(replica: ReplicaContext) -> Schema:
     if GLOSSARY in have:
         props["glossary_id"] = nullable({"type": "string", "minLength": 1, "pattern": NON_BLANK})
         # a glossary is for one language pair: the source must be named
-        body["dependentSchemas"] = {"glossary_id": {"properties": {"source_lang": source}}}
+        named = {"properties": {"source_lang": source}, "required": ["source_lang"]}
+        body["dependentSchemas"] = {"glossary_id": named}
     return body
 
 
@@ -206,11 +223,18 @@ def deepl_glossary_fields() -> dict[str, Schema]:
     }
 
 
+def _two_languages() -> Schema:
+    """A dictionary's source and target differ (_dictionary): not one language twice."""
+    base = deepl_glossary_fields()["source_lang"]["enum"]
+    same = [{"properties": {"source_lang": {"const": c}, "target_lang": {"const": c}}} for c in base]
+    return {"not": {"anyOf": same}}
+
+
 def deepl_glossary_body(_replica: ReplicaContext) -> Schema:
     """POST /v2/glossaries: a name and one dictionary (one TSV entry per line)."""
     props = {"name": NAME, **deepl_glossary_fields()}
     required = ["name", "source_lang", "target_lang", "entries"]
-    return {"type": "object", "properties": props, "required": required}
+    return {"type": "object", "properties": props, "required": required, **_two_languages()}
 
 
 def deepl_multilingual_body(_replica: ReplicaContext) -> Schema:
@@ -219,6 +243,7 @@ def deepl_multilingual_body(_replica: ReplicaContext) -> Schema:
         "type": "object",
         "properties": deepl_glossary_fields(),
         "required": ["source_lang", "target_lang", "entries"],
+        **_two_languages(),
     }
     dictionaries = {"type": "array", "items": dictionary, "minItems": 1, "maxItems": 1}
     props = {"name": NAME, "dictionaries": dictionaries}
@@ -228,7 +253,7 @@ def deepl_multilingual_body(_replica: ReplicaContext) -> Schema:
 def deepl_document_body(_replica: ReplicaContext) -> Schema:
     """POST /v2/document: a multipart file part, target_lang, optional source_lang and formality."""
     props = {
-        "file": {"type": "string", "format": "binary"},
+        "file": file_part(),
         "target_lang": language_enum(_deepl_codes("target")),
         "source_lang": language_enum(_deepl_codes("source")),
         "formality": {"type": "string", "enum": list(deepl._FORMALITY_OK)},
