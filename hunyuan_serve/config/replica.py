@@ -38,11 +38,14 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
     # A burst waits instead of being refused (vLLM's own server queues it too): past max_in_flight a
     # request waits in the replica, bulk in the bulk width's queue (fair per key), interactive first in
     # the engine's priority queue, while the wait it would face fits (replica/queue_wait.py).
+    # Off by default: with 1024, a 600-string burst on two CPU replicas of a tiny model starved the
+    # replicas' /health (1 s probes) until the supervisor evicted both, and every request got a 503.
     max_queued: int = Field(
-        1024,
+        0,
         ge=0,
         description="Requests that may wait in the replica past max_in_flight (a few kilobytes each); past "
-        "it a fast 503. 0: no queue, every request past max_in_flight gets the 503.",
+        "it a fast 503. 0 (the default): no queue, every request past max_in_flight gets the 503. A "
+        "queue needs health probes that a burst cannot starve: measure it with `make bench Q=burst`.",
     )
     max_queue_wait_s: float = Field(
         60.0,

@@ -19,21 +19,19 @@ CPU_CAP = NginxConfig().cpu_max_conns
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        # What the replica runs and lets wait: a burst waits in the replicas, not refused at the edge.
-        ({"engine.device": "cpu"}, 256 + 1024),
-        ({"engine.device": "cuda", "replica.max_in_flight": 100, "replica.max_queued": 50}, 150),
-        ({"engine.device": "cpu", "nginx.cpu_max_conns": 8}, 256 + 1024),  # the engine's batch: no matter
-        # Without a replica queue, what the engine batches at once.
-        ({"engine.device": "cpu", "replica.max_queued": 0}, CPU_CAP),  # a CPU engine's efficient batch
-        ({"engine.device": "cpu", "replica.max_queued": 0, "nginx.cpu_max_conns": 8}, 8),
-        ({"engine.device": "cpu", "replica.max_queued": 0, "engine.max_num_seqs": 4}, 4),  # one batch
-        ({"engine.device": "cpu", "replica.max_queued": 0, "replica.max_in_flight": 5}, 5),
-        ({"engine.device": "cuda", "replica.max_queued": 0}, 256),  # one batch (max_num_seqs)
-        ({"engine.device": "cuda", "replica.max_queued": 0, "engine.max_num_seqs": 64}, 64),
-        ({"engine.device": "cuda", "replica.max_queued": 0, "replica.max_in_flight": 100}, 100),
-        ({"engine.device": "auto", "replica.max_queued": 0, "engine.max_num_seqs": 48}, 48),  # GPU's rule
+        ({"engine.device": "cpu"}, CPU_CAP),  # a CPU engine's efficient batch, not its 256 sequences
+        ({"engine.device": "cpu", "nginx.cpu_max_conns": 8}, 8),
+        ({"engine.device": "cpu", "engine.max_num_seqs": 4}, 4),  # never past one batch
+        ({"engine.device": "cpu", "replica.max_in_flight": 5}, 5),  # never past what the replica admits
+        ({"engine.device": "cuda"}, 256),  # one batch of the engine's (max_num_seqs)
+        ({"engine.device": "cuda", "engine.max_num_seqs": 64}, 64),
+        ({"engine.device": "cuda", "replica.max_in_flight": 100}, 100),
+        ({"engine.device": "auto", "engine.max_num_seqs": 48}, 48),  # `render` before up chose: GPU's rule
         ({"engine.device": "cpu", "nginx.max_conns": 300}, 300),  # set: as given
         ({"engine.device": "cuda", "nginx.max_conns": 0}, 0),  # 0: no cap
+        # With a replica queue (replica.max_queued), what the replica runs and lets wait.
+        ({"engine.device": "cuda", "replica.max_in_flight": 100, "replica.max_queued": 50}, 150),
+        ({"engine.device": "cpu", "replica.max_queued": 1024}, 256 + 1024),
     ],
 )
 def test_edge_cap_per_replica(overrides: dict[str, object], expected: int) -> None:
@@ -50,8 +48,8 @@ def _render(tmp_path: Path, overrides: dict[str, object]) -> str:
 @pytest.mark.parametrize(
     ("overrides", "cap", "priority"),
     [
-        ({"engine.device": "cpu"}, " max_conns=1280", NginxConfig().worker_priority),
-        ({"engine.device": "cuda", "nginx.worker_priority": 3, "replica.max_queued": 0}, " max_conns=256", 3),
+        ({"engine.device": "cpu"}, f" max_conns={CPU_CAP}", NginxConfig().worker_priority),
+        ({"engine.device": "cuda", "nginx.worker_priority": 3}, " max_conns=256", 3),
         ({"nginx.max_conns": 0, "nginx.worker_priority": 0}, "", 0),
     ],
 )
@@ -77,7 +75,7 @@ def test_cap_and_priority_land_in_nginx_conf(
 @pytest.mark.parametrize("priority", [-20, -5, 19])
 def test_rendered_priority_and_cap_pass_nginx_t(tmp_path: Path, priority: int) -> None:
     text = _render(tmp_path, {"engine.device": "cpu", "nginx.worker_priority": priority})
-    assert f"worker_priority {priority};" in text and "max_conns=1280" in text
+    assert f"worker_priority {priority};" in text and f"max_conns={CPU_CAP}" in text
     out = nginx_t(tmp_path, text)
     assert out.returncode == 0, out.stderr
 

@@ -72,8 +72,8 @@ def test_nginx_config_holds_the_required_directives() -> None:
         '"upstream_addr":"$upstream_addr"',
         "proxy_set_header X-Request-ID $hs_request_id;",
         "listen 0.0.0.0:8080;",
-        "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s max_conns=1280;",
-        "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s max_conns=1280 down;",
+        "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s max_conns=256;",
+        "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s max_conns=256 down;",
         '"ready":2,"replicas":3,"config":7',
     ):
         assert needle in text, needle
@@ -311,10 +311,9 @@ READY_BOTH = [("mt", State.READY), ("mt", State.STARTING), ("chimera", State.REA
 
 
 def test_two_pools_give_two_upstreams_each_with_its_own_cap() -> None:
-    text = _pooled(TWO_POOLS, READY_BOTH, {"engine.device": "cpu", "replica.max_queued": 0})
+    text = _pooled(TWO_POOLS, READY_BOTH, {"engine.device": "cpu"})
     mt, chimera = _block(text, "upstream hs_pool_mt {"), _block(text, "upstream hs_pool_chimera {")
-    # The cap is each pool's edge_max_conns: without a replica queue, mt's CPU default and chimera's
-    # own max_num_seqs (with one, each pool's max_in_flight + max_queued: tests/edge/test_defaults.py).
+    # The cap is each pool's edge_max_conns: mt's CPU default, chimera's own max_num_seqs.
     assert "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s max_conns=128;" in mt
     assert "server 127.0.0.1:8102 max_fails=1 fail_timeout=2s max_conns=128 down;" in mt
     assert "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s max_conns=8;" in chimera
@@ -347,7 +346,7 @@ def test_one_pool_renders_as_its_settings_at_the_top_level_would() -> None:
     states = [("mt", State.READY), ("mt", State.STARTING)]
     pooled = _pooled(one, states)
     assert pooled == _pooled(plain, [("default", s) for _, s in states])
-    assert "js_" not in pooled and "load_module" not in pooled and "max_conns=1280" in pooled
+    assert "js_" not in pooled and "load_module" not in pooled and "max_conns=16" in pooled
 
 
 @pytest.mark.parametrize(

@@ -67,8 +67,7 @@ def test_the_front_routes_each_model_to_its_pools_services(two: list[Doc]) -> No
     mt = conf[conf.index("upstream hs_pool_mt {") :].split("}", 1)[0]
     chimera = conf[conf.index("upstream hs_pool_chimera {") :].split("}", 1)[0]
     assert "server hunyuan-serve-mt-replica-0:8101 " in mt and "server hunyuan-serve-mt-replica-1:8102 " in mt
-    # Each pool's cap is what its replicas run and let wait (max_in_flight + max_queued).
-    assert "server hunyuan-serve-chimera-replica-0:8101 " in chimera and "max_conns=1280;" in chimera
+    assert "server hunyuan-serve-chimera-replica-0:8101 " in chimera and "max_conns=8;" in chimera
     routes = conf[conf.index("js_var $hs_routes '") + len("js_var $hs_routes '") :].split("';", 1)[0]
     table = json.loads(routes)
     assert table["models"] == {
