@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "hunyuan_serve.families.command",  # prompt
     "hunyuan_serve.doctor",  # doctor
     "hunyuan_serve.gateway.command",  # gateway, gateway status
+    "hunyuan_serve.memory.command",  # memory import|export|list|delete
 )
 
 

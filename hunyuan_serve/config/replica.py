@@ -11,6 +11,7 @@ from pydantic import (
     model_validator,
 )
 
+from hunyuan_serve.config.memory import MemorySettings
 from hunyuan_serve.config.qa import QaSettings
 from hunyuan_serve.config.redis_tls import RedisTlsFields
 from hunyuan_serve.config.replica_tls import ReplicaTlsFields
@@ -26,7 +27,7 @@ def bulk_slots(slots: int, reserve: float) -> int:
     return max(1, slots - int(slots * reserve))
 
 
-class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFields):
+class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFields, MemorySettings):
     """The HTTP server around one engine: admission, deadlines, cache, sampling defaults."""
 
     host: str = Field("127.0.0.1", description="Address a replica binds.")

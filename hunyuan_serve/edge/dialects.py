@@ -69,7 +69,7 @@ class Dialect:
 
 # OpenAI answers 401 to a wrong key too (its clients raise AuthenticationError on it); LibreTranslate
 # and DeepL answer 403 to both (what their clients expect); ours: 401 missing, 403 wrong.
-NATIVE = Dialect("native", ("/translate", "/languages", "/metrics"), _native)
+NATIVE = Dialect("native", ("/translate", "/languages", "/metrics", "/memories", "/tmserver/"), _native)
 OPENAI = Dialect("openai", ("/v1/",), _openai, 401, 401)
 # LibreTranslate's own words (libretranslate/app.py, access_check) for a key it needs and a wrong one.
 LIBRETRANSLATE = Dialect(
@@ -123,6 +123,11 @@ ROUTE_METHODS: dict[str, tuple[str, ...]] = {
     "/fuse": ("POST",),
     "/translate": ("POST",),
     "/languages": ("GET",),
+    "/memories": ("GET", "POST", "DELETE"),
+    "/memories/export": ("GET",),
+    "/memories/{import_id}": ("DELETE",),
+    "/tmserver/languages/": ("GET",),
+    "/tmserver/{src}/{tgt}/unit/{text:path}": ("GET",),
     REFERENCE_SCHEMA: ("GET",),
     REFERENCE_PAGE: ("GET",),
     REFERENCE_ASSETS + "{name}": ("GET",),

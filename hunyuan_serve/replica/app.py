@@ -22,7 +22,7 @@ from hunyuan_serve.edge.dialects import REFERENCE_SCHEMA, dialect_of
 from hunyuan_serve.families.base import Family
 from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
 from hunyuan_serve.replica import ensemble, openapi, ops, priority, queue_wait, reference
-from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, native, openai
+from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, memories, native, openai, tmserver
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.documents_worker import DocumentWorker
 from hunyuan_serve.replica.engine_types import Engine, Generation, Sampling
@@ -32,13 +32,14 @@ from hunyuan_serve.replica.gated_engine import GatedEngine, bulk_gate
 from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle, load
 from hunyuan_serve.replica.liveness import ProgressWatch
+from hunyuan_serve.replica.memory_translator import MemoryTranslator
 from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.recall import Recall
 from hunyuan_serve.replica.review import REQUEST, Review
 from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.schema import TranslateRequest
-from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.replica.usage import Usage
-from hunyuan_serve.storage.from_config import documents_from_config, store_from_config
+from hunyuan_serve.storage.from_config import documents_from_config, memory_from_config, store_from_config
 
 WARMUP_MAX_TOKENS = 4
 
@@ -78,6 +79,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
     # The answer checks: the pool's policy and each key's; with a Chimera pool, fusion is a third try.
     fuse = functools.partial(_fuse, fusion) if rcfg.chimera_url else None
     review = Review(rcfg, metrics, key_qa(specs), fuse)
+    recall = Recall(memory_from_config(cfg), rcfg, metrics.registry)
     return ReplicaContext(
         engine=engine,
         cfg=rcfg,
@@ -86,8 +88,8 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
         lifecycle=lifecycle,
         admission=admission,
         gate=Gate(admission, rcfg, metrics, usage, auth.key_priorities(specs)),
-        translator=Translator(
-            GatedEngine(engine, width), family, cache, metrics, review, rcfg.segment_tokens
+        translator=MemoryTranslator(
+            GatedEngine(engine, width), family, cache, metrics, review, recall, rcfg.segment_tokens
         ),
         metrics=metrics,
         cache=cache,
@@ -96,6 +98,7 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
         store=store,
         usage=usage,
         documents=documents_from_config(cfg),
+        recall=recall,
         front_port=cfg.nginx.port,
     )
 
@@ -147,6 +150,7 @@ def lifespan(
             await replica.cache.aclose()
             await replica.fusion.aclose()
             await replica.store.aclose()
+            await replica.recall.store.aclose()
 
     return run
 
@@ -209,6 +213,8 @@ def create_app(
     app.include_router(deepl.v3)
     app.include_router(immersive.router)
     app.include_router(openai.router)
+    app.include_router(memories.router)
+    app.include_router(tmserver.router)
     app.include_router(reference.router)
     openapi.install(app, replica)
     auth.install(app, cfg)  # API keys (auth.keys_file): every route but /health, in each dialect's shape

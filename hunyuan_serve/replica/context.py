@@ -16,6 +16,7 @@ from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.liveness import ProgressWatch
 from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.recall import Recall
 from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.replica.usage import Usage
 from hunyuan_serve.storage.jobs import Documents
@@ -41,6 +42,7 @@ class ReplicaContext:
     store: Store  # glossaries and per-key usage (SQLite on one host, Redis on many)
     usage: Usage
     documents: Documents  # document jobs (DeepL /v2/document, LibreTranslate /translate_file)
+    recall: Recall  # the translation memories' store and lookups (replica/memory_translator.py)
     front_port: int = 8000  # this host's Nginx port (nginx.port): where a proxied caller came in
 
 

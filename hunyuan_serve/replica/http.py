@@ -19,7 +19,7 @@ from starlette.types import Receive, Scope, Send
 
 from hunyuan_serve.auth import KEY_ID_STATE
 from hunyuan_serve.config import ReplicaConfig
-from hunyuan_serve.replica import priority, review
+from hunyuan_serve.replica import memory_use, priority, review
 from hunyuan_serve.replica.admission import Admission
 from hunyuan_serve.replica.errors import ApiError, request_fault
 from hunyuan_serve.replica.metrics import Metrics
@@ -216,8 +216,11 @@ class Gate:
         # runs in a task of its own, which took a copy of the context when it started).
         priority.KEY.set(call.owner)
         review.REQUEST.set(request)  # a retry's fusion sends the caller's key on (replica/review.py)
+        memory = memory_use.begin()  # what the translation memory answered: X-Hunyuan-Memory, every API
         try:
             response = await self._run(call, handler, render_error)
+            response.headers.update(memory.header())
+            call.log.update(memory.log())
         except BaseException:  # cancelled (the server stopping): the place is given back all the same
             self._end(call, 500)
             raise

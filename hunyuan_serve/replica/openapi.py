@@ -81,6 +81,14 @@ _RESOURCE = {
     "schema": {"type": "string", "enum": [*deepl_languages.RESOURCES, *deepl_languages.ABSENT]},
 }
 _LANGS = {"name": "type", "in": "query", "schema": {"type": "string", "enum": ["source", "target"]}}
+# The translation memories (replica/apis/memories.py, tmserver.py; docs/memory.md).
+_MEMORY = (*GATE, *_STORE, (400, "invalid_request"))
+_FILE = {"type": "string", "format": "binary"}
+_WHICH = {"name": "memory", "in": "query", "schema": {"type": "string", "enum": ["own", "shared"]}}
+_FORMAT = {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["tmx", "csv", "tsv"]}}
+_IMPORT = tuple(
+    {"name": n, "in": "query", "schema": {"type": "string"}} for n in ("file", "source_lang", "target_lang")
+)
 
 
 def _query(name: str) -> Schema:
@@ -165,6 +173,19 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("get", "/v3/glossaries/{glossary_id}/entries"): Op(
         errors=_GLOSSARY, params=(_query("source_lang"), _query("target_lang"))
     ),
+    ("post", "/memories"): Op(
+        lambda _: _FILE,
+        ("application/octet-stream",),
+        (*_MEMORY, (413, "body_too_large"), (400, "invalid_memory_file"), (413, "memory_full")),
+        success={201: (JSON,)},
+        params=(*_IMPORT, _FORMAT),
+    ),
+    ("get", "/memories"): Op(errors=_MEMORY, params=(_WHICH,)),
+    ("delete", "/memories"): Op(errors=(*_MEMORY, (404, "not_found")), success={204: ()}),
+    ("get", "/memories/export"): Op(errors=_MEMORY, success={200: ("*/*",)}, params=(_FORMAT, _WHICH)),
+    ("delete", "/memories/{import_id}"): Op(errors=(*_MEMORY, (404, "not_found")), success={204: ()}),
+    ("get", "/tmserver/languages/"): Op(errors=(*GATE, *_STORE)),
+    ("get", "/tmserver/{src}/{tgt}/unit/{text}"): Op(errors=(*GATE, *_STORE)),
 }
 
 

@@ -47,6 +47,10 @@ class Outcome:
     engine_s: float = 0.0
     # The answer checks (replica/review.py): the policy that applied and each text's failed checks.
     verdicts: Verdicts = field(default_factory=Verdicts)
+    # The translation memory (replica/memory_translator.py): each text's exact, fuzzy or miss, and why
+    # close matches could not guide the model; empty where no memory was looked up.
+    memory: list[str] = field(default_factory=list)
+    memory_unguided: str = ""
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@ from hunyuan_serve.config import ServeConfig, default_run_dir
 from hunyuan_serve.storage.jobs import Documents
 from hunyuan_serve.storage.jobs_redis import RedisDocumentJobs
 from hunyuan_serve.storage.jobs_sqlite import DocumentJobs
+from hunyuan_serve.storage.memory import MemoryStore
+from hunyuan_serve.storage.memory_redis import RedisMemory
+from hunyuan_serve.storage.memory_sqlite import SqliteMemory
 from hunyuan_serve.storage.per_key import RedisStore, SqliteStore, Store
 
 STORE_FILE = "store.sqlite"
@@ -34,6 +37,14 @@ def store_from_config(cfg: ServeConfig) -> Store:
     if rcfg.cache_redis_url:
         return RedisStore(redis_settings(cfg))
     return SqliteStore(store_path(cfg), rcfg.cache_busy_timeout_s)
+
+
+def memory_from_config(cfg: ServeConfig) -> MemoryStore:
+    """The translation memories beside the glossaries: Redis when the hosts share, else the store file."""
+    rcfg = cfg.replica
+    if rcfg.cache_redis_url:
+        return RedisMemory(redis_settings(cfg), rcfg.memory_import_timeout_s)
+    return SqliteMemory(store_path(cfg), rcfg.cache_busy_timeout_s)
 
 
 def documents_path(cfg: ServeConfig) -> Path:

@@ -37,6 +37,16 @@ SPECIAL: Mapping[str, tuple[int, str, str]] = {
         '"glossary_id"',
         "DeepL answers a glossary it created 201 Created, as the deepl client expects",
     ),
+    "localhost:8080/memories?file=": (
+        201,
+        '"units": 1',
+        "an import is made: 201 Created, with its provenance",
+    ),
+    "-X DELETE localhost:8080/memories": (
+        204,
+        "",
+        "a deletion answers 204 No Content (leaving the memory empty)",
+    ),
     "glossary_id=…": (
         400,
         "families that have one: ",

@@ -60,6 +60,8 @@ ONLY: dict[str, set[str]] = {
     "auth": {"config", "edge", "private_files"},  # keys from the config, refusals in each API's shape
     "cache": {"config", "sqlite_in"},
     "storage": {"cache", "config"},  # the cache's Redis settings and client: one connection setup
+    # Translation memories' files and similarity over the store's units; `memory` the command.
+    "memory": {"auth", "config", "languages", "storage"},
     "models": {"config", "demo_model", "families"},
     "tiny_model": {"families"},
     "systemd_unit": {"config", "templating"},

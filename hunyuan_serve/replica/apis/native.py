@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 from hunyuan_serve.edge.dialects import NATIVE
 from hunyuan_serve.families import CHIMERA, chimera
 from hunyuan_serve.languages import AUTO, LANGUAGES
-from hunyuan_serve.replica import ensemble
+from hunyuan_serve.replica import ensemble, memory_use
 from hunyuan_serve.replica.apis import compat, sse
 from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.engine_types import Delta
@@ -44,6 +44,7 @@ def _answer(replica: ReplicaContext, req: TranslateRequest, outcome: Outcome, ca
         lost = [list(each) for each in outcome.format_lost]
         body["format_lost"] = lost if req.batch else lost[0]
     body.update(outcome.verdicts.body(req.batch))  # `qa`: each text's failed checks (not with qa off)
+    body.update(memory_use.memory_fields(outcome.memory, outcome.memory_unguided, req.batch))
     body.update(latency_ms=round(call.elapsed_ms(), 1), request_id=call.id, model=replica.engine.model_name)
     return body
 

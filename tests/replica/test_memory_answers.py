@@ -1,0 +1,183 @@
+"""The translation memories in a replica app (scripted engine, real HTTP, real SQLite and Redis):
+exact answers without the engine in every API, close matches in the prompt, the HTTP API, tmserver."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from lxml import etree
+from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
+
+from hunyuan_serve.memory.tmx import read_tmx
+from hunyuan_serve.replica.app import create_app
+from tests.support.redis_server import RedisServer, redis_server
+
+DTD = Path(__file__).parents[1] / "memory" / "tmx14.dtd"
+TSV = "Save the current image now\t立即保存当前图像\nBatch count\t总批次数\n"
+
+
+@contextlib.contextmanager
+def _app(engine: FakeEngine, family: str = "hy-mt1.5", **replica: Any) -> Iterator[httpx.Client]:
+    app = create_app(engine, make_config(**replica), family)
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as client:
+        wait_ready(client)
+        engine.calls = 0  # the warm-up's call: the tests count their own
+        yield client
+
+
+@pytest.fixture
+def engine() -> FakeEngine:
+    return FakeEngine()
+
+
+@pytest.fixture
+def client(engine: FakeEngine, tmp_path: Path) -> Iterator[httpx.Client]:
+    with _app(engine, store_path=str(tmp_path / "store.sqlite")) as client:
+        yield client
+
+
+def _import(client: httpx.Client, data: str, name: str = "ui.tsv", **params: str) -> httpx.Response:
+    query = {"file": name, "source_lang": "en", "target_lang": "zh", **params}
+    return client.post("/memories", params=query, content=data.encode())
+
+
+def _translate(client: httpx.Client, **body: Any) -> httpx.Response:
+    return client.post("/translate", json={"source_lang": "en", "target_lang": "zh", **body})
+
+
+def test_an_exact_match_is_the_answer_without_the_engine(client: httpx.Client, engine: FakeEngine) -> None:
+    made = _import(client, TSV)
+    assert made.status_code == 201, made.text
+    assert made.json()["units"] == 2 and made.json()["file"] == "ui.tsv"
+    one = _translate(client, text="Batch count")
+    assert one.status_code == 200 and engine.calls == 0
+    assert one.json()["result"] == "总批次数" and one.json()["memory"] == "exact"
+    assert one.headers["X-Hunyuan-Memory"] == "exact"
+    batch = _translate(client, texts=["Batch count", "Something new", "Save the current image now"])
+    assert batch.json()["results"][0::2] == ["总批次数", "立即保存当前图像"]
+    assert batch.json()["memory"] == ["exact", "miss", "exact"] and engine.calls == 1
+    assert batch.headers["X-Hunyuan-Memory"] == "exact=2, miss=1"
+    assert _translate(client, text="Batch count", target_lang="de").json()["memory"] == "miss"
+    metrics = client.get("/metrics").text
+    assert 'hunyuan_memory_lookups_total{result="exact"} 3.0' in metrics
+
+
+def test_every_api_is_answered_from_the_memory(client: httpx.Client, engine: FakeEngine) -> None:
+    _import(client, TSV)
+    deepl = client.post(
+        "/v2/translate", json={"text": ["Batch count"], "target_lang": "ZH", "source_lang": "EN"}
+    )
+    assert deepl.json()["translations"][0]["text"] == "总批次数"
+    libre = client.post(
+        "/libretranslate/translate", json={"q": "Batch count", "source": "en", "target": "zh"}
+    )
+    assert libre.json()["translatedText"] == "总批次数"
+    immersive = client.post(
+        "/immersive/translate", json={"text_list": ["Batch count"], "source_lang": "en", "target_lang": "zh"}
+    )
+    assert immersive.json()["translations"][0]["text"] == "总批次数"
+    for answer in (deepl, libre, immersive):
+        assert answer.headers["X-Hunyuan-Memory"] == "exact", answer.text
+    assert engine.calls == 0
+
+
+def test_close_matches_go_into_the_terminology_prompt(client: httpx.Client, engine: FakeEngine) -> None:
+    _import(client, TSV)
+    answer = _translate(client, text="Save the current picture now")
+    assert answer.json()["memory"] == "fuzzy" and answer.headers["X-Hunyuan-Memory"] == "fuzzy"
+    prompt = engine.given[-1].messages[0]["content"]
+    assert "Save the current image now 翻译成 立即保存当前图像" in prompt  # HY-MT1.5's terminology line
+    assert _translate(client, text="Delete everything").json()["memory"] == "miss"
+
+
+def test_close_matches_join_a_requests_context(client: httpx.Client, engine: FakeEngine) -> None:
+    _import(client, TSV)
+    answer = _translate(client, text="Save the current picture now", context="A settings page.")
+    assert answer.json()["memory"] == "fuzzy"
+    prompt = engine.given[-1].messages[0]["content"]
+    assert prompt.startswith("A settings page.\nSave the current image now => 立即保存当前图像\n")
+
+
+def test_a_family_without_such_a_prompt_says_so(engine: FakeEngine, tmp_path: Path) -> None:
+    with _app(engine, "hunyuan-mt", store_path=str(tmp_path / "s.sqlite")) as client:
+        _import(client, TSV)
+        answer = _translate(client, text="Save the current picture now").json()
+    assert answer["memory"] == "miss"
+    assert "hunyuan-mt has no terminology or context prompt" in answer["memory_unguided"]
+    assert "立即保存" not in engine.given[-1].messages[0]["content"]
+
+
+def test_matches_that_do_not_fit_the_token_budget_are_left_out(tmp_path: Path) -> None:
+    engine = FakeEngine(max_model_len=100)  # one token a character: room for the text, not a match too
+    with _app(engine, store_path=str(tmp_path / "s.sqlite")) as client:
+        _import(client, TSV)
+        answer = _translate(client, text="Save the current picture now", max_tokens=16)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["memory_unguided"] == "no close match fits the prompt's token budget"
+
+
+def test_a_malformed_file_is_refused_naming_its_line_and_nothing_is_kept(client: httpx.Client) -> None:
+    bad = (
+        '<?xml version="1.0"?>\n<tmx version="1.4">\n<header srclang="en"/>\n<body>\n<tu><tuv>\n</body></tmx>'
+    )
+    refused = _import(client, bad, "ui.tmx")
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"].startswith("TMX line 6: not well-formed XML")
+    assert client.get("/memories").json() == {"memory": "own", "imports": []}
+
+
+def test_the_size_bound_refuses_an_import_whole(engine: FakeEngine, tmp_path: Path) -> None:
+    with _app(engine, store_path=str(tmp_path / "s.sqlite"), memory_max_units=2) as client:
+        assert _import(client, TSV).status_code == 201
+        full = _import(client, "Quit\t退出\n", "more.tsv")
+        assert full.status_code == 413 and "the limit is 2" in full.json()["error"]["message"]
+        assert [each["file"] for each in client.get("/memories").json()["imports"]] == ["ui.tsv"]
+
+
+def test_list_export_and_delete(client: httpx.Client) -> None:
+    first = _import(client, TSV).json()
+    _import(client, "Quit\t退出\n", "more.tsv")
+    exported = client.get("/memories/export", params={"format": "tmx"})
+    assert exported.status_code == 200 and exported.headers["content-type"].startswith("application/x-tmx")
+    assert etree.DTD(str(DTD)).validate(etree.fromstring(exported.content))
+    assert len(read_tmx(exported.content).units) == 3
+    assert client.delete(f"/memories/{first['id']}").status_code == 204
+    assert [each["file"] for each in client.get("/memories").json()["imports"]] == ["more.tsv"]
+    assert client.delete(f"/memories/{first['id']}").status_code == 404
+    assert client.delete("/memories").status_code == 204
+    assert client.get("/memories/export", params={"format": "csv"}).content == b""
+
+
+def test_tmserver_lists_the_pairs_and_answers_exact_and_close_matches(client: httpx.Client) -> None:
+    _import(client, TSV)
+    assert client.get("/tmserver/languages/").json() == {
+        "sourceLanguages": ["en"],
+        "targetLanguages": ["zh", "zh_cn", "zh_hans"],
+    }
+    exact = client.get("/tmserver/en/zh_hans/unit/Batch%20count").json()
+    assert exact == [{"source": "Batch count", "target": "总批次数", "quality": 100}]
+    close = client.get("/tmserver/en/zh_hans/unit/Save%20the%20current%20picture%20now").json()
+    assert close == [{"source": "Save the current image now", "target": "立即保存当前图像", "quality": 80}]
+    assert client.get("/tmserver/en/de/unit/Batch%20count").json() == []
+
+
+@pytest.fixture(scope="module")
+def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+def test_two_replicas_over_redis_share_one_memory(redis: RedisServer, tmp_path: Path) -> None:
+    engines = FakeEngine(), FakeEngine()
+    shared = {"cache_redis_url": redis.url, "cache_redis_prefix": f"m{tmp_path.name}:"}
+    with _app(engines[0], **shared) as one, _app(engines[1], **shared) as two:
+        assert _import(one, TSV).status_code == 201
+        answer = _translate(two, texts=["Batch count", "Save the current picture now"])
+        assert answer.json()["memory"] == ["exact", "fuzzy"]
+        assert answer.json()["results"][0] == "总批次数" and engines[1].calls == 1
+        assert [each["file"] for each in two.get("/memories").json()["imports"]] == ["ui.tsv"]
