@@ -48,10 +48,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--from", dest="source", default="en", help="Source language code (default en).")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"Service URL (default {DEFAULT_URL}).")
     _add_format_arguments(parser)
-    parser.add_argument(
-        "--glossary", type=Path, help="Glossary: JSON object or 'term<TAB>translation' lines."
-    )
-    parser.add_argument("--keep", type=Path, help="Do-not-translate list: one term a line.")
+    _add_term_arguments(parser)
     parser.add_argument(
         "--context",
         metavar="TEXT",
@@ -175,8 +172,23 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         raise ConfigError(f"invalid client option: {problems}") from None
 
 
+def _add_term_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the run knows of the project's words: a glossary, words to keep, a translation memory."""
+    parser.add_argument(
+        "--glossary", type=Path, help="Glossary: JSON object or 'term<TAB>translation' lines."
+    )
+    parser.add_argument("--keep", type=Path, help="Do-not-translate list: one term a line.")
+    parser.add_argument(
+        "--memory",
+        type=Path,
+        help="Translation memory (TMX 1.4b, or CSV/TSV of source,target[,source_lang,target_lang]): a "
+        "segment whose exact source it holds takes its translation, without a request.",
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from hunyuan_serve.client.glossary import GlossaryError, load_glossary
+    from hunyuan_serve.client.memory_file import MemoryFileInvalid, load_memory
     from hunyuan_serve.client.qa_report import KINDS, report_kind
     from hunyuan_serve.config import ConfigError
 
@@ -191,11 +203,15 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(loaded)
     try:
         glossary = load_glossary(args.glossary, args.keep)
-    except GlossaryError as err:
-        return usage_error(str(err))
+        memory = load_memory(args.memory, args.source, args.target) if args.memory else None
+    except (GlossaryError, MemoryFileInvalid, OSError) as err:
+        return usage_error(
+            f"--memory {args.memory}: {err}" if isinstance(err, MemoryFileInvalid) else str(err)
+        )
     options = {key.split(".", 1)[1]: v for key, v in vars(args).items() if key.startswith("sampling.")}
     try:
-        return asyncio.run(_until_interrupted(run_translate(args, settings, loaded, glossary, options)))
+        work = run_translate(args, settings, loaded, glossary, options, memory)
+        return asyncio.run(_until_interrupted(work))
     except KeyboardInterrupt:
         print(
             "\ninterrupted: finished batches are cached; run the same command again to resume",

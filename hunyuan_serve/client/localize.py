@@ -33,6 +33,7 @@ class _Run:
     results: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     flags: dict[str, tuple[QaFlag, ...]] = field(default_factory=dict)  # the suspect ones' checks
+    memory: set[str] = field(default_factory=set)  # texts the service answered from its memory
     requests: int = 0
     aborted: str | None = None
 
@@ -48,6 +49,7 @@ class _Group:
     formatted: bool = False  # sent with preserve_format: the family's formatted-translation prompt
     profile: str = ""
     cached: dict[str, str] = field(default_factory=dict)
+    remembered: dict[str, str] = field(default_factory=dict)  # from the run's own memory (--memory)
     to_send: list[str] = field(default_factory=list)
     run: _Run = field(default_factory=lambda: _Run())
 
@@ -83,6 +85,7 @@ async def localize(
     qa: str | None = None,
     on_total: Callable[[int], None] | None = None,
     progress: Progress | None = None,
+    memory: Mapping[str, str] | None = None,
 ) -> tuple[list[str], Summary]:
     """Translated segments (failed ones left as they were) and the summary of the run.
 
@@ -96,12 +99,18 @@ async def localize(
     (no published prompt combines two), and their markup must come back whole. qa is the QA policy
     asked of the service (off, flag, retry; None: the service's own): a flagged translation is used
     but never cached, and listed in the summary; one that lost part of its text is split and re-sent.
+    memory (source -> target, a translation memory file's units for this pair) answers a text whose
+    exact source it holds, before the cache and without a request, as the service's memory does.
     """
     plans = [plan_segment(segment, glossary) for segment in segments]
     flags = list(formatted) if formatted and not (terms or style) else [False] * len(plans)
     groups = _groups(plans, [context] * len(plans) if contexts is None else list(contexts), flags)
     fields = {**(options or {}), "style": style, "glossary": dict(terms) if terms else None}
     await _look_up(groups, client, store, fields, source, target)
+    remembered = memory or {}
+    for group in groups:
+        group.remembered = {text: remembered[text] for text in group.first_plan if text in remembered}
+        group.to_send = [text for text in group.to_send if text not in group.remembered]
     total = sum(len(group.to_send) for group in groups)
     if on_total is not None:
         on_total(total)
@@ -205,11 +214,15 @@ async def _send(
     if group.formatted:
         got = _markup_kept(got, run)
     run.flags.update({text: answer.qa for text, answer in answers.items() if answer.qa})
-    # A suspect translation is not cached: the next run asks again rather than reuse it unflagged.
+    run.memory.update(text for text, answer in answers.items() if answer.memory == "exact")
+    # A suspect translation is not cached: the next run asks again rather than reuse it unflagged; nor
+    # is the memory's, which people may correct there: the next run asks the memory again.
     good = {
         text: out
         for text, out in got.items()
-        if not check_translation(group.first_plan[text], out) and text not in run.flags
+        if not check_translation(group.first_plan[text], out)
+        and text not in run.flags
+        and text not in run.memory
     }
     run.results.update(got)
     if store is not None and good:
@@ -249,11 +262,11 @@ def _merge(groups: Sequence[_Group], labels: Sequence[str], count: int) -> tuple
     texts: list[str] = [""] * count
     summary = Summary(total=count)
     for group in groups:
-        got, part = _outcomes(group.plans, [labels[i] for i in group.indexes], group.cached, group.run)
+        got, part = _outcomes(group.plans, [labels[i] for i in group.indexes], group, group.run)
         for position, index in enumerate(group.indexes):
             texts[index] = got[position]
         summary.failed_at.extend(group.indexes[i] for i in part.failed_at)
-        for name in ("translated", "cached", "skipped", "failed", "requests"):
+        for name in ("translated", "cached", "memory", "skipped", "failed", "requests"):
             setattr(summary, name, getattr(summary, name) + getattr(part, name))
         summary.aborted = summary.aborted or part.aborted
         summary.failures.extend(part.failures)
@@ -302,7 +315,7 @@ async def _translate_chunk(translate: _Send, chunk: list[str], run: _Run) -> dic
 
 
 def _outcomes(
-    plans: Sequence[Plan], labels: Sequence[str], cached: Mapping[str, str], run: _Run
+    plans: Sequence[Plan], labels: Sequence[str], group: _Group, run: _Run
 ) -> tuple[list[str], Summary]:
     summary = Summary(total=len(plans), requests=run.requests, aborted=run.aborted)
     texts: list[str] = []
@@ -311,8 +324,10 @@ def _outcomes(
             texts.append(finish(plan, None).text)
             summary.skipped += 1
             continue
-        from_cache = plan.request in cached
-        translation = cached.get(plan.request, run.results.get(plan.request))
+        from_cache = plan.request in group.cached
+        from_memory = plan.request in group.remembered or plan.request in run.memory
+        known = group.remembered if plan.request in group.remembered else group.cached
+        translation = known.get(plan.request, run.results.get(plan.request))
         error = run.errors.get(plan.request) or (f"not translated: {run.aborted}" if run.aborted else None)
         outcome = finish(plan, translation, error)
         texts.append(outcome.text)
@@ -320,6 +335,8 @@ def _outcomes(
             summary.failed += 1
             summary.failed_at.append(index)
             summary.failures.append(Failure(label, plan.source, outcome.problem))
+        elif from_memory:
+            summary.memory += 1
         elif from_cache:
             summary.cached += 1
         else:

@@ -60,7 +60,12 @@ def _same_file(a: str, b: str) -> bool:
 
 
 async def run_translate(
-    args: argparse.Namespace, settings: ClientSettings, loaded: Any, glossary: Any, options: dict[str, Any]
+    args: argparse.Namespace,
+    settings: ClientSettings,
+    loaded: Any,
+    glossary: Any,
+    options: dict[str, Any],
+    memory: dict[str, str] | None = None,
 ) -> int:
     from hunyuan_serve.client.api import AsyncTranslateClient
     from hunyuan_serve.client.localize import localize
@@ -98,6 +103,7 @@ async def run_translate(
                 qa=args.qa,
                 on_total=bar.start,
                 progress=bar.update,
+                memory=memory,
             )
             if client.qa_refused and args.qa != "off":
                 print(

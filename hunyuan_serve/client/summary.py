@@ -42,6 +42,7 @@ class Summary:
     total: int = 0
     translated: int = 0
     cached: int = 0
+    memory: int = 0  # answered from a translation memory (the service's, or --memory): a person's
     skipped: int = 0
     failed: int = 0
     requests: int = 0  # batch requests sent this run
@@ -51,8 +52,9 @@ class Summary:
     flagged: list[Flagged] = field(default_factory=list)  # translated, but suspect (the service's QA)
 
     def line(self) -> str:
+        remembered = f"{self.memory} from the memory, " if self.memory else ""
         return (
-            f"{self.total} segments: {self.translated} translated, {self.cached} cached, "
+            f"{self.total} segments: {self.translated} translated, {remembered}{self.cached} cached, "
             f"{self.skipped} skipped, {self.failed} failed, {len(self.flagged)} flagged"
         )
 
@@ -61,6 +63,7 @@ class Summary:
             "total": self.total,
             "translated": self.translated,
             "cached": self.cached,
+            "memory": self.memory,
             "skipped": self.skipped,
             "failed": self.failed,
             "requests": self.requests,

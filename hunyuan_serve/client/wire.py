@@ -43,6 +43,7 @@ class Translation:
     request_id: str | None = None
     # The checks it failed (empty: it passed them all); None: unchecked (QA off, or a service without it).
     qa: tuple[QaFlag, ...] | None = None
+    memory: str = ""  # the service's translation memory: "exact" (a person's), "fuzzy", "miss"; "": none
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,8 @@ def parse_batch(response: httpx.Response, texts: Sequence[str]) -> list[Translat
     flags = cached if isinstance(cached, list) and len(cached) == len(texts) else [False] * len(texts)
     qa = data.get("qa")
     checks = [parse_qa(item) for item in qa] if isinstance(qa, list) and len(qa) == len(texts) else None
+    memory = data.get("memory")
+    kinds = [str(m) for m in memory] if isinstance(memory, list) and len(memory) == len(texts) else None
     return [
         Translation(
             text,
@@ -130,6 +133,7 @@ def parse_batch(response: httpx.Response, texts: Sequence[str]) -> list[Translat
             data.get("latency_ms"),
             data.get("request_id"),
             None if checks is None else checks[index],
+            "" if kinds is None else kinds[index],
         )
         for index, (text, result, flag) in enumerate(zip(texts, results, flags, strict=True))
     ]
@@ -146,6 +150,7 @@ def parse_one(response: httpx.Response, text: str) -> Translation:
         data.get("latency_ms"),
         data.get("request_id"),
         parse_qa(data.get("qa")),
+        str(data.get("memory") or ""),
     )
 
 

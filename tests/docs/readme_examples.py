@@ -39,7 +39,7 @@ SPECIAL: Mapping[str, tuple[int, str, str]] = {
     ),
     "localhost:8080/memories?file=": (
         201,
-        '"units": 1',
+        '"units":1',
         "an import is made: 201 Created, with its provenance",
     ),
     "-X DELETE localhost:8080/memories": (
