@@ -15,7 +15,7 @@ import httpx
 from hunyuan_serve.client.api import AsyncTranslateClient, Progress
 from hunyuan_serve.client.glossary import FixedTerms
 from hunyuan_serve.client.resplit import complete, own_checks
-from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment
+from hunyuan_serve.client.segments import Action, Plan, check_translation, finish, plan_segment, remembered
 from hunyuan_serve.client.store import TranslationStore, cache_profile
 from hunyuan_serve.client.summary import Failure, Flagged, Summary
 from hunyuan_serve.client.wire import QaFlag, TranslateError, Translation
@@ -49,7 +49,6 @@ class _Group:
     formatted: bool = False  # sent with preserve_format: the family's formatted-translation prompt
     profile: str = ""
     cached: dict[str, str] = field(default_factory=dict)
-    remembered: dict[str, str] = field(default_factory=dict)  # from the run's own memory (--memory)
     to_send: list[str] = field(default_factory=list)
     run: _Run = field(default_factory=lambda: _Run())
 
@@ -102,15 +101,11 @@ async def localize(
     memory (source -> target, a translation memory file's units for this pair) answers a text whose
     exact source it holds, before the cache and without a request, as the service's memory does.
     """
-    plans = [plan_segment(segment, glossary) for segment in segments]
+    plans = [remembered(plan_segment(segment, glossary), dict(memory or {})) for segment in segments]
     flags = list(formatted) if formatted and not (terms or style) else [False] * len(plans)
     groups = _groups(plans, [context] * len(plans) if contexts is None else list(contexts), flags)
     fields = {**(options or {}), "style": style, "glossary": dict(terms) if terms else None}
     await _look_up(groups, client, store, fields, source, target)
-    remembered = memory or {}
-    for group in groups:
-        group.remembered = {text: remembered[text] for text in group.first_plan if text in remembered}
-        group.to_send = [text for text in group.to_send if text not in group.remembered]
     total = sum(len(group.to_send) for group in groups)
     if on_total is not None:
         on_total(total)
@@ -262,7 +257,7 @@ def _merge(groups: Sequence[_Group], labels: Sequence[str], count: int) -> tuple
     texts: list[str] = [""] * count
     summary = Summary(total=count)
     for group in groups:
-        got, part = _outcomes(group.plans, [labels[i] for i in group.indexes], group, group.run)
+        got, part = _outcomes(group.plans, [labels[i] for i in group.indexes], group.cached, group.run)
         for position, index in enumerate(group.indexes):
             texts[index] = got[position]
         summary.failed_at.extend(group.indexes[i] for i in part.failed_at)
@@ -315,21 +310,21 @@ async def _translate_chunk(translate: _Send, chunk: list[str], run: _Run) -> dic
 
 
 def _outcomes(
-    plans: Sequence[Plan], labels: Sequence[str], group: _Group, run: _Run
+    plans: Sequence[Plan], labels: Sequence[str], cached: Mapping[str, str], run: _Run
 ) -> tuple[list[str], Summary]:
     summary = Summary(total=len(plans), requests=run.requests, aborted=run.aborted)
     texts: list[str] = []
     for index, (plan, label) in enumerate(zip(plans, labels, strict=True)):
         if plan.action is not Action.SEND:
             texts.append(finish(plan, None).text)
-            summary.skipped += 1
+            summary.memory += plan.action is Action.MEMORY
+            summary.skipped += plan.action is not Action.MEMORY
             continue
-        from_cache = plan.request in group.cached
-        from_memory = plan.request in group.remembered or plan.request in run.memory
-        known = group.remembered if plan.request in group.remembered else group.cached
-        translation = known.get(plan.request, run.results.get(plan.request))
+        from_cache = plan.request in cached
+        from_memory = plan.request in run.memory and not from_cache
+        translation = cached.get(plan.request, run.results.get(plan.request))
         error = run.errors.get(plan.request) or (f"not translated: {run.aborted}" if run.aborted else None)
-        outcome = finish(plan, translation, error)
+        outcome = finish(plan, translation, error, checked=not from_memory)
         texts.append(outcome.text)
         if outcome.problem is not None:
             summary.failed += 1

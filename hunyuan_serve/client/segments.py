@@ -15,6 +15,7 @@ class Action(str, Enum):
     SEND = "send"  # goes to the service (or comes from the cache)
     SKIP = "skip"  # nothing to translate: blank, only placeholders, symbols or kept terms
     GLOSSARY = "glossary"  # the whole segment is a glossary term
+    MEMORY = "memory"  # the whole segment is a translation memory's source (--memory): a person's
 
 
 @dataclass(frozen=True)
@@ -54,16 +55,27 @@ def plan_segment(segment: str, glossary: FixedTerms | None = None) -> Plan:
     return Plan(segment, Action.SEND, prefix, core, suffix, request, protected)
 
 
-def finish(plan: Plan, translation: str | None, error: str | None = None) -> SegmentResult:
-    """Accept a translation if it kept every placeholder; otherwise keep the source and say why."""
+def remembered(plan: Plan, memory: dict[str, str]) -> Plan:
+    """The plan of a segment a translation memory holds whole: its unit's target, as a person wrote it."""
+    if plan.source not in memory:
+        return plan
+    return Plan(plan.source, Action.MEMORY, "", plan.source, "", plan.source, (), memory[plan.source])
+
+
+def finish(
+    plan: Plan, translation: str | None, error: str | None = None, checked: bool = True
+) -> SegmentResult:
+    """Accept a translation if it kept every placeholder (a memory's, a person's, is not checked);
+    otherwise keep the source and say why."""
     if plan.fixed is not None:
         return SegmentResult(plan.fixed)
     if translation is None:
         return SegmentResult(plan.source, error or "not translated")
-    problems = check_translation(plan, translation)
+    problems = check_translation(plan, translation) if checked else []
     if problems:
         return SegmentResult(plan.source, "; ".join(problems))
-    return SegmentResult(plan.prefix + translation.strip() + plan.suffix)
+    # A person's translation is written as they wrote it, its own spaces included.
+    return SegmentResult(plan.prefix + (translation.strip() if checked else translation) + plan.suffix)
 
 
 def check_translation(plan: Plan, translation: str) -> list[str]:

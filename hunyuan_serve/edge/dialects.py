@@ -125,7 +125,7 @@ ROUTE_METHODS: dict[str, tuple[str, ...]] = {
     "/languages": ("GET",),
     "/memories": ("GET", "POST", "DELETE"),
     "/memories/export": ("GET",),
-    "/memories/{import_id}": ("DELETE",),
+    "/memories/imports/{import_id}": ("DELETE",),
     "/tmserver/languages/": ("GET",),
     "/tmserver/{src}/{tgt}/unit/{text:path}": ("GET",),
     REFERENCE_SCHEMA: ("GET",),

@@ -36,6 +36,10 @@ def read_pairs(data: bytes, fmt: str, src: str | None, tgt: str | None) -> Memor
         for row in reader:
             if not any(cell.strip() for cell in row):
                 continue
+            if len(row) not in (2, 4):
+                raise MemoryFileInvalid(_columns(fmt, reader.line_num, len(row)))
+            if not row[1].strip():
+                continue  # a source not translated yet pairs nothing
             units.append(_unit(row, reader.line_num, fmt, src, tgt))
     except csv.Error as err:
         raise MemoryFileInvalid(f"{fmt.upper()} line {reader.line_num}: {err}") from None
@@ -46,15 +50,17 @@ def _unit(row: list[str], line: int, fmt: str, src: str | None, tgt: str | None)
     where = f"{fmt.upper()} line {line}"
     if len(row) == 4:
         src, tgt = row[2], row[3]
-    elif len(row) != 2:
-        raise MemoryFileInvalid(f"{where}: {len(row)} columns; want source,target[,source_lang,target_lang]")
     if not src or not tgt:
         raise MemoryFileInvalid(f"{where}: no languages: give source_lang and target_lang for the file")
-    if not row[0].strip() or not row[1].strip():
-        raise MemoryFileInvalid(f"{where}: an empty source or target")
+    if not row[0].strip():
+        raise MemoryFileInvalid(f"{where}: a target without a source")
     if _NOT_XML.search(row[0] + row[1]):
         raise MemoryFileInvalid(f"{where}: a control character, which no XML (so no TMX export) can hold")
     return Unit(language_code(src), language_code(tgt), row[0], row[1])
+
+
+def _columns(fmt: str, line: int, count: int) -> str:
+    return f"{fmt.upper()} line {line}: {count} columns; want source,target[,source_lang,target_lang]"
 
 
 def read_file(data: bytes, fmt: str, src: str | None = None, tgt: str | None = None) -> MemoryFile:

@@ -183,7 +183,7 @@ OPERATIONS: dict[tuple[str, str], Op] = {
     ("get", "/memories"): Op(errors=_MEMORY, params=(_WHICH,)),
     ("delete", "/memories"): Op(errors=(*_MEMORY, (404, "not_found")), success={204: ()}),
     ("get", "/memories/export"): Op(errors=_MEMORY, success={200: ("*/*",)}, params=(_FORMAT, _WHICH)),
-    ("delete", "/memories/{import_id}"): Op(errors=(*_MEMORY, (404, "not_found")), success={204: ()}),
+    ("delete", "/memories/imports/{import_id}"): Op(errors=(*_MEMORY, (404, "not_found")), success={204: ()}),
     ("get", "/tmserver/languages/"): Op(errors=(*GATE, *_STORE)),
     ("get", "/tmserver/{src}/{tgt}/unit/{text}"): Op(errors=(*GATE, *_STORE)),
 }

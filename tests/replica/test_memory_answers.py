@@ -146,9 +146,9 @@ def test_list_export_and_delete(client: httpx.Client) -> None:
     assert exported.status_code == 200 and exported.headers["content-type"].startswith("application/x-tmx")
     assert etree.DTD(str(DTD)).validate(etree.fromstring(exported.content))
     assert len(read_tmx(exported.content).units) == 3
-    assert client.delete(f"/memories/{first['id']}").status_code == 204
+    assert client.delete(f"/memories/imports/{first['id']}").status_code == 204
     assert [each["file"] for each in client.get("/memories").json()["imports"]] == ["more.tsv"]
-    assert client.delete(f"/memories/{first['id']}").status_code == 404
+    assert client.delete(f"/memories/imports/{first['id']}").status_code == 404
     assert client.delete("/memories").status_code == 204
     assert client.get("/memories/export", params={"format": "csv"}).content == b""
 

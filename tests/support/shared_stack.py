@@ -50,6 +50,8 @@ KEYS = {
     "deepl-limited": Key("sk-deepl-limited-9a8b7c6d", limit=40),
     "formats": Key("sk-formats-2a1b0c9d8e"),
     "weblate": Key("sk-weblate-6e5d4c3b2a"),
+    "memory": Key("sk-memory-6d5c4b3a2f1e"),
+    "memory-other": Key("sk-memory-other-0a9b8c7d"),
 }
 
 

@@ -126,6 +126,6 @@ async def delete_memory(request: Request, replica: ReplicaDep) -> Response:
     return await replica.gate.serve(request, _serve(_delete, replica, None), render_error)
 
 
-@router.delete("/memories/{import_id}")
+@router.delete("/memories/imports/{import_id}")
 async def delete_import(import_id: str, request: Request, replica: ReplicaDep) -> Response:
     return await replica.gate.serve(request, _serve(_delete, replica, import_id), render_error)

@@ -1,0 +1,81 @@
+"""Translation memories through the real stack (`up`: Nginx + two vLLM replicas on a tiny hy-mt1.5
+checkpoint, the keyed shared stack): a key's TMX import answers its exact strings in every API with no
+engine call, close matches reach the real engine through the terminology prompt, other keys see none."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import deepl
+import httpx
+import pytest
+from libretranslatepy import LibreTranslateAPI
+
+from tests.memory.test_tmx import WEBLATE
+from tests.support.shared_stack import KEYS, SharedStack
+
+pytestmark = [pytest.mark.engine, pytest.mark.nginx]
+
+KEY = KEYS["memory"].secret
+OTHER = KEYS["memory-other"].secret
+TIMEOUT_S = 120.0
+
+
+@pytest.fixture(scope="module")
+def http(keyed_stack: SharedStack) -> Iterator[httpx.Client]:
+    headers = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(
+        base_url=keyed_stack.url, headers=headers, timeout=TIMEOUT_S, trust_env=False
+    ) as client:
+        made = client.post("/memories", params={"file": "weblate.tmx"}, content=WEBLATE.encode())
+        assert made.status_code == 201, made.text
+        yield client
+        assert client.delete("/memories").status_code == 204
+
+
+def test_exact_strings_are_answered_from_the_memory_in_every_api(
+    http: httpx.Client, keyed_stack: SharedStack
+) -> None:
+    native = http.post(
+        "/translate",
+        json={"texts": ["Sampling steps", "Batch count"], "source_lang": "en", "target_lang": "zh"},
+    )
+    assert native.json()["results"] == ["迭代步数", "总批次数"] and native.json()["memory"] == [
+        "exact",
+        "exact",
+    ]
+    assert native.headers["X-Hunyuan-Memory"] == "exact"
+    translator = deepl.Translator(KEY, server_url=keyed_stack.url, send_platform_info=False)
+    assert translator.translate_text("Batch count", source_lang="EN", target_lang="ZH").text == "总批次数"
+    libre = LibreTranslateAPI(keyed_stack.url + "/libretranslate/", api_key=KEY)
+    assert libre.translate("Sampling steps", "en", "zh-Hans", timeout=TIMEOUT_S) == "迭代步数"
+    immersive = http.post(
+        "/immersive/translate", json={"text_list": ["Batch count"], "source_lang": "en", "target_lang": "zh"}
+    )
+    assert immersive.json()["translations"][0]["text"] == "总批次数"
+    assert immersive.headers["X-Hunyuan-Memory"] == "exact"
+
+
+def test_a_close_match_guides_the_real_engine(http: httpx.Client) -> None:
+    answer = http.post(
+        "/translate", json={"text": "Sampling steps now", "source_lang": "en", "target_lang": "zh"}
+    )
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["memory"] == "fuzzy" and answer.headers["X-Hunyuan-Memory"] == "fuzzy"
+    assert isinstance(answer.json()["result"], str)  # the tiny model's noise, through the terminology prompt
+
+
+def test_another_keys_memory_is_its_own(http: httpx.Client, keyed_stack: SharedStack) -> None:
+    other = {"Authorization": f"Bearer {OTHER}"}
+    answer = http.post(
+        "/translate", json={"text": "Batch count", "source_lang": "en", "target_lang": "zh"}, headers=other
+    )
+    assert answer.status_code == 200 and answer.json()["result"] != "总批次数"
+    assert "memory" not in answer.json()  # no memory anywhere for this key: none is looked up
+    assert http.get("/memories", headers=other).json()["imports"] == []
+
+
+def test_tmserver_answers_through_the_front(http: httpx.Client) -> None:
+    assert http.get("/tmserver/languages/").json()["targetLanguages"] == ["zh", "zh_cn", "zh_hans"]
+    found = http.get("/tmserver/en/zh_hans/unit/Batch%20count").json()
+    assert found == [{"source": "Batch count", "target": "总批次数", "quality": 100}]
