@@ -20,7 +20,6 @@ from hunyuan_serve.replica.recall import Recall, owners_of
 from hunyuan_serve.replica.review import Review, Verdicts
 from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.replica.service import Outcome, Translator
-from hunyuan_serve.storage.memory import Hit
 
 # Each close match in the context prompt, one a line: the terminology prompts' own "X 翻译成 Y" /
 # "X translates to Y" lines say the same, and a line of this form reads the same way in a context.
@@ -59,14 +58,12 @@ class MemoryTranslator(Translator):
         # An ensemble's answer is its fusion, and an unknown source has no memory pair to look in.
         if not self.recall.enabled or req.ensemble or req.source is AUTO:
             return await super().translate(req, request_id)
-        owners = owners_of(priority.KEY.get())
-        versions = await self.recall.versions(owners)
-        if not any(versions):  # no memory for this caller: one small read, nothing else
+        indexes = await self.recall.indexes(owners_of(priority.KEY.get()), (req.source.code, req.target.code))
+        if not indexes:  # no memory of this pair for this caller
             return await super().translate(req, request_id)
-        pair = (req.source.code, req.target.code)
-        hits = await self.recall.exact(owners, *pair, req.texts)
+        hits = self.recall.exact(indexes, req.texts)
         rest = [i for i, text in enumerate(req.texts) if text not in hits]
-        plan = _Plan(await self.recall.fuzzy(owners, versions, pair, [req.texts[i] for i in rest]))
+        plan = _Plan(await self.recall.fuzzy(indexes, [req.texts[i] for i in rest]))
         plan.applied = [False] * len(rest)
         outcome = Outcome()
         if rest:
@@ -138,13 +135,13 @@ def _pick(texts: tuple[str, ...], indexes: list[int]) -> tuple[str, ...]:
 
 
 def _merged(
-    req: TranslateRequest, hits: dict[str, Hit], rest: list[int], outcome: Outcome, checks: str
+    req: TranslateRequest, hits: dict[str, str], rest: list[int], outcome: Outcome, checks: str
 ) -> Outcome:
     """The whole request's outcome: the memory's targets where it had them, the core's answers between."""
     if len(rest) == len(req.texts):
         return outcome
     n = len(req.texts)
-    merged = dataclasses.replace(outcome, results=[hits[t].target if t in hits else "" for t in req.texts])
+    merged = dataclasses.replace(outcome, results=[hits.get(t, "") for t in req.texts])
     merged.cached = [False] * n
     merged.format_lost = [()] * n if req.preserve_format else []
     flags: list[list[Flag]] = [[] for _ in range(n)]

@@ -72,6 +72,7 @@ async def _import(replica: ReplicaContext, call: Call) -> Response:
         raise ApiError(400, "invalid_memory_file", str(err)) from None
     except MemoryFull as err:
         raise ApiError(413, "memory_full", str(err)) from None
+    replica.recall.forget(owner)  # this replica's next lookup sees it at once, the others within a refresh
     call.log.update(memory_import=origin.id, memory_units=origin.units)
     return JSONResponse(ops.origin_json(origin), status_code=201)
 
@@ -94,6 +95,7 @@ async def _export(replica: ReplicaContext, call: Call) -> Response:
 
 async def _delete(replica: ReplicaContext, import_id: str | None, call: Call) -> Response:
     removed = await memory_call(replica.recall.store.delete(call.owner or "", import_id))
+    replica.recall.forget(call.owner or "")
     if removed < 0:
         raise ApiError(
             404, "not_found", "no such import in this key's memory" if import_id else "the memory is empty"

@@ -40,15 +40,14 @@ async def _languages(replica: ReplicaContext, call: Call) -> Response:
 
 
 async def _unit(replica: ReplicaContext, src: str, tgt: str, text: str, call: Call) -> Response:
-    recall, owners = replica.recall, owners_of(call.owner)
-    pair = (language_code(src), language_code(tgt))
-    versions = await memory_call(recall.versions(owners))
+    recall, pair = replica.recall, (language_code(src), language_code(tgt))
+    indexes = await memory_call(recall.indexes(owners_of(call.owner), pair))
     found: list[dict[str, Any]] = []
-    if any(versions):
-        hits = await memory_call(recall.exact(owners, *pair, [text]))
+    if indexes:
+        hits = recall.exact(indexes, [text])
         if text in hits:
-            found.append({"source": text, "target": hits[text].target, "quality": 100})
-        [matches] = await memory_call(recall.fuzzy(owners, versions, pair, [text]))
+            found.append({"source": text, "target": hits[text], "quality": 100})
+        [matches] = await recall.fuzzy(indexes, [text])
         found += [
             {"source": m.source, "target": m.target, "quality": int(m.score)}
             for m in matches
