@@ -132,6 +132,17 @@ QUESTIONS: tuple[Question, ...] = (
         headline="median this checkout",
     ),
     Question(
+        "memory",
+        "With half the WebUI's human translations in a translation memory, how many strings does the "
+        "memory answer, how many engine calls does it save, and what does the job take against none?",
+        "all imported: every string from the memory, 0 engine calls, output identical to the human file; "
+        "100,000 TMX units imported within 30 s; exact lookup p99 under 1 ms",
+        ("bench.memory", "--out", "{out}/report-memory.md"),
+        report="report-memory.md",
+        figures="report-memory.json",
+        headline="memory, whole set imported",
+    ),
+    Question(
         "route-cost",
         "What does routing by the body's model (njs) add at the edge per request?",
         "none set: what njs adds per request",
