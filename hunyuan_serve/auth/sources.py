@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import urllib.parse
 from collections.abc import Mapping
@@ -12,10 +13,18 @@ from hunyuan_serve.auth.listen import is_loopback
 
 
 def header_key(authorization: str) -> str | None:
-    """The key of an `Authorization: Bearer K` or `Authorization: DeepL-Auth-Key K` header."""
+    """The key of an `Authorization: Bearer K` or `Authorization: DeepL-Auth-Key K` header, or the
+    password of a Basic one: a client that takes only a URL (Weblate's tmserver machinery) sends its
+    `https://name:KEY@host/...` so."""
     scheme, _, key = authorization.strip().partition(" ")
     if scheme.lower() in ("bearer", "deepl-auth-key") and key.strip():
         return key.strip()
+    if scheme.lower() == "basic" and key.strip():
+        try:
+            password = base64.b64decode(key.strip(), validate=True).decode("utf-8").partition(":")[2]
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return password or None
     return None
 
 

@@ -40,7 +40,9 @@ def test_key_matches_only_a_whole_key() -> None:
         ("bearer  k1 ", "k1"),
         ("DeepL-Auth-Key k2", "k2"),
         ("deepl-auth-key k2", "k2"),
-        ("Basic abc", None),
+        ("Basic abc", None),  # not base64 of name:password
+        ("Basic d2VibGF0ZTprMw==", "k3"),  # weblate:k3, as a URL's userinfo is sent
+        ("Basic d2VibGF0ZTo=", None),  # weblate: with no password
         ("Bearer", None),
         ("", None),
     ],

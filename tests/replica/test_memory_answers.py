@@ -13,6 +13,7 @@ import pytest
 from lxml import etree
 from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
+from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.memory.tmx import read_tmx
 from hunyuan_serve.replica.app import create_app
 from tests.support.redis_server import RedisServer, redis_server
@@ -181,3 +182,22 @@ def test_two_replicas_over_redis_share_one_memory(redis: RedisServer, tmp_path: 
         assert answer.json()["memory"] == ["exact", "fuzzy"]
         assert answer.json()["results"][0] == "总批次数" and engines[1].calls == 1
         assert [each["file"] for each in two.get("/memories").json()["imports"]] == ["ui.tsv"]
+
+
+def test_weblate_reaches_tmserver_behind_keys_with_the_key_in_its_url(tmp_path: Path) -> None:
+    # Weblate's tmserver machinery takes a URL only: a key goes in as its password (Basic).
+    keys = tmp_path / "keys.txt"
+    keys.write_text("sk-weblate-9f8e7d\n", encoding="utf-8")
+    cfg = ServeConfig.model_validate(
+        {"auth": {"keys_file": str(keys)}, "replica": {"store_path": str(tmp_path / "s.sqlite")}}
+    )
+    with serve_in_thread(create_app(FakeEngine(), cfg, "hy-mt1.5")) as url:
+        keyed = httpx.Client(base_url=url, headers={"Authorization": "Bearer sk-weblate-9f8e7d"}, timeout=30)
+        wait_ready(keyed)
+        assert _import(keyed, TSV).status_code == 201
+        tmserver = url.replace("http://", "http://weblate:sk-weblate-9f8e7d@") + "/tmserver"
+        assert httpx.get(tmserver + "/languages/").json()["sourceLanguages"] == ["en"]
+        assert httpx.get(tmserver + "/en/zh_hans/unit/Batch%20count").json()[0]["quality"] == 100
+        wrong = url.replace("http://", "http://weblate:sk-wrong@") + "/tmserver/languages/"
+        assert httpx.get(wrong).status_code == 403
+        keyed.close()
