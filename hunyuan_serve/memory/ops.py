@@ -6,7 +6,7 @@ import datetime
 import uuid
 from typing import Any
 
-from hunyuan_serve.memory.pairs import memory_format, read_file, write_file
+from hunyuan_serve.memory.pairs import memory_format, read_memory_file, write_memory_file
 from hunyuan_serve.memory.tmx import MemoryFileInvalid
 from hunyuan_serve.storage.memory import MemoryStore, Origin
 
@@ -24,7 +24,7 @@ async def import_file(
     """The file read whole, then stored in one step with where it came from; MemoryFileInvalid or
     MemoryFull (nothing kept) otherwise."""
     kind = memory_format(name, fmt)
-    parsed = read_file(data, kind, *languages)
+    parsed = read_memory_file(data, kind, *languages)
     if not parsed.units:
         raise MemoryFileInvalid(f"{name or 'the file'}: no translation units in it")
     if len(parsed.units) > max_units:  # refused before the store is asked
@@ -39,7 +39,7 @@ async def import_file(
 
 
 async def export_file(store: MemoryStore, owner: str, fmt: str) -> bytes:
-    return write_file(await store.units(owner), memory_format("", fmt))
+    return write_memory_file(await store.units(owner), memory_format("", fmt))
 
 
 def origin_json(origin: Origin) -> dict[str, Any]:

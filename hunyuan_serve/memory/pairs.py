@@ -63,12 +63,12 @@ def _columns(fmt: str, line: int, count: int) -> str:
     return f"{fmt.upper()} line {line}: {count} columns; want source,target[,source_lang,target_lang]"
 
 
-def read_file(data: bytes, fmt: str, src: str | None = None, tgt: str | None = None) -> MemoryFile:
+def read_memory_file(data: bytes, fmt: str, src: str | None = None, tgt: str | None = None) -> MemoryFile:
     """A memory file of any of FORMATS; the languages given apply to CSV/TSV rows of two columns."""
     return read_tmx(data) if fmt == "tmx" else read_pairs(data, fmt, src, tgt)
 
 
-def write_file(units: Iterable[Unit], fmt: str) -> bytes:
+def write_memory_file(units: Iterable[Unit], fmt: str) -> bytes:
     """Units as a file of the format: TMX 1.4b, or four-column CSV/TSV rows (languages in each row)."""
     if fmt == "tmx":
         return write_tmx(units)

@@ -96,6 +96,7 @@ class RedisMemory:
                     multi.hset(self._key("units", owner, src, tgt), mapping=mapping)
                     multi.sadd(self._key("pairs", owner), f"{src}\t{tgt}")
                 multi.hset(self._key("origins", owner), origin.id, origin.to_json())
+                multi.rpush(self._key("order", owner), origin.id)  # the imports' order, for listing
                 multi.incr(self._key("version", owner))
                 return await multi.execute()
 
@@ -103,8 +104,11 @@ class RedisMemory:
         return total
 
     async def origins(self, owner: str) -> list[Origin]:
-        found = await self._call(lambda r: r.hvals(self._key("origins", owner)))
-        return sorted((Origin.from_json(str(each)) for each in found), key=lambda o: (o.created, o.id))
+        ids = await self._call(lambda r: r.lrange(self._key("order", owner), 0, -1))
+        if not ids:
+            return []
+        found = await self._call(lambda r: r.hmget(self._key("origins", owner), ids))
+        return [Origin.from_json(str(each)) for each in found if each is not None]
 
     async def delete(self, owner: str, origin_id: str | None) -> int:
         pairs = await self._pair_keys(owner)
@@ -127,9 +131,12 @@ class RedisMemory:
                     if sources:
                         multi.hdel(key, *sources)
                 if origin_id is None:
-                    multi.delete(self._key("origins", owner), self._key("pairs", owner))
+                    multi.delete(
+                        self._key("origins", owner), self._key("pairs", owner), self._key("order", owner)
+                    )
                 else:
                     multi.hdel(self._key("origins", owner), origin_id)
+                    multi.lrem(self._key("order", owner), 0, origin_id)
                 multi.incr(self._key("version", owner))
                 return await multi.execute()
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from hunyuan_serve.memory.pairs import memory_format, read_file, write_file
+from hunyuan_serve.memory.pairs import memory_format, read_memory_file, write_memory_file
 from hunyuan_serve.memory.tmx import MemoryFileInvalid, read_tmx, write_tmx
 from hunyuan_serve.storage.memory import Unit
 
@@ -151,19 +151,19 @@ def test_a_file_that_breaks_the_dtd_is_caught_by_it() -> None:
 @pytest.mark.parametrize("fmt", ["csv", "tsv"])
 def test_csv_and_tsv_pairs_round_trip_with_their_languages(fmt: str) -> None:
     units = [Unit("en", "zh", 'Say "hi", then go', "说“你好”，然后走"), Unit("en", "zh", "Tab", "制表")]
-    assert read_file(write_file(units, fmt), fmt).units == units
+    assert read_memory_file(write_memory_file(units, fmt), fmt).units == units
 
 
 def test_two_column_pairs_take_the_languages_given_and_name_a_bad_line() -> None:
     data = "Hello\t你好\n\nBye\t再见\n".encode()
-    assert read_file(data, "tsv", "en-US", "zh_CN").units == [
+    assert read_memory_file(data, "tsv", "en-US", "zh_CN").units == [
         Unit("en", "zh", "Hello", "你好"),
         Unit("en", "zh", "Bye", "再见"),
     ]
     with pytest.raises(MemoryFileInvalid, match="TSV line 1: no languages"):
-        read_file(data, "tsv")
+        read_memory_file(data, "tsv")
     with pytest.raises(MemoryFileInvalid, match="CSV line 2: 3 columns"):
-        read_file(b"a,b\na,b,c\n", "csv", "en", "de")
+        read_memory_file(b"a,b\na,b,c\n", "csv", "en", "de")
 
 
 def test_the_format_is_the_one_given_else_the_files_extension() -> None:
