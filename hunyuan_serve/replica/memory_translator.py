@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 
 from hunyuan_serve.cache.layers import TranslationCache
@@ -20,10 +21,12 @@ from hunyuan_serve.replica.recall import Recall, owners_of
 from hunyuan_serve.replica.review import Review, Verdicts
 from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.replica.service import Outcome, Translator
+from hunyuan_serve.storage.backend import StoreUnavailable
 
 # Each close match in the context prompt, one a line: the terminology prompts' own "X 翻译成 Y" /
 # "X translates to Y" lines say the same, and a line of this form reads the same way in a context.
 CONTEXT_LINE = "{source} => {target}"
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -58,7 +61,13 @@ class MemoryTranslator(Translator):
         # An ensemble's answer is its fusion, and an unknown source has no memory pair to look in.
         if not self.recall.enabled or req.ensemble or req.source is AUTO:
             return await super().translate(req, request_id)
-        indexes = await self.recall.indexes(owners_of(priority.KEY.get()), (req.source.code, req.target.code))
+        try:
+            indexes = await self.recall.indexes(
+                owners_of(priority.KEY.get()), (req.source.code, req.target.code)
+            )
+        except StoreUnavailable as err:  # the memory is help, not a condition: the model answers
+            logger.warning("translation memory unavailable, translating without it: %s", err)
+            indexes = []
         if not indexes:  # no memory of this pair for this caller
             return await super().translate(req, request_id)
         hits = self.recall.exact(indexes, req.texts)

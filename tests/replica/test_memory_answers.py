@@ -17,6 +17,7 @@ from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.memory.tmx import read_tmx
 from hunyuan_serve.replica.app import create_app
 from tests.support.redis_server import RedisServer, redis_server
+from tests.support.stacks import free_port
 
 DTD = Path(__file__).parents[1] / "memory" / "tmx14.dtd"
 TSV = "Save the current image now\t立即保存当前图像\nBatch count\t总批次数\n"
@@ -201,3 +202,13 @@ def test_weblate_reaches_tmserver_behind_keys_with_the_key_in_its_url(tmp_path: 
         wrong = url.replace("http://", "http://weblate:sk-wrong@") + "/tmserver/languages/"
         assert httpx.get(wrong).status_code == 403
         keyed.close()
+
+
+def test_a_memory_store_that_does_not_answer_leaves_translation_to_the_model() -> None:
+    engine = FakeEngine()
+    with _app(engine, cache_redis_url=f"redis://127.0.0.1:{free_port()}/0") as client:
+        answer = _translate(client, text="Batch count")
+        assert answer.status_code == 200, answer.text
+        assert "memory" not in answer.json() and engine.calls == 1
+        refused = client.get("/memories")
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "store_unavailable"
