@@ -13,10 +13,11 @@ from hunyuan_serve.languages import AUTO
 from hunyuan_serve.memory.similar import Match
 from hunyuan_serve.qa import policy
 from hunyuan_serve.qa.flags import Flag
-from hunyuan_serve.replica import memory_use, priority
-from hunyuan_serve.replica.engine_types import Engine
+from hunyuan_serve.replica import memory_use
+from hunyuan_serve.replica.gated_engine import GatedEngine
 from hunyuan_serve.replica.memory_use import EXACT, FUZZY, MISS
 from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.recall import Recall, owners_of
 from hunyuan_serve.replica.review import Review, Verdicts
 from hunyuan_serve.replica.schema import TranslateRequest
@@ -45,7 +46,7 @@ class MemoryTranslator(Translator):
 
     def __init__(
         self,
-        engine: Engine,
+        engine: GatedEngine,
         family: str,
         cache: TranslationCache,
         metrics: Metrics,
@@ -57,19 +58,17 @@ class MemoryTranslator(Translator):
         self.recall = recall
         self._plans: dict[int, _Plan] = {}  # by id() of the request in translation: _features reads it
 
-    async def translate(self, req: TranslateRequest, request_id: str) -> Outcome:
+    async def translate(self, req: TranslateRequest, caller: Caller) -> Outcome:
         # An ensemble's answer is its fusion, and an unknown source has no memory pair to look in.
         if not self.recall.enabled or req.ensemble or req.source is AUTO:
-            return await super().translate(req, request_id)
+            return await super().translate(req, caller)
         try:
-            indexes = await self.recall.indexes(
-                owners_of(priority.KEY.get()), (req.source.code, req.target.code)
-            )
+            indexes = await self.recall.indexes(owners_of(caller.key), (req.source.code, req.target.code))
         except StoreUnavailable as err:  # the memory is help, not a condition: the model answers
             logger.warning("translation memory unavailable, translating without it: %s", err)
             indexes = []
         if not indexes:  # no memory of this pair for this caller
-            return await super().translate(req, request_id)
+            return await super().translate(req, caller)
         hits = self.recall.exact(indexes, req.texts)
         rest = [i for i, text in enumerate(req.texts) if text not in hits]
         plan = _Plan(await self.recall.fuzzy(indexes, [req.texts[i] for i in rest]))
@@ -81,7 +80,7 @@ class MemoryTranslator(Translator):
             )
             self._plans[id(sub)] = plan
             try:
-                outcome = await super().translate(sub, request_id)
+                outcome = await super().translate(sub, caller)
             finally:
                 del self._plans[id(sub)]
         merged = _merged(req, hits, rest, outcome, self.review.policy(req.qa))
