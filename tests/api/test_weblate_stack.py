@@ -54,6 +54,8 @@ def test_each_backend_passes_its_form_check_and_fills_a_batch_of_20(
     assert got["form"] is None, got["form"]
     assert got["error"] is None, got["error"]
     assert len(got["answers"]) == BATCH and got["filled"] == BATCH
+    if backend == "libretranslate":
+        return  # its [X5X] tokens go to the model as text: a tiny random model need not keep them
     marked = [answers[0] for text, answers in got["answers"].items() if PLACEHOLDERS[backend] in text]
     assert len(marked) == BATCH // 5 and all(PLACEHOLDERS[backend] in each for each in marked)
 
