@@ -125,6 +125,14 @@ QUESTIONS: tuple[Question, ...] = (
         headline="pages",
     ),
     Question(
+        "long-texts",
+        "Does a 100,000-character document sent as one text come back whole and in time, replicas healthy?",
+        "200 within the request timeout; as many paragraphs out as in; /health 200 throughout",
+        ("bench.long_texts", "--up", "--out", "{out}/row.json"),
+        figures="row.json",
+        headline="Long text:",
+    ),
+    Question(
         "frontend",
         "How much CPU per string does the replica's own process spend around the vLLM engine?",
         "none set: CPU per string, to compare before and after a change",
