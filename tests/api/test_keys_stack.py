@@ -74,8 +74,11 @@ def test_official_clients_send_their_keys_and_read_the_refusals(stack: Stack) ->
     with pytest.raises(deepl.AuthorizationException):
         deepl.Translator("sk-nope", server_url=stack.url).get_usage()
     assert LibreTranslateAPI(stack.url + "/libretranslate/", api_key=KEY).languages()
+    # Its language list is open, as on LibreTranslate itself (Weblate asks it with no key); a
+    # translation with a wrong key is refused.
+    assert LibreTranslateAPI(stack.url + "/libretranslate/", api_key="sk-nope").languages()
     with pytest.raises(Exception, match="403"):
-        LibreTranslateAPI(stack.url + "/libretranslate/", api_key="sk-nope").languages()
+        LibreTranslateAPI(stack.url + "/libretranslate/", api_key="sk-nope").translate("Hello", "en", "de")
 
 
 def test_the_translate_cli_sends_its_key_and_names_the_refusal_without_one(
