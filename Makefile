@@ -31,8 +31,16 @@ PYTEST := $(BIN)/python -m tests.support.lane_runner --lanes $(LANES)
 unit: install
 	$(PYTEST) -q -m "not engine and not demo and not e2e"
 
-test: lint typecheck
-	$(PYTEST) -q -rs
+# ruff and mypy run beside the lanes, niced: they need a core for about a minute and a half, which the
+# lanes leave idle much of the time while they wait on engines; run before the lanes they added that
+# much to the suite. Their output is printed when the lanes end, and either failing fails the target.
+test: install
+	@checks=$$(mktemp); \
+	nice -n 10 $(MAKE) --no-print-directory -k lint typecheck >"$$checks" 2>&1 & pid=$$!; \
+	$(PYTEST) -q -rs; lanes=$$?; \
+	wait $$pid; status=$$?; \
+	echo "--- make lint typecheck (beside the lanes): exit $$status"; cat "$$checks"; rm -f "$$checks"; \
+	[ $$lanes -eq 0 ] && [ $$status -eq 0 ]
 
 # Every named question of the bench in turn (bench/questions.py), each answer stamped in
 # bench/results/NAME/latest.md and .json; one question: make bench Q=overload (the soak only so).

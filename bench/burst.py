@@ -18,20 +18,22 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench import targets
-from bench.fairness_stack import KEYS, start_stack
+from bench.burst_kill import Killed, describe, kill_when_holding
+from bench.fairness_stack import KEYS, Stack, start_stack
 from bench.procs import Server, free_port, running
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PROMPT = "Translate the following segment into Chinese, without additional explanation.\n\n{text}"
 CLIENTS = ("script", "openai")
 SIDES = ("stack", "vllm")
+PERSON_IDLE = 20  # a person's strings, one at a time, with nothing else sent
 
 
 @dataclass(frozen=True)
@@ -159,8 +161,89 @@ def measure_side(side: str, url: str, key: str, args: argparse.Namespace) -> lis
     return found
 
 
-def measure(args: argparse.Namespace, work: Path) -> list[Burst]:
-    """The stack, then vLLM's server (the stack stopped first: both use every core)."""
+@dataclass(frozen=True)
+class Person:
+    """A person's strings, one at a time, idle and during a burst of a bulk key: their p50s, and the
+    burst's statuses (the bulk key's places are the replicas' less the interactive reserve)."""
+
+    k: int
+    idle_p50_s: float
+    during_p50_s: float
+    during_count: int
+    burst: Burst
+    # The person's answers during the burst other than 200, by status: none are counted in the p50.
+    during_refused: dict[str, int] = field(default_factory=dict)
+
+
+async def _one_at_a_time(
+    url: str, model: str, max_tokens: int, until: Callable[[int], bool], refused: dict[str, int] | None = None
+) -> list[float]:
+    """A person's strings with the page's key, each sent when the last is answered, until `until(n)`;
+    the statuses of answers other than 200 counted into `refused`."""
+    times: list[float] = []
+    headers = {"Authorization": f"Bearer {KEYS['page']}"}
+    async with httpx.AsyncClient(base_url=url, timeout=600, headers=headers) as http:
+        while not until(len(times)):
+            body = {
+                "model": model,
+                "prompt": PROMPT.format(text=f"Save {len(times)}"),
+                "max_tokens": max_tokens,
+            }
+            start = time.monotonic()
+            answer = await http.post("/v1/completions", json={**body, "temperature": 0})
+            if answer.status_code == 200:
+                times.append(time.monotonic() - start)
+            elif refused is not None:
+                refused[str(answer.status_code)] = refused.get(str(answer.status_code), 0) + 1
+    return times
+
+
+def measure_person(url: str, args: argparse.Namespace) -> Person:
+    """The people-first figure: a person's p50 alone, then while the largest K is sent by a bulk key."""
+    model = _served(url, KEYS["page"])
+    idle = asyncio.run(_one_at_a_time(url, model, args.max_tokens, lambda n: n >= PERSON_IDLE))
+    k = max(args.k)
+
+    async def during() -> tuple[list[float], list[tuple[str, float]], float]:
+        start = time.monotonic()
+        body = _bodies(model, args.max_tokens, False, f"bulk-{k}")
+        burst = asyncio.ensure_future(_script(url, body, k, KEYS["ci-a"]))
+        await asyncio.sleep(1.0)  # the burst in the replicas' queues first: nothing to await for it
+        times = await _one_at_a_time(url, model, args.max_tokens, lambda _: burst.done(), refused)
+        return times, await burst, time.monotonic() - start
+
+    refused: dict[str, int] = {}
+    times, outcomes, wall_s = asyncio.run(during())
+    burst = summarize("stack", "script, bulk key", outcomes, wall_s)
+    person = Person(k, percentile(idle, 0.5), percentile(times, 0.5), len(times), burst, refused)
+    print(
+        f"[bench] burst person: p50 {person.idle_p50_s:.2f} s idle, {person.during_p50_s:.2f} s during "
+        f"({', '.join(f'{t:.2f}' for t in times)}; not 200: {refused})",
+        flush=True,
+    )
+    return person
+
+
+def measure_kill(stack: Stack, args: argparse.Namespace) -> tuple[Burst, Killed | None]:
+    """The script's burst of --kill-k while one of the two replicas gets kill -9 (bench/burst_kill.py)."""
+    k = args.kill_k
+    body = _bodies(_served(stack.base, KEYS["page"]), args.max_tokens, False, f"kill-{k}")
+
+    async def burst_and_kill() -> tuple[Killed | None, list[tuple[str, float]], float]:
+        start = time.monotonic()
+        burst = asyncio.ensure_future(_script(stack.base, body, k, KEYS["page"]))
+        killed = await kill_when_holding(stack.logs.parent, k, burst)
+        return killed, await burst, time.monotonic() - start
+
+    killed, outcomes, wall_s = asyncio.run(burst_and_kill())
+    burst = summarize("stack", "script, kill -9", outcomes, wall_s)
+    print(f"[bench] burst kill K={k}: {burst.statuses} in {wall_s:.1f} s; {describe(killed, k)}", flush=True)
+    return burst, killed
+
+
+def measure(args: argparse.Namespace, work: Path) -> tuple[list[Burst], Person | None, Killed | None]:
+    """The stack (its kill step last), then vLLM's server (the stack stopped first: both use every
+    core)."""
     from hunyuan_serve.tiny_model import build_tiny_model
 
     model = build_tiny_model(work / "tiny-hunyuan-mt")
@@ -170,6 +253,13 @@ def measure(args: argparse.Namespace, work: Path) -> list[Burst]:
     with contextlib.ExitStack() as started:
         stack = start_stack(started, work / "stack", model, stack_args, False)
         found = measure_side("stack", stack.base, KEYS["page"], args)
+        person = measure_person(stack.base, args) if args.person else None
+        killed = None
+        if args.kill_k:
+            burst, killed = measure_kill(stack, args)
+            found.append(burst)
+    if not args.vllm:
+        return found, person, killed
     hw = targets.detect_hardware("cpu")
     port = free_port()
     vllm = Server(
@@ -179,10 +269,12 @@ def measure(args: argparse.Namespace, work: Path) -> list[Burst]:
         url = f"http://127.0.0.1:{port}"
         vllm.wait_http(f"{url}/v1/models", args.start_timeout_s)
         found += measure_side("vllm", url, "unused", args)
-    return found
+    return found, person, killed
 
 
-def report(bursts: Sequence[Burst], args: argparse.Namespace) -> str:
+def report(
+    bursts: Sequence[Burst], args: argparse.Namespace, person: Person | None = None, kill: str = ""
+) -> str:
     lines = [
         "# A burst at once: the stack against vLLM's own server",
         "",
@@ -201,6 +293,22 @@ def report(bursts: Sequence[Burst], args: argparse.Namespace) -> str:
     for b in bursts:
         row = f"| {b.side} | {b.client} | {b.k} | {b.answered} | {b.refused} | {b.failed} |"
         lines.append(f"{row} {b.p50_s:.2f} | {b.p95_s:.2f} | {b.max_s:.2f} | {b.wall_s:.1f} |")
+    if person is not None:
+        times = person.during_p50_s / person.idle_p50_s if person.idle_p50_s else 0.0
+        lines += [
+            "",
+            f"A person (the page's key, one string at a time): p50 {person.idle_p50_s:.2f} s idle, "
+            f"{person.during_p50_s:.2f} s ({times:.2f}x) over {person.during_count} strings while a bulk "
+            f"key sent {person.k} at once (that burst: {person.burst.statuses} in "
+            f"{person.burst.wall_s:.1f} s)"
+            + (
+                f"; the person's answers other than 200: {person.during_refused}."
+                if person.during_refused
+                else "."
+            ),
+        ]
+    if kill:
+        lines += ["", f"{kill} The row `script, kill -9` is that burst's outcome."]
     return "\n".join(lines) + "\n"
 
 
@@ -217,18 +325,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-tokens", type=int, default=16)
     parser.add_argument("--start-timeout-s", type=float, default=900.0)
     parser.add_argument("--out", type=Path, default=RESULTS / "report-burst.md")
+    parser.add_argument(
+        "--no-person", dest="person", action="store_false", help="Leave out the people-first figure."
+    )
+    parser.add_argument(
+        "--kill-k",
+        type=int,
+        default=2000,
+        help="A last burst of this many at once while one of the two replicas gets kill -9; 0: none.",
+    )
+    parser.add_argument(
+        "--no-vllm", dest="vllm", action="store_false", help="The stack alone (no vLLM server side)."
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="hs-burst-") as tmp:
-        bursts = measure(args, Path(tmp))
-    text = report(bursts, args)
+        bursts, person, killed = measure(args, Path(tmp))
+    text = report(bursts, args, person, describe(killed, args.kill_k) if args.kill_k else "")
     args.out.write_text(text, encoding="utf-8")
-    args.out.with_suffix(".json").write_text(
-        json.dumps([asdict(b) for b in bursts], indent=1), encoding="utf-8"
-    )
+    figures = [asdict(b) for b in bursts] + ([{"person": asdict(person)}] if person else [])
+    figures += [{"kill": asdict(killed)}] if killed else []
+    args.out.with_suffix(".json").write_text(json.dumps(figures, indent=1), encoding="utf-8")
     print(text)
     return 0
 

@@ -26,8 +26,8 @@ if __package__ in (None, ""):  # `python bench/documents.py` as well as `python 
 
 from hunyuan_serve.client.api import AsyncTranslateClient
 from hunyuan_serve.client.cli import main as translate_main
-from hunyuan_serve.client.formats import Options, parse
 from hunyuan_serve.client.settings import ClientSettings, api_key_from
+from hunyuan_serve.localization.formats import Options, parse
 
 DATA = Path(__file__).resolve().parent / "data" / "sd-webui-zh_CN.json"
 PAGE_CHARS = 1800  # a standard manuscript page (30 lines of 60 characters): what "pages" counts

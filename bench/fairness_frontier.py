@@ -2,12 +2,12 @@
 
 python -m bench.fairness_frontier [--widths 0,1,2,4,8,16,32] [--rounds 1]
 
-The width rule (replica/bulk_width.py) learns the bulk a person's steps may carry from their pace; this
-asks what each width gives at all on this machine. For each width N, a stack of two CPU replicas runs
-with replica.bulk_width_min N and interactive_step_ratio just over 1, so that while a person is active
-the steps that carry their strings carry N bulk sequences (but for the rule's probes, at 0; the widths
-the replicas' /metrics read are reported beside each row). Each round runs the person alone, the job
-alone and both together, each round in another order, as the people-first question does
+The width rule (replica/admission/bulk_width.py) learns the bulk a person's steps may carry from their
+pace; this asks what each width gives at all on this machine. For each width N, a stack of two CPU
+replicas runs with replica.bulk_width_min N and interactive_step_ratio just over 1, so that while a
+person is active the steps that carry their strings carry N bulk sequences (but for the rule's probes,
+at 0; the widths the replicas' /metrics read are reported beside each row). Each round runs the person
+alone, the job alone and both together, each round in another order, as the people-first question does
 (bench/fairness.py, whose phases this reuses).
 """
 

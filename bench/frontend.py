@@ -35,8 +35,8 @@ async def measure(model: str, count: int, core: int) -> dict[str, float | str]:
     from bench.targets import ENGINE  # the checkout's own: every one since 8177a55 has it
     from hunyuan_serve.families.build import build_prompt
     from hunyuan_serve.languages import find_language
-    from hunyuan_serve.replica.engine import VllmEngine
-    from hunyuan_serve.replica.engine_types import Sampling
+    from hunyuan_serve.replica.engine.interface import Sampling
+    from hunyuan_serve.replica.engine.vllm_engine import VllmEngine
 
     os.sched_setaffinity(0, {core})
     engine = VllmEngine(ENGINE, model, ignore_eos=True)

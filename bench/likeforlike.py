@@ -16,7 +16,7 @@ from hunyuan_serve.cores import core_ranges
 @dataclass(frozen=True)
 class Pin:
     """Where one engine or server runs: CPU cores (taskset plus vLLM's OpenMP binding, as `up` pins
-    its replicas: supervise/plan.py and replica.device_env.apply_cpu_env), or one GPU."""
+    its replicas: supervise/plan.py and replica.engine.device_env.apply_cpu_env), or one GPU."""
 
     cores: tuple[int, ...] = ()
     gpu: str = ""
@@ -82,7 +82,7 @@ def plain_strings(texts: Sequence[str], count: int) -> list[str]:
     """The first `count` distinct strings that `translate` sends as they are (the client's own segment
     plan: no blanks around them, not symbols or placeholders alone), so the engines can be given
     exactly the prompts the stack builds."""
-    from hunyuan_serve.client.segments import Action, plan_segment
+    from hunyuan_serve.localization.segments import Action, plan_segment
 
     chosen: list[str] = []
     seen: set[str] = set()

@@ -20,7 +20,7 @@ import threading
 import time
 import zipfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,15 +144,18 @@ def verdict(row: dict[str, Any]) -> list[str]:
 
 
 @contextlib.contextmanager
-def own_stack(replicas: int, work: Path) -> Iterator[str]:
-    """Two CPU replicas of the tiny model as `make bench` starts them, cut at SEGMENT_TOKENS, EOS ignored."""
+def own_stack(
+    replicas: int, work: Path, extra: Sequence[str] = ("--segment-tokens", str(SEGMENT_TOKENS))
+) -> Iterator[str]:
+    """CPU replicas of the tiny model as `make bench` starts them, EOS ignored; extra: more `up` flags
+    (by default texts cut at SEGMENT_TOKENS)."""
     from bench.procs import free_port, running
     from bench.targets import detect_hardware, ready_replicas, stack_device_flags, start_stack
     from hunyuan_serve.families import HUNYUAN_MT
     from hunyuan_serve.tiny_model import build_tiny_model
 
     model = build_tiny_model(work / f"tiny-{HUNYUAN_MT}")
-    flags = [*stack_device_flags(detect_hardware("cpu"), replicas), "--segment-tokens", str(SEGMENT_TOKENS)]
+    flags = [*stack_device_flags(detect_hardware("cpu"), replicas), *extra]
     env = {"HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
     server, url = start_stack(model, work / "stack", flags, base_port=free_port(), env=env)
     with running(server):

@@ -64,7 +64,8 @@ def _import(url: str, pairs: dict[str, str]) -> float:
     httpx.delete(f"{url}/memories", timeout=60)
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows(pairs.items())
-    query = {"file": "sd-webui.csv", "source_lang": "en", "target_lang": "zh"}
+    # blank=keep: the file's empty values hide their strings in SD WebUI; they are its translations too.
+    query = {"file": "sd-webui.csv", "source_lang": "en", "target_lang": "zh", "blank": "keep"}
     started = time.perf_counter()
     made = httpx.post(f"{url}/memories", params=query, content=out.getvalue().encode(), timeout=600)
     made.raise_for_status()

@@ -12,7 +12,7 @@ from typing import Any
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.memory.ops import import_file
 from hunyuan_serve.memory.tmx import write_tmx
-from hunyuan_serve.replica.recall import Recall, owners_of
+from hunyuan_serve.replica.memories.recall import Recall, owners_of
 from hunyuan_serve.storage.memory import SHARED, Unit
 from hunyuan_serve.storage.memory_sqlite import SqliteMemory
 

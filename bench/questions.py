@@ -133,6 +133,25 @@ QUESTIONS: tuple[Question, ...] = (
         headline="Long text:",
     ),
     Question(
+        "qa-planted",
+        "Do the answer checks flag an echo of the source and an answer cut short, and spare human "
+        "translations?",
+        "echo and cut answers flagged >= 95% on the Django pairs; human pairs flagged <= 1%",
+        ("bench.qa_planted", "--out", "{out}/report-qa-planted.md"),
+        report="report-qa-planted.md",
+        figures="report-qa-planted.json",
+        headline="Django zh_Hans",
+    ),
+    Question(
+        "qa-retry",
+        "Does `qa: retry` answer within the deadline wherever `qa: flag` does, its retry cut short when "
+        "it cannot finish?",
+        "qa: retry never answers 504 where qa: flag answers 200 (50 texts of each on the tiny model)",
+        ("bench.qa_retry", "--up", "--out", "{out}/row.json"),
+        figures="row.json",
+        headline="qa: retry vs qa: flag",
+    ),
+    Question(
         "frontend",
         "How much CPU per string does the replica's own process spend around the vLLM engine?",
         "none set: CPU per string, to compare before and after a change",

@@ -189,7 +189,7 @@ def baseline_env(
     one-replica stack's) unless extra names one, numbered as nvidia-smi numbers it, with the rest of a
     GPU replica's environment; on CPU what vLLM's CPU build needs, ENGINE's KV-cache size included,
     its OpenMP threads bound to `cores` (default: every core this process may use)."""
-    from hunyuan_serve.replica.device_env import apply_cpu_env, apply_cuda_env
+    from hunyuan_serve.replica.engine.device_env import apply_cpu_env, apply_cuda_env
 
     env = server_env(extra)
     if hw.on_gpu:
@@ -214,7 +214,7 @@ def start_serial(model: Path, log_dir: Path, hw: Hardware) -> tuple[Server, str]
 
 def vllm_engine_flags(model: Path, hw: Hardware) -> list[str]:
     """vLLM's own flags for the engine arguments a replica builds from ENGINE on this hardware."""
-    from hunyuan_serve.replica.engine import engine_kwargs
+    from hunyuan_serve.replica.engine.args import engine_kwargs
 
     return kwargs_to_flags(engine_kwargs(ENGINE, str(model), not hw.on_gpu), skip=("model",))
 

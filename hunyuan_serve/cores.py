@@ -1,4 +1,4 @@
-"""CPU core lists in the '0-3,6' form that VLLM_CPU_OMP_THREADS_BIND and taskset read."""
+"""CPU core lists in the '0-3,6' form that vLLM's CPU thread binding and taskset read."""
 
 from __future__ import annotations
 

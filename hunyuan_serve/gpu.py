@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from hunyuan_serve.replica.engine import variables
+
 # A device as CUDA_VISIBLE_DEVICES names it: nvidia-smi's index, or a GPU-/MIG- UUID (or its prefix).
 DeviceId = int | str
 
@@ -25,7 +27,7 @@ DeviceId = int | str
 CUDA_ENV: tuple[tuple[str, str], ...] = (
     ("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
     ("PYTORCH_NVML_BASED_CUDA_CHECK", "1"),
-    ("VLLM_WORKER_MULTIPROC_METHOD", "spawn"),
+    (variables.WORKER_MULTIPROC_METHOD, "spawn"),
 )
 
 QUERY_FIELDS = (

@@ -77,6 +77,7 @@ def nginx_of(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, *, s
     """What `up` writes into <run dir>/nginx/nginx.conf for these plans: the supervisor's renderer on
     its inputs (the placed config, its prefix, web root and worker user), at its first config
     (starting: every replica down, generation 1) or with every replica ready."""
+    from hunyuan_serve.edge.hold import ready_file
     from hunyuan_serve.edge.kept_tls import KEPT_TLS_DIR, KeptPair
     from hunyuan_serve.edge.render import render_nginx
     from hunyuan_serve.edge.routing import routing_from_states
@@ -95,4 +96,5 @@ def nginx_of(cfg: ServeConfig, plans: Sequence[ReplicaPlan], run_dir: Path, *, s
         web_root=web_root(),
         worker_user=worker_user(),
         generation=FIRST_GENERATION if starting else 0,
+        ready_file=ready_file(cfg, run_dir / "nginx"),
     )

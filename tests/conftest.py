@@ -10,12 +10,17 @@ from typing import Any
 import pytest
 
 from tests.support import demo_ahead, lanes
+from tests.support import pools_stack as pools
+from tests.support import restart_stack as restart
 from tests.support.ahead import OfflineRuns, planned
 from tests.support.shared_stack import (
     FIXTURE,
     KEYED_FIXTURE,
+    POOLS_FIXTURE,
+    RESTART_FIXTURE,
     SHARED_FIXTURES,
     SharedStack,
+    Stoppable,
     last_users,
     launch,
     launch_keyed,
@@ -23,7 +28,7 @@ from tests.support.shared_stack import (
 )
 
 # The shared stacks launched this session, and the test after which each may stop.
-_LAUNCHED = pytest.StashKey[dict[str, SharedStack]]()
+_LAUNCHED = pytest.StashKey[dict[str, Stoppable]]()
 _LAST_USERS = pytest.StashKey[dict[str, str]]()
 
 
@@ -83,7 +88,7 @@ def tiny_family_dirs(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: P
 @pytest.fixture(scope="session", autouse=True)
 def _shared_stacks_launched(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, SharedStack]]:
+) -> Iterator[dict[str, Stoppable]]:
     """Launches each shared stack at the session's start when a selected test will use it."""
     from hunyuan_serve.families import HY_MT15
     from hunyuan_serve.tiny_model import build_tiny_model
@@ -131,17 +136,46 @@ def offline_runs(
 
 
 @pytest.fixture(scope="session")
-def shared_stack(_shared_stacks_launched: dict[str, SharedStack]) -> SharedStack:
+def shared_stack(_shared_stacks_launched: dict[str, Stoppable]) -> SharedStack:
     """The open read-only tiny-model stack (tests/support/shared_stack.py): ready when it is returned."""
     stack = _shared_stacks_launched[FIXTURE]  # launched whenever a collected test asks for it
+    assert isinstance(stack, SharedStack)
     stack.wait_ready()
     return stack
 
 
 @pytest.fixture(scope="session")
-def keyed_stack(_shared_stacks_launched: dict[str, SharedStack]) -> SharedStack:
+def keyed_stack(_shared_stacks_launched: dict[str, Stoppable]) -> SharedStack:
     """The two-replica stack with a keys file (tests/support/shared_stack.py): ready when it is returned."""
     stack = _shared_stacks_launched[KEYED_FIXTURE]
+    assert isinstance(stack, SharedStack)
+    stack.wait_ready()
+    return stack
+
+
+@pytest.fixture(scope="session")
+def restart_stack(
+    request: pytest.FixtureRequest, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> restart.UpStack:
+    """Two tiny replicas its modules kill and reload (tests/support/restart_stack.py), started at the
+    first ask and stopped after the last user; ready when it is returned."""
+    stack = restart.start(tiny_model_dir, tmp_path_factory.mktemp("restart-stack"))
+    request.session.stash.setdefault(_LAUNCHED, {})[RESTART_FIXTURE] = stack
+    stack.wait_ready()
+    return stack
+
+
+@pytest.fixture(scope="session")
+def pools_stack(
+    request: pytest.FixtureRequest, tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> pools.PoolsStack:
+    """The two pools (mt and the Chimera, tests/support/pools_stack.py), started at the first ask and
+    stopped after the last user; ready when it is returned."""
+    from hunyuan_serve.tiny_model import build_tiny_model
+
+    chimera = build_tiny_model(tmp_path_factory.mktemp("tiny-chimera-"), kind="chimera")
+    stack = pools.start(tiny_model_dir, chimera, tmp_path_factory.mktemp("pools-stack"))
+    request.session.stash.setdefault(_LAUNCHED, {})[POOLS_FIXTURE] = stack
     stack.wait_ready()
     return stack
 

@@ -18,7 +18,7 @@ def build_llm(model: str, on_cpu: bool) -> Any:
     from vllm import LLM
 
     from bench.targets import ENGINE
-    from hunyuan_serve.replica.engine import engine_kwargs
+    from hunyuan_serve.replica.engine.args import engine_kwargs
 
     return LLM(**engine_kwargs(ENGINE, model, on_cpu))
 

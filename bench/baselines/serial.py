@@ -22,7 +22,7 @@ class SerialEngine:
     def __init__(self, model: str, device: str) -> None:
         from bench.targets import ENGINE, model_family, model_sampling
         from hunyuan_serve.config import ReplicaConfig
-        from hunyuan_serve.replica.engine import VllmEngine
+        from hunyuan_serve.replica.engine.vllm_engine import VllmEngine
 
         # The stack's engine settings on the device the bench chose, and the replicas' own choices
         # per device (float32 and eager on CPU, vLLM's defaults on GPU): only the serving differs.
@@ -41,7 +41,7 @@ class SerialEngine:
     ) -> tuple[str, int]:
         from hunyuan_serve.families.build import build_prompt
         from hunyuan_serve.languages import find_language
-        from hunyuan_serve.replica.engine_types import Sampling
+        from hunyuan_serve.replica.engine.interface import Sampling
 
         prompt = build_prompt(self.family, find_language(source), find_language(target), text)
         # The lock is the baseline: one request through the model at a time, so nothing is batched.

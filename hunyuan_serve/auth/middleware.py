@@ -15,14 +15,7 @@ from hunyuan_serve.auth.replies import ACCESS_LOG, send_refusal
 from hunyuan_serve.auth.sources import body_key, buffered, client_address, header_key, query_key
 from hunyuan_serve.auth.throttle import SLOWED_MESSAGE, BadKeys
 from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.edge.dialects import (
-    PEER_REFUSED,
-    REFERENCE_ASSETS,
-    REFERENCE_PAGE,
-    REFERENCE_SCHEMA,
-    Dialect,
-    dialect_of,
-)
+from hunyuan_serve.edge.dialects import PEER_REFUSED, Dialect, dialect_of, is_open
 
 __all__ = ["ACCESS_LOG", "KEY_ID_STATE", "KEY_STATE", "KeyCheck", "PeerCheck", "install"]
 
@@ -30,12 +23,6 @@ __all__ = ["ACCESS_LOG", "KEY_ID_STATE", "KEY_STATE", "KeyCheck", "PeerCheck", "
 KEY_ID_STATE = "hs_key_id"
 # The key itself, in the request's scope only (never logged): sent on with a call made for the caller.
 KEY_STATE = "hs_key"
-
-
-# Open to callers without a key: health, the API reference, and LibreTranslate's language list, which
-# LibreTranslate itself serves without one and Weblate's backend reads without its api_key
-# (weblate/machinery/libretranslate.py, download_languages).
-_OPEN_PATHS = ("/health", REFERENCE_SCHEMA, REFERENCE_PAGE, "/libretranslate/languages")
 
 
 class PeerCheck:
@@ -56,7 +43,9 @@ class PeerCheck:
         if peer_matches(given, self.secret):
             await self.app(scope, receive, send)
             return
-        await send_refusal(send, 403, dialect_of(scope["path"]).error("peer_refused", PEER_REFUSED, 403))
+        dialect = dialect_of(scope["path"])
+        body = dialect.error("peer_refused", PEER_REFUSED, 403)
+        await send_refusal(send, 403, body, _headers(dialect))
         # Neither the secret nor what was sent in its place is logged.
         self.log.info(json.dumps({"path": scope["path"], "status": 403, "error": "peer_refused"}))
 
@@ -94,7 +83,7 @@ class KeyCheck:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         key = header_key(headers.get("authorization", "")) or query_key(scope.get("query_string", b""))
         # Any method: libretranslatepy sends its api_key as a form body even on GET /languages.
-        if key is None and dialect.body_key:
+        if key is None and dialect.keys.body:
             body, receive = await buffered(receive, self.max_body_bytes)
             key = body_key(body, headers.get("content-type", ""))
         if key is not None and key_matches(key, self.keys):
@@ -110,9 +99,7 @@ class KeyCheck:
 
     def _guarded(self, scope: Scope) -> bool:
         path = scope["path"]
-        if path in _OPEN_PATHS or scope["method"] == "OPTIONS":
-            return False
-        if path.startswith(REFERENCE_ASSETS):
+        if is_open(path) or scope["method"] == "OPTIONS":  # each API's declared open routes
             return False
         proxied = any(k == b"x-forwarded-for" for k, _ in scope["headers"])
         return proxied or path != "/metrics"
@@ -124,20 +111,27 @@ class KeyCheck:
         if retry is None:
             return False
         body = dialect.error("too_many_bad_keys", SLOWED_MESSAGE.format(seconds=retry), 429)
-        await send_refusal(send, 429, body, [(b"retry-after", str(retry).encode())])
+        await send_refusal(send, 429, body, [(b"retry-after", str(retry).encode()), *_headers(dialect)])
         self.log.info(json.dumps({"request_id": request_id, "status": 429, "error": "too_many_bad_keys"}))
         return True
 
     async def _refuse(self, dialect: Dialect, missing: bool, request_id: str, send: Send) -> None:
-        code = "missing_api_key" if missing else "invalid_api_key"
-        status = dialect.missing_status if missing else dialect.wrong_status
-        message = dialect.missing_message if missing else dialect.wrong_message
-        if dialect.name == "openai":
-            code = "invalid_api_key"  # what OpenAI's clients and docs name both cases
-        headers = [(b"www-authenticate", b"Bearer")] if missing else []
-        await send_refusal(send, status, dialect.error(code, message, status), headers)
+        keys = dialect.keys
+        code = keys.missing_code if missing else "invalid_api_key"
+        status = keys.missing_status if missing else keys.wrong_status
+        message = keys.missing_message if missing else keys.wrong_message
+        # The challenge names the scheme the API's clients send (its first declared).
+        challenge = [(b"www-authenticate", keys.schemes[0].encode("latin-1"))] if missing else []
+        await send_refusal(
+            send, status, dialect.error(code, message, status), [*challenge, *_headers(dialect)]
+        )
         # The refusal's log line names no key, only that one was missing or wrong.
         self.log.info(json.dumps({"request_id": request_id, "status": status, "error": code}))
+
+
+def _headers(dialect: Dialect) -> list[tuple[bytes, bytes]]:
+    """The headers the API declares on every error it answers (LibreTranslate's CORS)."""
+    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in dialect.headers.items()]
 
 
 def install(app: Starlette, cfg: ServeConfig) -> None:

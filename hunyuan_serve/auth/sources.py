@@ -10,16 +10,17 @@ from collections.abc import Mapping
 from starlette.types import Message, Receive, Scope
 
 from hunyuan_serve.auth.listen import is_loopback
+from hunyuan_serve.edge.dialects import BASIC_KEY, KEY_SCHEMES
 
 
 def header_key(authorization: str) -> str | None:
-    """The key of an `Authorization: Bearer K` or `Authorization: DeepL-Auth-Key K` header, or the
-    password of a Basic one: a client that takes only a URL (Weblate's tmserver machinery) sends its
-    `https://name:KEY@host/...` so."""
+    """The key of an Authorization header in any API's declared scheme (`Bearer K`, `DeepL-Auth-Key K`),
+    or the password of a Basic one: a client that takes only a URL (Weblate's tmserver machinery) sends
+    its `https://name:KEY@host/...` so."""
     scheme, _, key = authorization.strip().partition(" ")
-    if scheme.lower() in ("bearer", "deepl-auth-key") and key.strip():
+    if scheme.lower() in KEY_SCHEMES and key.strip():
         return key.strip()
-    if scheme.lower() == "basic" and key.strip():
+    if BASIC_KEY and scheme.lower() == "basic" and key.strip():
         try:
             password = base64.b64decode(key.strip(), validate=True).decode("utf-8").partition(":")[2]
         except (ValueError, UnicodeDecodeError):

@@ -8,15 +8,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hunyuan_serve.client.api import AsyncTranslateClient, TranslateClient
     from hunyuan_serve.client.settings import ClientSettings
-    from hunyuan_serve.client.wire import ServedLanguage, TranslateError, Translation
+    from hunyuan_serve.client.wire import ServedLanguage
+    from hunyuan_serve.localization.answers import TranslateError, Translation
 
 # Loaded on first use, so `hunyuan-serve --help` does not pay for httpx.
 _EXPORTS = {
     "AsyncTranslateClient": "hunyuan_serve.client.api",
     "ServedLanguage": "hunyuan_serve.client.wire",
     "TranslateClient": "hunyuan_serve.client.api",
-    "TranslateError": "hunyuan_serve.client.wire",
-    "Translation": "hunyuan_serve.client.wire",
+    "TranslateError": "hunyuan_serve.localization.answers",
+    "Translation": "hunyuan_serve.localization.answers",
     "ClientSettings": "hunyuan_serve.client.settings",
 }
 

@@ -12,33 +12,24 @@ import httpx
 
 from hunyuan_serve.client.retry import RetryHook, RetryPolicy
 from hunyuan_serve.client.settings import ClientSettings
-from hunyuan_serve.client.width import (
-    BULK_TEXTS_HEADER,
-    Width,
-    most_in_flight,
-    parse_bulk_texts,
-    requests_in_flight,
-)
+from hunyuan_serve.client.width import BULK_TEXTS_HEADER, most_in_flight, parse_bulk_texts, requests_in_flight
 from hunyuan_serve.client.wire import (
     Instructions,
     ServedLanguage,
     Terms,
-    Translation,
     http_options,
     parse_batch,
     parse_languages,
+    parse_lookup,
     parse_one,
     payload,
     refuses_qa,
 )
+from hunyuan_serve.localization.answers import TranslateError, Translation
+from hunyuan_serve.localization.batches import Progress, Width, map_batches
 
 T = TypeVar("T")
-Progress = Callable[[int, int], None]  # (texts done, texts total)
 Sleep = Callable[[float], Awaitable[None]]  # how a retry waits; tests record the delays instead
-
-
-def _chunks(texts: Sequence[str], size: int) -> list[list[str]]:
-    return [list(texts[i : i + size]) for i in range(0, len(texts), size)]
 
 
 class AsyncTranslateClient:
@@ -143,34 +134,8 @@ class AsyncTranslateClient:
         sending (the service is gone) is asked about each remaining batch before anything is sent.
         The first exception cancels the batches in flight and is raised.
         """
-        batches = _chunks(texts, self.settings.batch_size)
-        results: dict[int, T] = {}
-        queue = iter(enumerate(batches))  # shared by the workers: next() never yields the loop
-        done = 0
-
-        async def worker() -> None:
-            nonlocal done
-            while True:
-                async with self._workers:
-                    item = next(queue, None)
-                    if item is None:
-                        return
-                    index, batch = item
-                    results[index] = await work(batch)
-                done += len(batch)
-                if progress is not None:
-                    progress(done, len(texts))
-
-        # As many workers as may ever be let in (the width can grow once the service says what it takes).
-        most = min(most_in_flight(self.settings), len(batches))
-        workers = [asyncio.ensure_future(worker()) for _ in range(most)]
-        try:
-            await asyncio.gather(*workers)
-        finally:
-            for task in workers:
-                task.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
-        return [results[index] for index in range(len(batches))]
+        most = most_in_flight(self.settings)
+        return await map_batches(texts, self.settings.batch_size, self._workers, most, work, progress)
 
     async def translate_batch(
         self,
@@ -193,6 +158,25 @@ class AsyncTranslateClient:
 
         return [t for batch in await self.map_batches(texts, one, progress) for t in batch]
 
+    async def memory_lookup(self, texts: Sequence[str], target: str, source: str) -> dict[str, str]:
+        """The service's translation memory's target of each text it holds as given, whole (POST
+        /memories/lookup, no engine), in batches. Help, not a condition: {} from a service without
+        the lookup or that refuses it (a wrong key is then named by the translation requests' refusal)."""
+        held = [bool(texts)]  # until the service says the caller has no memory of the pair
+
+        async def one(batch: list[str]) -> dict[str, str]:
+            if not held[0]:
+                return {}
+            body = {"source_lang": source, "target_lang": target, "texts": batch}
+            found, held[0] = parse_lookup(await self._request("POST", "/memories/lookup", body), batch)
+            return found
+
+        try:
+            found = await self.map_batches(texts, one)
+        except TranslateError:
+            return {}
+        return {text: target for part in found for text, target in part.items()}
+
     async def languages(self) -> list[ServedLanguage]:
         return parse_languages(await self._request("GET", "/languages"))
 
@@ -200,6 +184,15 @@ class AsyncTranslateClient:
         """Status code and body of GET /health, without retries (a 503 is an answer here)."""
         response = await self._http.get("/health")
         return response.status_code, response.json()
+
+    async def served_model(self) -> str | None:
+        """The model the service says it serves (its /health names it), or None when it does not say."""
+        try:
+            _, body = await self.health()
+        except (httpx.HTTPError, ValueError):
+            return None
+        model = body.get("model") if isinstance(body, dict) else None
+        return model if isinstance(model, str) and model else None
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -14,8 +14,8 @@ async def split_glossary(client: Any, args: argparse.Namespace, glossary: Any) -
     --glossary file's terms go to the model that way and only the --keep list is locked here; else
     both are substituted and checked here, as for any model.
     """
-    from hunyuan_serve.client.glossary import load_glossary
     from hunyuan_serve.families.base import GLOSSARY
+    from hunyuan_serve.localization.glossary import load_glossary
 
     if args.glossary is None or GLOSSARY not in await _service_features(client):
         return glossary, None
@@ -69,7 +69,7 @@ async def check_request(client: Any, args: argparse.Namespace, terms: Any = None
 
     Found before any batch is sent, or else every segment would be refused one by one.
     """
-    from hunyuan_serve.client.wire import TranslateError
+    from hunyuan_serve.localization.answers import TranslateError
 
     instructed = bool(args.context or args.style or terms)
     if not instructed and await _languages_known(client, args.target, args.source):
@@ -95,7 +95,7 @@ async def check_request(client: Any, args: argparse.Namespace, terms: Any = None
 
 async def _languages_known(client: Any, target: str, source: str | None) -> bool:
     """Whether /languages lists both codes (or the service has no /languages: the first batch will tell)."""
-    from hunyuan_serve.client.wire import TranslateError
+    from hunyuan_serve.localization.answers import TranslateError
 
     try:
         languages = await client.languages()

@@ -22,7 +22,7 @@ _SAMPLING = ("max_tokens", "temperature", "top_p", "top_k", "repetition_penalty"
 
 
 def add_parser(subparsers: Any) -> None:
-    from hunyuan_serve.client.formats import describe_formats
+    from hunyuan_serve.localization.formats import describe_formats
 
     parser = subparsers.add_parser(
         "translate",
@@ -80,7 +80,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _add_format_arguments(parser: argparse.ArgumentParser) -> None:
-    from hunyuan_serve.client.formats import FORMATS
+    from hunyuan_serve.localization.formats import FORMATS
 
     parser.add_argument(
         "--format",
@@ -115,6 +115,13 @@ def _add_qa_arguments(parser: argparse.ArgumentParser) -> None:
         default="keep",
         help="In a format without a review state: keep (default: write the flagged translation and "
         "list it) or skip (leave the string untranslated, and list it).",
+    )
+    group.add_argument(
+        "--review-machine",
+        action="store_true",
+        help="Write every model translation in the file's review state (gettext '#, fuzzy', XLIFF "
+        "needs-review, a catalog's needs_review), so that only a translation memory's (a person's) is "
+        "written as translated. Formats without a review state are written as without it.",
     )
     group.add_argument(
         "--qa-report",
@@ -187,10 +194,10 @@ def _add_term_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hunyuan_serve.client.glossary import GlossaryError, load_glossary
     from hunyuan_serve.client.memory_file import MemoryFileInvalid, load_memory
     from hunyuan_serve.client.qa_report import KINDS, report_kind
     from hunyuan_serve.config import ConfigError
+    from hunyuan_serve.localization.glossary import GlossaryError, load_glossary
 
     try:
         settings = settings_from_args(args, os.environ)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hunyuan_serve.client.files import write_atomic
-from hunyuan_serve.client.summary import Flagged
+from hunyuan_serve.localization.summary import Flagged
 
 KINDS = {".csv": "csv", ".html": "html", ".htm": "html"}
 COLUMNS = ("label", "checks", "reason", "source", "translation", "written as")

@@ -8,7 +8,8 @@ from collections.abc import Callable
 import httpx
 
 from hunyuan_serve.client.settings import CERTIFICATE_ERROR, FINAL_CODES, ClientSettings, retry_delay
-from hunyuan_serve.client.wire import TranslateError, error_from_response
+from hunyuan_serve.client.wire import error_from_response
+from hunyuan_serve.localization.answers import TranslateError
 
 RetryHook = Callable[[int, float, TranslateError], None]  # (attempt, delay, error)
 

@@ -27,7 +27,7 @@ from hunyuan_serve.client.settings import ClientSettings
 
 def load_document(args: argparse.Namespace) -> Any:
     """(document, encoding) of the input, or the usage error that names the file, line and problem."""
-    from hunyuan_serve.client.formats import FormatError, Options, read_file
+    from hunyuan_serve.localization.formats import FormatError, Options, read_file
 
     name = "<stdin>" if args.input == "-" else args.input
     if args.input != "-" and args.output != "-" and _same_file(args.input, args.output):
@@ -68,9 +68,9 @@ async def run_translate(
     memory: dict[str, str] | None = None,
 ) -> int:
     from hunyuan_serve.client.api import AsyncTranslateClient
-    from hunyuan_serve.client.localize import localize
-    from hunyuan_serve.client.store import TranslationStore, default_cache_path
-    from hunyuan_serve.client.wire import TranslateError
+    from hunyuan_serve.localization.answers import TranslateError
+    from hunyuan_serve.localization.localize import localize
+    from hunyuan_serve.localization.store import TranslationStore, default_cache_path
 
     def on_retry(attempt: int, delay: float, error: TranslateError) -> None:
         if attempt == 1 or attempt == settings.max_retries:
@@ -123,14 +123,16 @@ async def run_translate(
 def _finish(args: argparse.Namespace, document: Any, texts: list[str], summary: Any, encoding: str) -> int:
     """The output written, if it passes its format's validator (msgfmt --check for gettext), and the
     summary; an output that fails is not written, and the run fails naming why."""
-    from hunyuan_serve.client.formats import FormatError
+    from hunyuan_serve.localization.formats import FormatError
 
     failed, flagged = frozenset(summary.failed_at), frozenset(f.index for f in summary.flagged)
+    if args.review_machine and document.review is not None:  # only a person's is written as translated
+        flagged |= frozenset(summary.machine_at)
     if document.review is None and args.flagged == "skip":
         # No review state to write them in: the flagged strings stay as the source has them.
         texts = [document.segments[i] if i in flagged else t for i, t in enumerate(texts)]
         failed, flagged = failed | flagged, frozenset()
-    text = document.render(texts, failed, flagged)
+    text = document.render(texts, failed, flagged, frozenset(summary.memory_at))
     try:
         document.check(text)
     except FormatError as err:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import collections
 import math
-from types import TracebackType
 
 from hunyuan_serve.client.settings import ClientSettings
 
@@ -35,47 +32,3 @@ def requests_in_flight(settings: ClientSettings, bulk_texts: int | None) -> int:
 def most_in_flight(settings: ClientSettings) -> int:
     """The widest requests_in_flight can ever make it: the workers a batch run starts up front."""
     return settings.concurrency or max(settings.max_connections, settings.start_concurrency)
-
-
-class Width:
-    """An asyncio limit on work held at once whose size may change while work is held: a smaller one
-    lets nothing new in until enough has left, a larger one lets waiters in at once. Plain futures, not
-    a Condition, so giving a place back never waits (a cancelled task still gives it back)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.held = 0
-        self._waiting: collections.deque[asyncio.Future[None]] = collections.deque()
-
-    def resize(self, limit: int) -> None:
-        self.limit = limit
-        self._wake()
-
-    def _wake(self) -> None:
-        free = self.limit - self.held
-        for waiter in self._waiting:
-            if free <= 0:
-                break
-            if not waiter.done():
-                waiter.set_result(None)
-                free -= 1
-
-    async def __aenter__(self) -> None:
-        while self.held >= self.limit:
-            waiter = asyncio.get_running_loop().create_future()
-            self._waiting.append(waiter)
-            try:
-                await waiter
-            except asyncio.CancelledError:
-                if waiter.done() and not waiter.cancelled():
-                    self._wake()  # woken, then cancelled: the place it was offered goes to the next
-                raise
-            finally:
-                self._waiting.remove(waiter)
-        self.held += 1
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.held -= 1
-        self._wake()

@@ -10,40 +10,10 @@ from typing import Any
 import httpx
 
 from hunyuan_serve.client.settings import ClientSettings, parse_retry_after
+from hunyuan_serve.localization.answers import QaFlag, TranslateError, Translation
 
 # A glossary the service applies itself: {term: translation}, or [{"source": term, "target": translation}].
 Terms = Mapping[str, str] | Sequence[Mapping[str, str]]
-
-
-class TranslateError(Exception):
-    """A request the service refused or that could not be completed after the retries allowed."""
-
-    def __init__(self, status: int | None, code: str, message: str, retry_after: float | None = None) -> None:
-        super().__init__(f"{status or 'no response'} {code}: {message}")
-        self.status = status
-        self.code = code
-        self.message = message
-        self.retry_after = retry_after
-
-
-@dataclass(frozen=True)
-class QaFlag:
-    """One check the service's QA found the translation failing (`check` is its name, e.g. `lines`)."""
-
-    check: str
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class Translation:
-    text: str
-    result: str
-    cached: bool = False
-    latency_ms: float | None = None
-    request_id: str | None = None
-    # The checks it failed (empty: it passed them all); None: unchecked (QA off, or a service without it).
-    qa: tuple[QaFlag, ...] | None = None
-    memory: str = ""  # the service's translation memory: "exact" (a person's), "fuzzy", "miss"; "": none
 
 
 @dataclass(frozen=True)
@@ -137,6 +107,17 @@ def parse_batch(response: httpx.Response, texts: Sequence[str]) -> list[Translat
         )
         for index, (text, result, flag) in enumerate(zip(texts, results, flags, strict=True))
     ]
+
+
+def parse_lookup(response: httpx.Response, texts: Sequence[str]) -> tuple[dict[str, str], bool]:
+    """POST /memories/lookup's answer: each text the memory holds, with its target (null: none), and
+    whether the caller has a memory of the pair at all."""
+    data = response.json()
+    found = data.get("translations") if isinstance(data, dict) else None
+    if not isinstance(found, list) or len(found) != len(texts):
+        raise TranslateError(response.status_code, "bad_response", f"expected {len(texts)} translations")
+    pairs = {text: str(target) for text, target in zip(texts, found, strict=True) if target is not None}
+    return pairs, bool(data.get("memory", True))
 
 
 def parse_one(response: httpx.Response, text: str) -> Translation:

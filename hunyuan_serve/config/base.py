@@ -60,8 +60,18 @@ def known_keys(title: str, loc: Sequence[int | str]) -> list[str]:
     return list(model.model_fields) if model is not None else []
 
 
+# Keys a release took away, each with what to do about it: a config file written for an older release
+# is told that, not "unknown key".
+RETIRED_KEYS = {
+    "document_front_url": "no longer a setting: a replica's document jobs call its translation core "
+    "in-process, not a front over HTTP; delete this key",
+}
+
+
 def unknown_key(key: str, known: Sequence[str]) -> str:
     """An unknown key's message, with the closest key accepted there when one is close (a typo)."""
+    if key in RETIRED_KEYS and key not in known:
+        return RETIRED_KEYS[key]
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     return f"unknown key (did you mean {close[0]}?)" if close else "unknown key"
 

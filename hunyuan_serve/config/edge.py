@@ -27,7 +27,12 @@ class NginxConfig(Section):
     listen: str = Field("127.0.0.1", description="Address Nginx listens on.")
     port: int = Field(8080, ge=1, le=65535, description="Public port clients use.")
     worker_processes: int | Literal["auto"] = Field("auto", description="Nginx worker processes.")
-    worker_connections: int = Field(4096, ge=16, description="Connections per Nginx worker.")
+    worker_connections: int = Field(
+        4096,
+        ge=16,
+        description="Connections per Nginx worker beyond two for each request its replicas hold "
+        "(max_conns a replica): the client's and the replica's.",
+    )
     keepalive: int = Field(32, ge=1, description="Idle keepalive connections to replicas per worker.")
     max_fails: int = Field(1, ge=0, description="Failures within fail_timeout that sideline a replica.")
     fail_timeout_s: int = Field(2, ge=1, description="Window and sideline time for max_fails.")
@@ -41,6 +46,18 @@ class NginxConfig(Section):
     rate_limit_burst: int = Field(50, ge=0, description="Burst allowed above rate_limit_rps.")
     rate_limit_retry_after_s: int = Field(1, ge=0, description="Retry-After on a rate-limit 429.")
     retry_after_s: int = Field(2, ge=0, description="Retry-After when no replica can take a request.")
+    # While no replica is ready (`up` starting, a lone replica restarting) a request waits instead of
+    # getting the 503 at once: Weblate switches a backend that answers 503 off for 30 minutes.
+    hold_s: float = Field(
+        30.0,
+        ge=0,
+        description="How long a request that finds no replica of its pool ready waits for one before the "
+        "503 (`up`, with njs at js_module); a pool whose replicas are all full still refuses at once. "
+        "0: never held, the 503 at once.",
+    )
+    hold_poll_s: float = Field(
+        0.25, gt=0, description="How often a held request looks for a ready replica (hold_s)."
+    )
     balance: Literal["least_conn", "round_robin"] = Field(
         "least_conn", description="Upstream balancing: least_conn, or round_robin (for comparison)."
     )
@@ -111,8 +128,8 @@ class NginxConfig(Section):
     )
     js_module: str = Field(
         "/usr/lib/nginx/modules/ngx_http_js_module.so",
-        description="Nginx's njs module (Debian's libnginx-mod-http-js), loaded only with several pools, "
-        "where it routes each request by its body's model.",
+        description="Nginx's njs module (Debian's libnginx-mod-http-js), loaded with several pools, where "
+        "it routes each request by its body's model, and for hold_s (without it no request is held).",
     )
     # TLS at the edge (docs/tls.md): both files set, Nginx serves HTTPS on tls_port; doctor and `up`
     # check the pair first (edge/tls.py), and `reload` has Nginx read the files again (renewals).

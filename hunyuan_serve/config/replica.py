@@ -37,16 +37,23 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
     max_in_flight: int = Field(256, ge=1, description="Requests admitted at once; more get a fast 503.")
     retry_after_s: int = Field(1, ge=0, description="Retry-After seconds on an overload 503.")
     # A burst waits instead of being refused (vLLM's own server queues it too): past max_in_flight a
-    # request waits in the replica, bulk in the bulk width's queue (fair per key), interactive first in
-    # the engine's priority queue, while the wait it would face fits (replica/queue_wait.py).
-    # Off by default: with 1024, a 600-string burst on two CPU replicas of a tiny model starved the
-    # replicas' /health (1 s probes) until the supervisor evicted both, and every request got a 503.
+    # request waits in the replica while the wait it would face fits (replica/admission/queue_wait.py); its
+    # engine calls wait in the replica's own queue for engine room (replica/admission/engine_room.py),
+    # never in vLLM's. 2048: a 2,000-string burst on two CPU replicas of a tiny model is answered whole
+    # (`python -m bench burst`), /health answered throughout (replica/admission/intake.py), and so it
+    # is when one of the two gets kill -9 mid-burst: Nginx sends what it held on to the other, which
+    # must take the whole burst (1024 left 584 of 2,000 refused, the bench's kill step).
     max_queued: int = Field(
-        0,
+        2048,
         ge=0,
         description="Requests that may wait in the replica past max_in_flight (a few kilobytes each); past "
-        "it a fast 503. 0 (the default): no queue, every request past max_in_flight gets the 503. A "
-        "queue needs health probes that a burst cannot starve: measure it with `make bench Q=burst`.",
+        "it a fast 503. 0: no queue, every request past max_in_flight gets the 503.",
+    )
+    engine_queue_margin: int = Field(
+        32,
+        ge=0,
+        description="Sequences handed the engine beyond what it batches (engine.max_num_seqs), so its next "
+        "step never waits for the replica to hand it more; the rest wait in the replica, people first.",
     )
     max_queue_wait_s: float = Field(
         60.0,
@@ -56,6 +63,14 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
     )
     queue_rate_window_s: float = Field(
         30.0, gt=0, description="How far back the served rate that estimates a request's wait looks."
+    )
+    # A burst is taken in a few requests at a time (replica/admission/intake.py): a thousand requests read,
+    # parsed and admitted in one turn of the event loop hold a health probe behind them for seconds.
+    intake_limit: int = Field(
+        32,
+        ge=0,
+        description="Requests taken in at once (read, checked, admitted, up to their engine call); the rest "
+        "wait their turn in arrival order, while /health and /metrics are answered at once. 0: no limit.",
     )
     # A person in the page must not wait behind a bulk job: bulk may hold at most
     # max_in_flight minus this share, interactive work may use every slot.
@@ -135,7 +150,7 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
     max_glossary_bytes: int = Field(
         1024 * 1024, ge=1024, description="Largest glossary entries text (TSV or CSV), in UTF-8 bytes."
     )
-    # Documents as jobs (DeepL /v2/document, LibreTranslate /translate_file; replica/documents*.py):
+    # Documents as jobs (DeepL /v2/document, LibreTranslate /translate_file; replica/documents/):
     # the upload is kept in the store file (store_path) until downloaded or expired. Nginx's
     # client_max_body_size must be above document_max_bytes, or the edge refuses first (also a 413).
     document_max_bytes: int = Field(
@@ -160,13 +175,10 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
     document_workers: int = Field(
         1, ge=0, le=8, description="Jobs each replica translates at once (0: this replica takes none)."
     )
-    document_batch_size: int = Field(16, ge=1, description="Segments of a document sent in one request.")
-    document_concurrency: int = Field(4, ge=1, description="Requests in flight for one document job.")
-    document_front_url: str | None = Field(
-        None,
-        description="Where a replica sends a document's segments (default: this host's Nginx, nginx.port, "
-        "so they are spread over every ready replica as bulk work).",
+    document_batch_size: int = Field(
+        16, ge=1, description="Segments of a document the translation core gets at once (one batch)."
     )
+    document_concurrency: int = Field(4, ge=1, description="Batches of one document job in the core at once.")
     document_public_url: str | None = Field(
         None,
         description="Base URL of LibreTranslate's translatedFileUrl (default: the Host the call came to, "
@@ -271,7 +283,7 @@ class ReplicaConfig(BulkWidthSettings, RedisTlsFields, QaSettings, ReplicaTlsFie
     def bulk_slots(self, slots: int) -> int:
         """Of `slots` places, those bulk work may hold: all but the interactive reserve, at least one.
 
-        The one formula of the replica's admission (replica/priority.py, over max_in_flight) and of
+        The one formula of the replica's admission (replica/admission/priority.py, over max_in_flight) and of
         the edge's bulk cap (edge/capacity.py, over a pool's max_conns)."""
         return bulk_slots(slots, self.interactive_reserve)
 

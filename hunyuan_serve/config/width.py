@@ -11,7 +11,7 @@ class BulkWidthSettings(Section):
     """Fields of the replica section (ReplicaConfig derives from this), so each pool may set its own.
 
     No figure here is a time or a width: the bulk a person's steps may carry is learnt from the people's
-    own pace on the replica's engine (replica/bulk_width.py), so one default fits a CPU, where each
+    own pace on the replica's engine (replica/admission/bulk_width.py), so one default fits a CPU, where each
     sequence beside a person slows them, and a GPU, where it hardly does. The new prompts a step between
     a person's strings may start scale with that width.
     """

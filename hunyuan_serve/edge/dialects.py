@@ -1,16 +1,18 @@
-"""Each API's path prefixes and error shapes: the one table the replica and Nginx both answer from."""
+"""Each API declared once (routes, error shape, statuses, keys, modules): what the replica and Nginx read."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 # A host's refusal of a caller without the peer secret, by the replica (auth.PeerCheck) and Nginx alike.
 PEER_REFUSED = "only the gateway of this deployment may call this host (X-Hunyuan-Peer missing or wrong)"
 # The request headers the APIs read that a page may set itself: the key (Bearer or DeepL-Auth-Key
-# scheme), the body's type, the request id, the request's class (replica.priority.HEADER). Nginx's CORS
-# preflight allows exactly these (Content-Length and Host are the browser's own, never preflighted).
+# scheme), the body's type, the request id, the request's class (replica.admission.priority.HEADER).
+# Nginx's CORS preflight allows exactly these (Content-Length and Host are the browser's own, never
+# preflighted).
 REQUEST_HEADERS = ("Authorization", "Content-Type", "X-Request-ID", "X-Priority")
 # The API reference: the OpenAPI document, its page and the page's files. The replicas serve them, Nginx
 # routes them there, and no key is asked for them (the page fetches the document without one).
@@ -19,7 +21,7 @@ REFERENCE_PAGE = "/docs"
 REFERENCE_ASSETS = "/docs/assets/"
 
 
-# -- dialects: the one table of path prefixes and error shapes (the app's and Nginx's) ------------
+# -- dialects: each API's declaration, read by the replica, the key check, OpenAPI and Nginx ---------
 
 
 def _native(code: str, message: str, _status: int) -> dict[str, Any]:
@@ -50,39 +52,176 @@ def _deepl(_code: str, message: str, _status: int) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Keys:
+    """How one API's clients send their key, and how it refuses a missing or a wrong one."""
+
+    # Authorization schemes whose credential is the key itself (Nginx's key map reads these too).
+    schemes: tuple[str, ...] = ("Bearer",)
+    basic: bool = False  # Basic's password is the key (a client that takes only a URL with name:KEY@)
+    body: bool = False  # the key may come in the request body (LibreTranslate's api_key)
+    open: tuple[str, ...] = ()  # its routes that ask for no key
+    missing_status: int = 401
+    wrong_status: int = 403
+    missing_code: str = "missing_api_key"
+    missing_message: str = "an API key is required"
+    wrong_message: str = "Invalid API key"
+
+
+@dataclass(frozen=True)
 class Dialect:
-    """One API's path prefixes, error shape and the statuses it uses for a missing and a wrong key."""
+    """One API, declared once: its path prefixes and routes (path: methods), its error shape, the status
+    it answers each refusal with, how its key comes and is refused, headers on every error it answers,
+    and the replica modules that serve it. The replica's routers and error answers, the key check, the
+    OpenAPI document and Nginx's config (its locations, error bodies, key map, Allow) all read these
+    declarations."""
 
     name: str
     prefixes: tuple[str, ...]
     shape: Callable[[str, str, int], dict[str, Any]]
-    missing_status: int = 401
-    wrong_status: int = 403
-    body_key: bool = False  # its key may come in the request body (LibreTranslate's api_key)
-    missing_message: str = "an API key is required"
-    wrong_message: str = "Invalid API key"
+    routes: Mapping[str, tuple[str, ...]]
+    statuses: Mapping[int, int] = field(default_factory=dict)  # the core's status: this API's
+    code_statuses: Mapping[str, int] = field(default_factory=dict)  # by code, before `statuses`
+    keys: Keys = Keys()
+    headers: Mapping[str, str] = field(default_factory=dict)
+    routed: tuple[str, ...] = ()  # its routes that name a model: routed by model with several pools
+    # The replica modules serving its routes, by name (the edge imports none of them): each exports its
+    # ROUTERS, which the replica's app mounts, and its OPERATIONS, what the OpenAPI document says of each.
+    modules: tuple[str, ...] = ()
 
     def error(self, code: str, message: str, status: int | None = None) -> dict[str, Any]:
         """The error's body in this API's shape; `status` defaults to the edge table's for the code."""
         return self.shape(code, message, edge_status(code) if status is None else status)
 
+    def status_of(self, code: str, status: int) -> int:
+        """The status this API answers a refusal of the core's status and code with."""
+        return self.code_statuses.get(code, self.statuses.get(status, status))
 
-# OpenAI answers 401 to a wrong key too (its clients raise AuthenticationError on it); LibreTranslate
-# and DeepL answer 403 to both (what their clients expect); ours: 401 missing, 403 wrong.
-NATIVE = Dialect("native", ("/translate", "/languages", "/metrics", "/memories", "/tmserver/"), _native)
-OPENAI = Dialect("openai", ("/v1/",), _openai, 401, 401)
-# LibreTranslate's own words (libretranslate/app.py, access_check) for a key it needs and a wrong one.
+
+# LibreTranslate answers every refusal of the input as 400 (libretranslate/app.py abort(400, ...)) and
+# a key past its limits as 403; a busy replica's 503 and a deadline's 504 keep theirs, so Nginx retries
+# and clients back off as elsewhere; a document too large keeps its 413. OpenAI and DeepL have no 422.
+_AS_400 = {413: 400, 422: 400}
+# The code of a refusal past a key's character limit (replica/usage.py), which each API answers its way.
+QUOTA_EXCEEDED = "quota_exceeded"
+# DeepL's "Quota exceeded. The character limit has been reached." (the deepl client: QuotaExceededException).
+DEEPL_QUOTA_STATUS = 456
+
+# The routes that are no API's own (health, the Chimera fusion, the API reference) answer natively.
+NATIVE = Dialect(
+    "native",
+    ("/translate", "/languages", "/metrics", "/memories", "/tmserver/"),
+    _native,
+    {
+        "/health": ("GET",),
+        "/metrics": ("GET",),
+        "/fuse": ("POST",),
+        "/translate": ("POST",),
+        "/languages": ("GET",),
+        "/memories": ("GET", "POST", "DELETE"),
+        "/memories/export": ("GET",),
+        "/memories/lookup": ("POST",),
+        "/memories/imports/{import_id}": ("DELETE",),
+        "/tmserver/languages/": ("GET",),
+        "/tmserver/{src}/{tgt}/unit/{text:path}": ("GET",),
+        REFERENCE_SCHEMA: ("GET",),
+        REFERENCE_PAGE: ("GET",),
+        REFERENCE_ASSETS + "{name}": ("GET",),
+    },
+    # Weblate's tmserver machinery takes only a URL: its key comes as https://name:KEY@host/...
+    keys=Keys(basic=True, open=("/health", REFERENCE_SCHEMA, REFERENCE_PAGE, REFERENCE_ASSETS + "{name}")),
+    routed=("/translate",),
+    modules=(
+        "hunyuan_serve.replica.ops",
+        "hunyuan_serve.replica.apis.native",
+        "hunyuan_serve.replica.apis.memories",
+        "hunyuan_serve.replica.apis.tmserver",
+        "hunyuan_serve.replica.openapi.reference",
+    ),
+)
+# OpenAI answers 401 to a wrong key too (its clients raise AuthenticationError on it), and names both
+# cases invalid_api_key.
+OPENAI = Dialect(
+    "openai",
+    ("/v1/",),
+    _openai,
+    {
+        "/v1/chat/completions": ("POST",),
+        "/v1/completions": ("POST",),
+        "/v1/models": ("GET",),
+        "/v1/models/{model:path}": ("GET",),
+    },
+    statuses={422: 400},
+    keys=Keys(wrong_status=401, missing_code="invalid_api_key"),
+    routed=("/v1/chat/completions", "/v1/completions"),
+    modules=("hunyuan_serve.replica.apis.openai",),
+)
+# LibreTranslate answers 403 to both (what its clients expect), in its own words (libretranslate/app.py,
+# access_check); its language list needs no key there, and Weblate's backend reads it without its api_key
+# (weblate/machinery/libretranslate.py, download_languages). Its CORS header is on every answer (its
+# after_request); Nginx hides it and sets its own (nginx.cors_origins).
 LIBRETRANSLATE = Dialect(
     "libretranslate",
     ("/libretranslate/",),
     _libretranslate,
-    403,
-    403,
-    body_key=True,
-    missing_message="Please contact the server operator to get an API key",
+    {
+        "/libretranslate/translate": ("POST",),
+        "/libretranslate/detect": ("POST",),
+        "/libretranslate/languages": ("GET",),
+        "/libretranslate/translate_file": ("POST",),
+        "/libretranslate/download_file/{name}": ("GET",),
+    },
+    statuses=_AS_400,
+    code_statuses={QUOTA_EXCEEDED: 403, "document_too_large": 413},
+    keys=Keys(
+        body=True,
+        open=("/libretranslate/languages",),
+        missing_status=403,
+        missing_message="Please contact the server operator to get an API key",
+    ),
+    headers={"Access-Control-Allow-Origin": "*"},
+    modules=("hunyuan_serve.replica.apis.libretranslate",),
 )
-DEEPL = Dialect("deepl", ("/v2/", "/v3/"), _deepl, 403, 403)
-DIALECTS = (NATIVE, OPENAI, LIBRETRANSLATE, DEEPL, Dialect("immersive", ("/immersive/translate",), _native))
+# DeepL answers 403 to a missing and a wrong key alike, and its clients send DeepL-Auth-Key.
+DEEPL = Dialect(
+    "deepl",
+    ("/v2/", "/v3/"),
+    _deepl,
+    {
+        "/v2/translate": ("POST",),
+        "/v2/languages": ("GET", "POST"),
+        "/v2/usage": ("GET", "POST"),
+        "/v2/glossaries": ("GET", "POST"),
+        "/v2/glossaries/{glossary_id}": ("GET", "DELETE"),
+        "/v2/glossaries/{glossary_id}/entries": ("GET",),
+        "/v2/glossary-language-pairs": ("GET",),
+        "/v2/document": ("POST",),
+        "/v2/document/{document_id}": ("POST",),
+        "/v2/document/{document_id}/result": ("POST",),
+        "/v3/languages": ("GET",),
+        "/v3/glossaries": ("GET", "POST"),
+        "/v3/glossaries/{glossary_id}": ("GET", "DELETE"),
+        "/v3/glossaries/{glossary_id}/entries": ("GET",),
+    },
+    statuses={422: 400},
+    code_statuses={QUOTA_EXCEEDED: DEEPL_QUOTA_STATUS},
+    keys=Keys(schemes=("DeepL-Auth-Key",), missing_status=403),
+    modules=("hunyuan_serve.replica.apis.deepl",),
+)
+IMMERSIVE = Dialect(
+    "immersive",
+    ("/immersive/translate",),
+    _native,
+    {"/immersive/translate": ("POST",)},
+    modules=("hunyuan_serve.replica.apis.immersive",),
+)
+DIALECTS = (NATIVE, OPENAI, LIBRETRANSLATE, DEEPL, IMMERSIVE)
+# Each public path's methods, as the replicas' routes answer them (a test holds the two equal) and Nginx
+# names them in the Allow of its own 405. {name} is one path segment, {name:path} the rest of the path.
+ROUTE_METHODS: dict[str, tuple[str, ...]] = {p: m for d in DIALECTS for p, m in d.routes.items()}
+# The Authorization schemes whose credential is the key, of every API: read on every path, so a client
+# pointed at another API's path still gets that API's answer rather than a key refusal.
+KEY_SCHEMES = tuple(dict.fromkeys(s.lower() for d in DIALECTS for s in d.keys.schemes))
+BASIC_KEY = any(d.keys.basic for d in DIALECTS)
 
 # The errors Nginx makes itself, each with its status; edge.render renders them once per dialect.
 EDGE_ERRORS = {
@@ -115,47 +254,6 @@ ROUTING_ERRORS = {
     "not_found": (404, "nothing is served at this path; GET /openapi.json lists the API's paths"),
     "method_not_allowed": (405, "this path does not take this method; the Allow header lists those it does"),
 }
-# Each public path's methods, as the replicas' routes answer them (a test holds the two equal) and Nginx
-# names them in the Allow of its own 405. {name} is one path segment, {name:path} the rest of the path.
-ROUTE_METHODS: dict[str, tuple[str, ...]] = {
-    "/health": ("GET",),
-    "/metrics": ("GET",),
-    "/fuse": ("POST",),
-    "/translate": ("POST",),
-    "/languages": ("GET",),
-    "/memories": ("GET", "POST", "DELETE"),
-    "/memories/export": ("GET",),
-    "/memories/imports/{import_id}": ("DELETE",),
-    "/tmserver/languages/": ("GET",),
-    "/tmserver/{src}/{tgt}/unit/{text:path}": ("GET",),
-    REFERENCE_SCHEMA: ("GET",),
-    REFERENCE_PAGE: ("GET",),
-    REFERENCE_ASSETS + "{name}": ("GET",),
-    "/immersive/translate": ("POST",),
-    "/v1/chat/completions": ("POST",),
-    "/v1/completions": ("POST",),
-    "/v1/models": ("GET",),
-    "/v1/models/{model:path}": ("GET",),
-    "/libretranslate/translate": ("POST",),
-    "/libretranslate/detect": ("POST",),
-    "/libretranslate/languages": ("GET",),
-    "/libretranslate/translate_file": ("POST",),
-    "/libretranslate/download_file/{name}": ("GET",),
-    "/v2/translate": ("POST",),
-    "/v2/languages": ("GET", "POST"),
-    "/v2/usage": ("GET", "POST"),
-    "/v2/glossaries": ("GET", "POST"),
-    "/v2/glossaries/{glossary_id}": ("GET", "DELETE"),
-    "/v2/glossaries/{glossary_id}/entries": ("GET",),
-    "/v2/glossary-language-pairs": ("GET",),
-    "/v2/document": ("POST",),
-    "/v2/document/{document_id}": ("POST",),
-    "/v2/document/{document_id}/result": ("POST",),
-    "/v3/languages": ("GET",),
-    "/v3/glossaries": ("GET", "POST"),
-    "/v3/glossaries/{glossary_id}": ("GET", "DELETE"),
-    "/v3/glossaries/{glossary_id}/entries": ("GET",),
-}
 
 
 def allow_header(methods: tuple[str, ...]) -> str:
@@ -172,6 +270,22 @@ def edge_status(code: str) -> int:
 
 # The replicas' own route to one pool (/_hs/pool/NAME/) refuses every other caller with this, natively.
 INTERNAL_ONLY = "only this host's own processes (or a caller with the peer secret) may use /_hs/pool/"
+
+
+def path_regex(path: str) -> str:
+    """A route's path template as a regex (Python's and Nginx's): {name} one segment, {name:path} the rest."""
+    parts = re.split(r"(\{[^}]+\})", path)
+    return "".join(
+        (".+" if p.endswith(":path}") else "[^/]+") if p.startswith("{") else re.escape(p) for p in parts
+    )
+
+
+_OPEN = re.compile("|".join(f"(?:{path_regex(p)})" for d in DIALECTS for p in d.keys.open))
+
+
+def is_open(path: str) -> bool:
+    """Whether a path is one of the routes that ask for no key (each API's `keys.open`)."""
+    return _OPEN.fullmatch(path) is not None
 
 
 def dialect_of(path: str) -> Dialect:

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hunyuan_serve.edge.controller import NginxError
+from hunyuan_serve.edge.hold import ready_table
 from hunyuan_serve.edge.layout import GatewayFront
 from hunyuan_serve.edge.routing import Routing, UpstreamServer
 from hunyuan_serve.run.seams import Clock, NginxControl
+from hunyuan_serve.run.state import write_text_atomic
+
+
+def write_ready(path: Path, routing: Routing) -> None:
+    """The file hold.js reads, written whole (a reader never sees half of it); before Nginx's first
+    start its prefix may not exist yet."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, json.dumps(ready_table(routing), sort_keys=True))
+
 
 Emit = Callable[..., None]
 
@@ -72,9 +83,13 @@ class EdgeDriver:
         log: Path,
         port: int,
         retry_s: float,
+        ready_file: Path | None = None,
     ) -> None:
         self.controller, self.render, self.emit, self.clock = controller, render, emit, clock
         self.describe, self.log, self.port, self.retry_s = describe, log, port, retry_s
+        # The replicas ready now, for requests held in workers of an older config (edge/hold.py); written
+        # before each load, so a held request is sent to a replica as soon as Nginx is told of it.
+        self.ready_file = ready_file
         self.generation = 0  # of the last config rendered, loaded or not
         self.routed: EdgeView | None = None  # what Nginx has loaded
         self.stale = False  # the settings changed: re-render even on the same view
@@ -85,6 +100,7 @@ class EdgeDriver:
     async def start(self, view: EdgeView) -> list[Move]:
         """Start Nginx on the view (NginxError when it does not come up); the moves it made."""
         self.generation += 1
+        self._write_ready(view)
         pid = await self.controller.start(self.render(view, self.generation), self.log)
         ready = view.routing.ready
         self.emit("nginx_started", pid=pid, port=self.port, ready=ready, config=self.generation)
@@ -102,6 +118,7 @@ class EdgeDriver:
             return []
         self.generation += 1
         ready = view.routing.ready
+        self._write_ready(view)
         try:
             timing = await self.controller.reload(self.render(view, self.generation), self.generation)
         except NginxError as err:
@@ -118,6 +135,10 @@ class EdgeDriver:
             return None
         self.emit("nginx_exited", returncode=self.exited.result())
         return await self.start(view)
+
+    def _write_ready(self, view: EdgeView) -> None:
+        if self.ready_file is not None:
+            write_ready(self.ready_file, view.routing)
 
     def _loaded(self, view: EdgeView) -> list[Move]:
         """Nginx now routes by this view: one event per move, as `describe` tells it."""

@@ -20,10 +20,8 @@ from hunyuan_serve.edge.routing import Routing, UpstreamServer
 SINGLE_UPSTREAM = "hs_replicas"  # the one upstream of a single pool, named as it always was
 # The njs script that routes by the body's model, packaged beside the template (pyproject package-data).
 ROUTE_SCRIPT = "route.js"
-# Bodies whose `model` picks the pool: OpenAI's two completions and our /translate (single and batch).
-ROUTED_PATHS = ("/translate", "/v1/chat/completions", "/v1/completions")
-# Paths whose API has a model of its own: any other path of theirs goes to the default pool.
-MODEL_APIS = ("native", "openai")
+# Bodies whose `model` picks the pool: each API's declared `routed` (OpenAI's two completions, /translate).
+ROUTED_PATHS = tuple(path for dialect in DIALECTS for path in dialect.routed)
 
 
 @dataclass(frozen=True)
@@ -148,15 +146,15 @@ def routes_table(pools: Sequence[EdgePool], default: str, retry_after_s: int) ->
 def pool_locations(proxied: Sequence[str], default_name: str, dialect_name: str) -> list[dict[str, str]]:
     """The public locations with several pools: the routed paths run route.js; the other paths of the
     native and OpenAI APIs go to the default pool, the other dialects to the dialect pool."""
-    dialect_of = {p: d.name for d in DIALECTS for p in d.prefixes}
+    # An API with routes that name a model (its `routed`): its other paths go to the default pool too.
+    model_api = {p: bool(d.routed) for d in DIALECTS for p in d.prefixes}
     default, dialect = pool_upstream(default_name), pool_upstream(dialect_name)
     rows: list[dict[str, str]] = []
     for path in (*proxied, *(p for p in ROUTED_PATHS if p not in proxied)):
         if path in ROUTED_PATHS:
             rows.append({"path": path, "js": "hs.route"})
         else:
-            api = dialect_of.get(path, NATIVE.name)
-            rows.append({"path": path, "upstream": default if api in MODEL_APIS else dialect})
+            rows.append({"path": path, "upstream": default if model_api.get(path, True) else dialect})
     return rows
 
 

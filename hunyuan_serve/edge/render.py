@@ -11,10 +11,12 @@ import jinja2
 
 from hunyuan_serve.auth import peer_secret
 from hunyuan_serve.config import NginxConfig, Pool, ServeConfig, resolve_pools
+from hunyuan_serve.edge.capacity import worker_connections
 from hunyuan_serve.edge.dialects import (
     BULK_ERRORS,
     DIALECTS,
     EDGE_ERRORS,
+    KEY_SCHEMES,
     NATIVE,
     POOL_ERRORS,
     REFERENCE_PAGE,
@@ -23,8 +25,10 @@ from hunyuan_serve.edge.dialects import (
     ROUTE_METHODS,
     ROUTING_ERRORS,
     allow_header,
+    path_regex,
 )
 from hunyuan_serve.edge.filters import nginx_json, nginx_rate, nginx_time
+from hunyuan_serve.edge.hold import hold_view
 from hunyuan_serve.edge.layout import (
     GatewayFront,
     Layout,
@@ -84,22 +88,22 @@ def render_nginx(
     pools: Sequence[Pool] | None = None,
     script: Path | None = None,
     upstream_tls: UpstreamTls | None = None,
+    ready_file: Path | None = None,
 ) -> str:
     """The whole nginx.conf for this routing (replicas not routable are listed as `down`): a host's, or
     with `front` a gateway's (its upstream spans every host's replicas). pools: each pool as its replicas
     run it (default: resolve_pools(cfg)); with several, one upstream each and routing by model (njs,
-    reading `script`, default the packaged route.js). upstream_tls: how a gateway reaches its hosts'
-    replicas over TLS (a host's own follow from replica.tls_cert)."""
+    reading `script`, default the packaged route.js; hold.js beside it). upstream_tls: how a gateway reaches
+    its hosts' replicas over TLS (a host's own follow from replica.tls_cert). ready_file: edge/hold.py."""
     proxied = PROXIED_PATHS + (("/metrics",) if cfg.nginx.expose_metrics else ())
     template = (env or environment()).get_template(NGINX_TEMPLATE)
     layout = _layout(cfg, routing, generation, front, resolve_pools(cfg) if pools is None else pools, script)
     secret = peer_secret(cfg.auth)  # sent to every replica; a host's Nginx also asks its callers for it
-    # The bulk cap of each upstream that has one, by name: its zone and its limit_conn, so that a full
-    # pool refuses bulk work first and people in the page still get a place.
+    # Each upstream's bulk cap, by name (its zone, its limit_conn): a full pool refuses bulk first.
     bulk = {u.name: u.bulk_conns for u in layout.upstreams if u.bulk_conns}
-    bulk_texts = {u.name: u.bulk_texts for u in layout.upstreams if u.bulk_texts}
     return template.render(
         nginx=cfg.nginx,
+        worker_connections=worker_connections(cfg.nginx.worker_connections, layout.upstreams),
         routing=routing,
         prefix=str(prefix),
         web_root=str(web_root),
@@ -122,13 +126,22 @@ def render_nginx(
         peer_secret=secret,
         peer_required=secret is not None and front is None,
         bulk_caps=bulk,
-        bulk_texts=bulk_texts,
+        bulk_texts={u.name: u.bulk_texts for u in layout.upstreams if u.bulk_texts},
         cors_allow_headers=REQUEST_HEADERS,
+        key_schemes=KEY_SCHEMES,
         allow=allow_patterns(),
         refused_methods=refused_patterns(),
         tls=tls_view(cfg.nginx),
         upstream_tls=upstream_tls if front is not None else host_upstream_tls(cfg),
+        hold=hold_view(cfg, routing, ready_file, _hold_pools(layout), script),
     )
+
+
+def _hold_pools(layout: Layout) -> dict[str, str]:
+    """Each upstream's pool as hold.js names it: with one pool the empty name, with several the pool's."""
+    if layout.pooled is None:
+        return {u.name: "" for u in layout.upstreams}
+    return {p.upstream.name: p.name for p in layout.pooled["pools"]}
 
 
 def tls_view(nginx: NginxConfig) -> dict[str, Any] | None:
@@ -160,14 +173,6 @@ def edge_errors(cfg: ServeConfig, *, pooled: bool = False, bulk: bool = False) -
         bodies = {d.name: nginx_json(d.error(code, text, status)) for d in DIALECTS}
         table[code] = {"status": status, "bodies": bodies, "page": code not in POOL_ERRORS}
     return table
-
-
-def path_regex(path: str) -> str:
-    """An OpenAPI path template as a regex on $uri: {name} one segment, {name:path} the rest."""
-    parts = re.split(r"(\{[^}]+\})", path)
-    return "".join(
-        (".+" if p.endswith(":path}") else "[^/]+") if p.startswith("{") else re.escape(p) for p in parts
-    )
 
 
 def allow_patterns() -> list[tuple[str, str]]:

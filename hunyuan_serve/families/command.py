@@ -37,8 +37,8 @@ def prompt_document(family: str, prompt: Prompt) -> dict[str, Any]:
 def _glossary(path: str | None) -> dict[str, str] | None:
     if path is None:
         return None
-    # The same file formats as `translate --glossary` (hunyuan_serve.client.glossary owns the parser).
-    from hunyuan_serve.client.glossary import GlossaryError, parse_glossary
+    # The same file formats as `translate --glossary` (hunyuan_serve.localization.glossary owns the parser).
+    from hunyuan_serve.localization.glossary import GlossaryError, parse_glossary
 
     try:
         return parse_glossary(Path(path).read_text(encoding="utf-8"), path)

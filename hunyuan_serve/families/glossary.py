@@ -40,6 +40,8 @@ def parse_request_glossary(
         source, target = source.strip(), target.strip()
         if not source or not target:
             raise GlossaryInvalid(f"{where}: source and target must not be empty")
+        if "\x00" in source or "\x00" in target:  # as for a text: no prompt or cache key holds a NUL
+            raise GlossaryInvalid(f"{where}: a term must not hold a NUL character")
         if len(source) > max_chars or len(target) > max_chars:
             raise GlossaryInvalid(f"{where}: a term is longer than {max_chars} characters")
         terms[source] = target

@@ -11,6 +11,7 @@ from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.gpu import CUDA_ENV
 from hunyuan_serve.k8s.command import replica_image
 from hunyuan_serve.k8s.pools import CONFIG_DIR, NAME, PodPlan
+from hunyuan_serve.replica.engine import variables
 
 Doc = dict[str, Any]
 
@@ -25,7 +26,7 @@ HF_HOME = "/var/cache/huggingface"
 # its pod, so a replica restarted by its liveness probe loads the compiled graphs instead of compiling.
 COMPILE_CACHE = "/var/cache/hunyuan-serve/compile"
 COMPILE_ENV = (
-    ("VLLM_CACHE_ROOT", f"{COMPILE_CACHE}/vllm"),
+    (variables.CACHE_ROOT, f"{COMPILE_CACHE}/vllm"),
     ("TORCHINDUCTOR_CACHE_DIR", f"{COMPILE_CACHE}/inductor"),
     ("TRITON_CACHE_DIR", f"{COMPILE_CACHE}/triton"),
 )

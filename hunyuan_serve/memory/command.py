@@ -54,7 +54,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         data = path.read_bytes()
         languages = (args.source_lang, args.target_lang)
         origin = await ops.import_file(
-            store, _owner(args), path.name, who, data, args.format, languages, limit
+            store, _owner(args), path.name, who, data, args.format, languages, limit, args.keep_blank
         )
         print(f"imported {origin.units} units from {path.name} as {origin.id}")
         return 0
@@ -130,6 +130,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     one.add_argument("--format", choices=FORMATS, help="default: the file's extension")
     one.add_argument("--source-lang", help="CSV/TSV of two columns: the source language")
     one.add_argument("--target-lang", help="CSV/TSV of two columns: the target language")
+    one.add_argument(
+        "--keep-blank",
+        action="store_true",
+        help="keep units whose target is empty, as translations that leave the text out (default: "
+        "left out, as not translated yet)",
+    )
     out = _sub(subs, "export", "Write the memory as TMX 1.4b (or CSV/TSV).", cmd_export)
     out.add_argument("out", help="the file to write, - for standard output")
     out.add_argument("--format", choices=FORMATS, help="default: the file's extension, else tmx")

@@ -20,11 +20,12 @@ async def import_file(
     fmt: str | None = None,
     languages: tuple[str | None, str | None] = (None, None),
     max_units: int = 200_000,
+    keep_blank: bool = False,
 ) -> Origin:
     """The file read whole, then stored in one step with where it came from; MemoryFileInvalid or
-    MemoryFull (nothing kept) otherwise."""
+    MemoryFull (nothing kept) otherwise. keep_blank: units with an empty target are translations."""
     kind = memory_format(name, fmt)
-    parsed = read_memory_file(data, kind, *languages)
+    parsed = read_memory_file(data, kind, *languages, keep_blank=keep_blank)
     if not parsed.units:
         raise MemoryFileInvalid(f"{name or 'the file'}: no translation units in it")
     if len(parsed.units) > max_units:  # refused before the store is asked

@@ -23,9 +23,13 @@ def memory_format(name: str, given: str | None) -> str:
     return fmt
 
 
-def read_pairs(data: bytes, fmt: str, src: str | None, tgt: str | None) -> MemoryFile:
+def read_pairs(
+    data: bytes, fmt: str, src: str | None, tgt: str | None, keep_blank: bool = False
+) -> MemoryFile:
     """Rows of `source, target` (two columns), or `source, target, source_lang, target_lang` (four);
-    two columns need the file's languages given. A blank row is skipped; a bad one names its line."""
+    two columns need the file's languages given. A blank row is skipped; a bad one names its line. An
+    empty target is a source not translated yet (left out) unless keep_blank: then a translation that
+    leaves the text out, as SD WebUI's localization files hide a string."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -38,8 +42,8 @@ def read_pairs(data: bytes, fmt: str, src: str | None, tgt: str | None) -> Memor
                 continue
             if len(row) not in (2, 4):
                 raise MemoryFileInvalid(_columns(fmt, reader.line_num, len(row)))
-            if not row[1].strip():
-                continue  # a source not translated yet pairs nothing
+            if not row[1] and not keep_blank:
+                continue  # a source not translated yet pairs nothing; " " is a person's choice
             units.append(_unit(row, reader.line_num, fmt, src, tgt))
     except csv.Error as err:
         raise MemoryFileInvalid(f"{fmt.upper()} line {reader.line_num}: {err}") from None
@@ -63,9 +67,12 @@ def _columns(fmt: str, line: int, count: int) -> str:
     return f"{fmt.upper()} line {line}: {count} columns; want source,target[,source_lang,target_lang]"
 
 
-def read_memory_file(data: bytes, fmt: str, src: str | None = None, tgt: str | None = None) -> MemoryFile:
-    """A memory file of any of FORMATS; the languages given apply to CSV/TSV rows of two columns."""
-    return read_tmx(data) if fmt == "tmx" else read_pairs(data, fmt, src, tgt)
+def read_memory_file(
+    data: bytes, fmt: str, src: str | None = None, tgt: str | None = None, keep_blank: bool = False
+) -> MemoryFile:
+    """A memory file of any of FORMATS; the languages given apply to CSV/TSV rows of two columns;
+    keep_blank keeps the units whose target is empty (a translation that leaves the text out)."""
+    return read_tmx(data, keep_blank) if fmt == "tmx" else read_pairs(data, fmt, src, tgt, keep_blank)
 
 
 def write_memory_file(units: Iterable[Unit], fmt: str) -> bytes:

@@ -45,9 +45,11 @@ def segment_text(seg: etree._Element) -> str:
     return "".join(seg.itertext())
 
 
-def read_tmx(data: bytes) -> MemoryFile:
+def read_tmx(data: bytes, keep_blank: bool = False) -> MemoryFile:
     """Every pair of the source variant with each other variant of each <tu>; MemoryFileInvalid names the
-    line of the first problem (nothing is read then). Entities are not expanded, nothing is fetched."""
+    line of the first problem (nothing is read then). Entities are not expanded, nothing is fetched.
+    An empty target <seg> is a unit not translated yet (translate-toolkit, so Weblate, exports those
+    so) unless keep_blank: then a translation set empty on purpose (OmegaT's "empty translation")."""
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
     try:
         root = etree.parse(io.BytesIO(data), parser).getroot()
@@ -64,11 +66,11 @@ def read_tmx(data: bytes) -> MemoryFile:
         raise MemoryFileInvalid(f"TMX line {header.sourceline}: <header> has no srclang")
     units: list[Unit] = []
     for tu in body.iter("tu"):
-        units.extend(_tu_units(tu, tu.get("srclang", srclang)))
+        units.extend(_tu_units(tu, tu.get("srclang", srclang), keep_blank))
     return MemoryFile(units, header.get("creationtool", ""))
 
 
-def _tu_units(tu: etree._Element, srclang: str) -> list[Unit]:
+def _tu_units(tu: etree._Element, srclang: str, keep_blank: bool) -> list[Unit]:
     variants: list[tuple[str, str]] = []
     for tuv in tu.findall("tuv"):
         lang = tuv.get(XML_LANG) or tuv.get("lang")  # lang: TMX 1.1's spelling, kept by old exports
@@ -86,7 +88,7 @@ def _tu_units(tu: etree._Element, srclang: str) -> list[Unit]:
     if not sources or not sources[0].strip():
         return []  # a unit without the source language (or an empty one) pairs nothing
     source = sources[0]
-    return [Unit(src, lang, source, text) for lang, text in variants if lang != src and text.strip()]
+    return [Unit(src, lang, source, text) for lang, text in variants if lang != src and (text or keep_blank)]
 
 
 def write_tmx(units: Iterable[Unit], srclang: str = "*all*") -> bytes:

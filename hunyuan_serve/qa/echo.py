@@ -41,6 +41,19 @@ def _ordinary(word: str) -> bool:
     return rest == rest.lower()
 
 
+def _least_words(prose_output: str, pair: tuple[str, str], cfg: QaSettings) -> int:
+    """The ordinary words a source needs before its echo is judged: fewer where the target writes in
+    other scripts than the source and the answer has no letter in them (English sent back as Chinese
+    is no translation, while English kept in French may be a name)."""
+    own = scripts.LANGUAGE_SCRIPTS.get(pair[1], frozenset())
+    if not own or own & scripts.LANGUAGE_SCRIPTS.get(pair[0], frozenset()):
+        return cfg.qa_echo_min_words
+    counts = scripts.letters(prose_output)
+    if any(counts[script] for script in own):
+        return cfg.qa_echo_min_words
+    return min(cfg.qa_echo_min_words, cfg.qa_echo_min_words_other_script)
+
+
 def echo(prose_source: str, prose_output: str, pair: tuple[str, str], cfg: QaSettings) -> Flag | None:
     """The answer is (nearly) the source: most of the source's words are in it, and most of its words
     come from the source. Not judged for close languages (zh and zh-Hant) or a source of few ordinary
@@ -56,7 +69,7 @@ def echo(prose_source: str, prose_output: str, pair: tuple[str, str], cfg: QaSet
         return None  # most answers: their own words (asked first, as it is the cheaper test)
     kept = sum(word in theirs_set for word in ours) / len(ours)
     ordinary = sum(_ordinary(word) for word in _WORD.findall(prose_source))
-    if kept < cfg.qa_echo_similarity or ordinary < cfg.qa_echo_min_words:
+    if kept < cfg.qa_echo_similarity or ordinary < _least_words(prose_output, pair, cfg):
         return None
     what = "the source's words" if kept == borrowed == 1 else "nearly the source's words"
     return Flag(ECHO, f"the answer is {what}: {round(borrowed * 100)}% of its words are in the source")

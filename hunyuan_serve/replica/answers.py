@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hunyuan_serve.cache.entry import CachedAnswer, decode_answer, encode_answer
-from hunyuan_serve.replica.engine_types import Generation
+from hunyuan_serve.replica.engine.interface import Generation
 
 
 def cache_entry(generation: Generation) -> str | None:

@@ -8,33 +8,38 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from starlette.types import Scope
 
 from hunyuan_serve import auth
 from hunyuan_serve.auth.keys import key_qa
 from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config import ServeConfig
-from hunyuan_serve.edge.dialects import REFERENCE_SCHEMA, dialect_of
+from hunyuan_serve.edge.dialects import REFERENCE_SCHEMA
 from hunyuan_serve.families.base import Family
 from hunyuan_serve.families.build import FAMILY_FEATURES, probe_prompt
-from hunyuan_serve.replica import ensemble, openapi, ops, priority, queue_wait, reference
-from hunyuan_serve.replica.apis import deepl, immersive, libretranslate, memories, native, openai, tmserver
+from hunyuan_serve.replica import ensemble
+from hunyuan_serve.replica.admission import priority, queue_wait
+from hunyuan_serve.replica.admission.gate import Gate
+from hunyuan_serve.replica.admission.gated_engine import GatedEngine, bulk_gate
+from hunyuan_serve.replica.admission.in_flight import Admission
+from hunyuan_serve.replica.admission.intake import Intake
+from hunyuan_serve.replica.apis import registry
 from hunyuan_serve.replica.context import ReplicaContext
-from hunyuan_serve.replica.documents_worker import DocumentWorker
-from hunyuan_serve.replica.engine_types import Engine, Generation, Sampling
+from hunyuan_serve.replica.documents.worker import DocumentWorker
+from hunyuan_serve.replica.engine.interface import Engine, Generation, Sampling
 from hunyuan_serve.replica.ensemble import Fusion
-from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.gated_engine import GatedEngine, bulk_gate
-from hunyuan_serve.replica.http import Admission, Gate
+from hunyuan_serve.replica.errors import ApiError, renderer
 from hunyuan_serve.replica.lifecycle import Lifecycle, load
 from hunyuan_serve.replica.liveness import ProgressWatch
-from hunyuan_serve.replica.memory_translator import MemoryTranslator
+from hunyuan_serve.replica.memories.recall import Recall
+from hunyuan_serve.replica.memories.translator import MemoryTranslator
 from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.recall import Recall
+from hunyuan_serve.replica.openapi import document as openapi_document
 from hunyuan_serve.replica.review import REQUEST, Review
 from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.schema import TranslateRequest
@@ -69,8 +74,10 @@ def build_replica(engine: Engine, cfg: ServeConfig, family: Family) -> ReplicaCo
     )
     metrics = Metrics(engine, in_flight=lambda: admission.in_flight, max_in_flight=rcfg.max_in_flight)
     metrics.count_class(lambda: admission.by_class)
-    # What runs inside the engine, apart from what HTTP admits: bulk over the width waits here.
-    width = bulk_gate(rcfg, cfg.engine.max_num_seqs, rcfg.interactive_reserve, weights)
+    # What the engine is handed: past its room (people first), and bulk past the width, waits here.
+    width = bulk_gate(
+        rcfg, cfg.engine.max_num_seqs, rcfg.interactive_reserve, weights, rcfg.engine_queue_margin
+    )
     metrics.count_width(width.width, lambda: width.bulk, width.waiting)
     cache = TranslationCache.from_config(rcfg, metrics)
     store = store_from_config(cfg)
@@ -176,12 +183,15 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
     if allow:  # every route of the path: Starlette names only the first one's
         headers["Allow"] = allow
     code = {404: "not_found", 405: "method_not_allowed"}.get(status, "http_error")
-    if _request.url.path.startswith("/v1/"):  # OpenAI clients parse only their own shape
-        return openai.render_error(ApiError(status, code, str(detail), headers))
-    dialect = dialect_of(_request.url.path)
-    if dialect.name in ("libretranslate", "deepl"):  # so are DeepL's and LibreTranslate's
-        return JSONResponse(dialect.error(code, str(detail), status), status_code=status, headers=headers)
-    return native.render_error(ApiError(status, code, str(detail), headers))
+    # In the shape of the API the path is under: each API's clients parse only their own.
+    return renderer(_request.url.path)(ApiError(status, code, str(detail), headers))
+
+
+def _screen(gate: Gate, admitted: Sequence[APIRoute], scope: Scope, ahead: int) -> Response | None:
+    """The gate's screen (Gate.screen) for a request to one of the routes it admits; None for others."""
+    if scope["method"] != "POST" or not any(r.matches(scope)[0] is Match.FULL for r in admitted):
+        return None
+    return gate.screen(scope, ahead)
 
 
 def create_app(
@@ -192,9 +202,8 @@ def create_app(
 ) -> FastAPI:
     """A FastAPI app serving one engine; loading starts with the app's lifespan and /health tells."""
     replica = build_replica(engine, cfg, family)
-    lifecycle = replica.lifecycle
     features = tuple(FAMILY_FEATURES[replica.translator.family])
-    worker = DocumentWorker(cfg, replica.documents, lambda: lifecycle.ready, features)
+    worker = DocumentWorker(cfg, replica, features)
     # No CDN docs: /docs is reference.py's page, /openapi.json the document openapi.py assembles.
     app = FastAPI(
         title="hunyuan-serve replica",
@@ -206,16 +215,17 @@ def create_app(
     app.state.replica = replica
     app.state.keyed = cfg.auth.keys_file is not None
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.include_router(ops.router)
-    app.include_router(native.router)
-    app.include_router(libretranslate.router)
-    app.include_router(deepl.router)
-    app.include_router(deepl.v3)
-    app.include_router(immersive.router)
-    app.include_router(openai.router)
-    app.include_router(memories.router)
-    app.include_router(tmserver.router)
-    app.include_router(reference.router)
-    openapi.install(app, replica)
+    for served in registry.served():  # each API's modules, as its declaration names them
+        for router in served.routers:
+            app.include_router(router)
+    openapi_document.install(app, replica)
+    # Inside the key checks (a header's worth of work each), so it knows the caller's key and class; a
+    # burst waits here before the rest of its work, and /health passes it.
+    # A request the gate admits (an API's POST route) is screened before it waits there.
+    admitted = [r for r in app.router.routes if isinstance(r, APIRoute) and "POST" in r.methods]
+    screen = functools.partial(_screen, replica.gate, admitted)
+    app.add_middleware(
+        Intake, limit=cfg.replica.intake_limit, key_defaults=replica.gate.key_defaults, screen=screen
+    )
     auth.install(app, cfg)  # API keys (auth.keys_file): every route but /health, in each dialect's shape
     return app

@@ -19,11 +19,17 @@ from typing import TYPE_CHECKING, Any
 from hunyuan_serve.config import ServeConfig, add_config_flags, config_from_args
 
 if TYPE_CHECKING:
-    from hunyuan_serve.replica.engine_types import Engine
+    from hunyuan_serve.replica.engine.interface import Engine
 
 # Test-only knob: random-weight checkpoints emit EOS at once, so tests that need long generations
 # (abort on disconnect, concurrent batching) make the engine ignore EOS. Never set in production.
 TEST_IGNORE_EOS_ENV = "HUNYUAN_SERVE_TEST_IGNORE_EOS"
+
+# asyncio's loop takes every connection waiting on the listening socket as soon as it is told of them;
+# under uvloop a burst's connections were taken about as fast as they were answered, so a health probe's
+# waited in the kernel's accept queue behind them (`ss` on a replica's port: up to 777 connections
+# waiting, 2,000 strings sent at once to two replicas) and the supervisor evicted replicas at work.
+EVENT_LOOP = "asyncio"
 
 
 def _terminate_children(grace_s: float = 5.0) -> None:
@@ -96,7 +102,7 @@ def _server_class(parent_check_s: float) -> type[Any]:
 def _engine(cfg: ServeConfig, model: str, device: str, ignore_eos: bool) -> Engine:
     """vLLM, or the stand-in when engine.stand_in is set: never silently (a warning, the replica_starting
     line and /health say so)."""
-    from hunyuan_serve.replica.engine import VllmEngine
+    from hunyuan_serve.replica.engine.vllm_engine import VllmEngine
     from hunyuan_serve.replica.standin import StandInEngine
 
     if cfg.engine.stand_in:
@@ -105,6 +111,13 @@ def _engine(cfg: ServeConfig, model: str, device: str, ignore_eos: bool) -> Engi
         )
         return StandInEngine(cfg.engine, model)
     return VllmEngine(cfg.engine, model, ignore_eos=ignore_eos, device=device)
+
+
+def _log_starting(model: str, family: str, device: str, engine: Engine, port: int) -> None:
+    """The replica_starting line: what this replica serves, on what, with which engine (StandInEngine or
+    VllmEngine)."""
+    started = {"model": model, "family": family, "device": device, "engine": type(engine).__name__}
+    logging.getLogger(__name__).info(json.dumps({"event": "replica_starting", **started, "port": port}))
 
 
 def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
@@ -140,21 +153,11 @@ def serve(cfg: ServeConfig, ignore_eos: bool = False) -> int:
             access_log=False,  # the app writes one JSON line per request instead
             timeout_graceful_shutdown=math.ceil(cfg.replica.graceful_shutdown_s),
             lifespan="on",
+            loop=EVENT_LOOP,
             **listener(cfg.replica),  # one write per answer (a replica dying sends nothing), TLS if set
         )
     )
-    logging.getLogger(__name__).info(
-        json.dumps(
-            {
-                "event": "replica_starting",
-                "model": model,
-                "family": family,
-                "device": device,
-                "engine": type(engine).__name__,  # StandInEngine or VllmEngine
-                "port": cfg.replica.port,
-            }
-        )
-    )
+    _log_starting(model, family, device, engine, cfg.replica.port)
     server.run()
     code = 1 if failures else 0
     if app.state.replica.lifecycle.loading:

@@ -10,13 +10,14 @@ from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import SamplingDefaults
 from hunyuan_serve.families.base import Family
-from hunyuan_serve.replica.engine_types import Engine
+from hunyuan_serve.replica.admission.gate import Gate
+from hunyuan_serve.replica.admission.in_flight import Admission
+from hunyuan_serve.replica.engine.interface import Engine
 from hunyuan_serve.replica.ensemble import Fusion
-from hunyuan_serve.replica.http import Admission, Gate
 from hunyuan_serve.replica.lifecycle import Lifecycle
 from hunyuan_serve.replica.liveness import ProgressWatch
+from hunyuan_serve.replica.memories.recall import Recall
 from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.recall import Recall
 from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.replica.usage import Usage
 from hunyuan_serve.storage.jobs import Documents
@@ -42,7 +43,7 @@ class ReplicaContext:
     store: Store  # glossaries and per-key usage (SQLite on one host, Redis on many)
     usage: Usage
     documents: Documents  # document jobs (DeepL /v2/document, LibreTranslate /translate_file)
-    recall: Recall  # the translation memories' store and lookups (replica/memory_translator.py)
+    recall: Recall  # the translation memories' store and lookups (replica/memories/translator.py)
     front_port: int = 8000  # this host's Nginx port (nginx.port): where a proxied caller came in
 
 

@@ -14,7 +14,7 @@ from starlette.requests import Request
 
 from hunyuan_serve import auth
 from hunyuan_serve.config import ReplicaConfig
-from hunyuan_serve.replica.engine_types import Generation
+from hunyuan_serve.replica.engine.interface import Generation
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.schema import TranslateRequest
 

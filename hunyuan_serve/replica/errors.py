@@ -1,9 +1,13 @@
-"""ApiError: a refusal with a status, a stable code and a message; each API renders it in its own shape."""
+"""ApiError: a refusal with a status, a stable code and a message, rendered as its API declares."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 
+from fastapi.responses import JSONResponse
+
+from hunyuan_serve.edge.dialects import Dialect, dialect_of
 from hunyuan_serve.families.base import FeatureUnsupported
 
 CHAT_TEMPLATE_MISSING = "chat_template_missing"
@@ -20,6 +24,18 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.headers = headers or {}
+
+
+def render_error(dialect: Dialect, err: ApiError) -> JSONResponse:
+    """A refusal as its API answers it: the status it declares for the code, its shape, its headers."""
+    status = dialect.status_of(err.code, err.status)
+    body = dialect.shape(err.code, err.message, status)
+    return JSONResponse(body, status_code=status, headers={**err.headers, **dialect.headers})
+
+
+def renderer(path: str) -> Callable[[ApiError], JSONResponse]:
+    """The error renderer of the API a path belongs to (edge/dialects.py's declarations)."""
+    return functools.partial(render_error, dialect_of(path))
 
 
 class FeatureRefused(ApiError):

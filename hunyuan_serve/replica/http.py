@@ -1,41 +1,21 @@
-"""What every API's translation route shares: admission, deadline, client disconnect, log line, metrics."""
+"""A route's HTTP: its body read under a limit, its request id, its deadline, the client leaving."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
-import json
-import logging
 import re
-import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterable, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from fastapi import Request, Response
-from fastapi.responses import StreamingResponse
+from fastapi import Request
 from starlette.requests import ClientDisconnect
-from starlette.types import Receive, Scope, Send
 
-from hunyuan_serve.auth import KEY_ID_STATE
-from hunyuan_serve.config import ReplicaConfig
-from hunyuan_serve.replica import memory_use, priority, review
-from hunyuan_serve.replica.admission import Admission
-from hunyuan_serve.replica.errors import ApiError, request_fault
-from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.service import Outcome
-from hunyuan_serve.replica.usage import Usage, key_label
+from hunyuan_serve.replica import deadline
+from hunyuan_serve.replica.errors import ApiError
 
-ACCESS_LOG = "hunyuan_serve.replica.access"
-# Nginx's code for "client closed request"; nobody reads the response, but the log and metrics do.
-CLIENT_CLOSED = 499
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
-# Refusals counted by reason in hunyuan_rejections, by the ApiError code that says so.
-_REJECTION_REASONS = {"overloaded": "overload", "deadline_exceeded": "deadline"}
 T = TypeVar("T")
-
-# Each API answers errors in its own shape (ours, OpenAI's, DeepL's...): the adapter passes its renderer.
-ErrorRenderer = Callable[[ApiError], Response]
 
 
 class ClientDisconnected(Exception):
@@ -67,28 +47,35 @@ async def _wait_disconnect(request: Request) -> None:
             return
 
 
-async def guarded(request: Request, work: Awaitable[T], timeout_s: float) -> T:
+async def guarded(
+    request: Request,
+    work: Coroutine[Any, Any, T],
+    timeout_s: float,
+    grace_s: float = 0.0,
+    log: dict[str, Any] | None = None,
+) -> T:
     """Run `work` until done, the client leaves (ClientDisconnected) or the deadline passes (504).
 
+    At the deadline, work with answers in hand (a retry under way) is told to stop and has `grace_s`
+    more to give them (deadline.settled). A 504 says in `log` whether any answer was in hand.
     Call it once the body is read: the disconnect watch takes the request's remaining messages.
     """
-    # The work's task carries its deadline (a copy of this context): the answer checks' retry ends by it.
-    token = review.DEADLINE.set(time.monotonic() + timeout_s)
-    try:
-        task = asyncio.ensure_future(work)
-    finally:
-        review.DEADLINE.reset(token)
+    # The work's task carries its deadline: the answer checks' retry ends by it (replica/review.py).
+    due = deadline.Deadline.after(timeout_s)
+    task = deadline.started(due, work)
     watch = asyncio.ensure_future(_wait_disconnect(request))
     try:
-        done, _ = await asyncio.wait({task, watch}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        await deadline.settled({task, watch}, due, grace_s)
     finally:
         watch.cancel()
-    if task in done:
+    if task.done():
         return task.result()
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    if watch in done:
+    if watch.done() and not watch.cancelled():
         raise ClientDisconnected()
+    if log is not None:
+        log.update(due.missed)
     raise ApiError(504, "deadline_exceeded", f"no answer within request_timeout_s={timeout_s:g} seconds")
 
 
@@ -96,222 +83,3 @@ def request_id(request: Request) -> str:
     """The caller's X-Request-ID when it is a sane token, else a fresh one."""
     given = request.headers.get("x-request-id", "")
     return given if _REQUEST_ID.match(given) else uuid.uuid4().hex
-
-
-class Call:
-    """One admitted request as its adapter sees it: its id, its body, its deadline, its log fields."""
-
-    def __init__(self, request: Request, cfg: ReplicaConfig, usage: Usage | None = None) -> None:
-        self.request = request
-        self.id = request_id(request)
-        self.started = time.monotonic()
-        self.log: dict[str, Any] = {"request_id": self.id, "cached": False}
-        self._cfg = cfg
-        # The caller's key_id, left by the key check (None without a keys file); characters to bill.
-        self.owner: str | None = request.scope.get("state", {}).get(KEY_ID_STATE)
-        self.billed = 0
-        self._usage = usage
-        if self.owner is not None:
-            self.log["key"] = key_label(self.owner)
-        self.priority = priority.INTERACTIVE
-
-    def classify(self, key_defaults: Mapping[str, str]) -> None:
-        """Decide the request's class before admission: the X-Priority header, else the key's default.
-
-        The body is not read yet here, so a native body's `priority` field and the text count are
-        not consulted at admission; every endpoint's default at this point is interactive.
-        """
-        self._key_default = key_defaults.get(self.owner) if self.owner is not None else None
-        self._header = self.request.headers.get(priority.HEADER)
-        self.priority = priority.request_class(self._header, None, self._key_default)
-        self.log["priority"] = self.priority
-
-    def settle(self, admission: Admission, field: str | None, texts: int) -> None:
-        """Once the body is read: its `priority` field, else (without a key default) the endpoint's
-        default for this many texts (more than one: bulk) may change the class; a bulk place it cannot
-        have is the same 503 as at admission. The header, when given, has decided already."""
-        if self._header is not None:
-            return
-        settled = priority.request_class(None, field, self._key_default, priority.endpoint_default(texts))
-        if settled != self.priority:
-            admission.move(self.priority, settled, self.owner)
-            self.priority = settled
-            self.log["priority"] = settled
-
-    def caller(self, request_id: str | None = None) -> priority.Caller:
-        """Whom the translation core's calls are for: this request (its class as settled, its key)."""
-        return priority.Caller(request_id or self.id, self.priority, self.owner)
-
-    async def bill(self, texts: Sequence[str]) -> None:
-        """Before translating: a quota_exceeded ApiError if these characters take the key past its limit;
-        else they are counted for the key once the answer is a success (Gate)."""
-        count = sum(len(text) for text in texts)
-        if self._usage is not None:
-            await self._usage.check(self.owner, self.billed + count)
-        self.billed += count
-        self.log["characters"] = self.billed
-
-    async def body(self) -> bytes:
-        return await read_body(self.request, self._cfg.max_body_bytes)
-
-    async def run(self, work: Awaitable[T]) -> T:
-        """`work` under the request's deadline, cancelled if the client leaves.
-
-        Not inside a streamed body: Starlette watches for the disconnect there and closes the stream.
-        """
-        return await guarded(self.request, work, self._cfg.request_timeout_s)
-
-    def note(self, outcome: Outcome) -> None:
-        """Put what the translation core reports into the request's log line."""
-        self.log.update(
-            input_tokens=outcome.prompt_tokens,
-            output_tokens=outcome.output_tokens,
-            queue_ms=round(outcome.queue_s * 1000, 1),
-            engine_ms=round(outcome.engine_s * 1000, 1),
-            cached=all(outcome.cached),
-        )
-        self.log.update(outcome.verdicts.log())  # the answer checks' summary, as X-Hunyuan-QA says it
-
-    def elapsed_ms(self) -> float:
-        return (time.monotonic() - self.started) * 1000
-
-
-Handler = Callable[[Call], Awaitable[Response]]
-
-
-class Gate:
-    """Runs an adapter's handler admitted, and answers, counts and logs every outcome the same way.
-
-    A handler may return a StreamingResponse: the request then keeps its place, and its log line
-    waits, until the last chunk is sent or the client leaves (logged as 499).
-    """
-
-    def __init__(
-        self,
-        admission: Admission,
-        cfg: ReplicaConfig,
-        metrics: Metrics,
-        usage: Usage | None = None,
-        key_defaults: Mapping[str, str] | None = None,
-    ) -> None:
-        self.admission = admission
-        # Each key's default class (interactive or bulk) by key_id, from the keys file's priority=.
-        self.key_defaults: Mapping[str, str] = key_defaults or {}
-        self.cfg = cfg
-        self.metrics = metrics
-        self.usage = usage
-        self.access = logging.getLogger(ACCESS_LOG)
-        self._counts: set[asyncio.Task[None]] = set()
-
-    async def serve(self, request: Request, handler: Handler, render_error: ErrorRenderer) -> Response:
-        call = Call(request, self.cfg, self.usage)
-        try:
-            call.classify(self.key_defaults)
-            self.admission.enter(call.priority, call.owner)
-        except ApiError as err:
-            refused = self._refused(call, err, render_error)
-            self._record(call, refused.status_code)
-            return refused
-        # Not reset after: a streamed body reads it later in this request's own task (each request
-        # runs in a task of its own, which took a copy of the context when it started).
-        priority.KEY.set(call.owner)
-        review.REQUEST.set(request)  # a retry's fusion sends the caller's key on (replica/review.py)
-        memory = memory_use.begin()  # what the translation memory answered: X-Hunyuan-Memory, every API
-        try:
-            response = await self._run(call, handler, render_error)
-            response.headers.update(memory.header())
-            call.log.update(memory.log())
-        except BaseException:  # cancelled (the server stopping): the place is given back all the same
-            self._end(call, 500)
-            raise
-        if isinstance(response, StreamingResponse):
-            return _Streamed(response, functools.partial(self._end_stream, call))
-        if response.status_code < 400 and call.billed and self.usage is not None:
-            await self.usage.add(call.owner, call.billed)  # before the answer: a usage read after it sees it
-        self._end(call, response.status_code)
-        return response
-
-    def _end_stream(self, call: Call, status: int) -> None:
-        if status < 400 and call.billed and self.usage is not None:
-            task = asyncio.get_running_loop().create_task(self.usage.add(call.owner, call.billed))
-            self._counts.add(task)  # held until done: the loop keeps only weak references to tasks
-            task.add_done_callback(self._counts.discard)
-        self._end(call, status)
-
-    async def _run(self, call: Call, handler: Handler, render_error: ErrorRenderer) -> Response:
-        try:
-            return await handler(call)
-        except ApiError as err:
-            return self._refused(call, err, render_error)
-        except ClientDisconnected:
-            return Response(status_code=CLIENT_CLOSED)
-        except Exception as err:
-            fault = request_fault(err)
-            if fault is not None:  # the input's fault: the same request fails on every replica
-                logging.getLogger(__name__).info("request %s refused by the engine: %s", call.id, err)
-                return self._refused(call, fault, render_error)
-            # The engine failed, not the input: tell the balancer to go elsewhere.
-            logging.getLogger(__name__).exception("engine error on %s", call.id)
-            call.log["error"] = "engine_error"
-            failed = f"engine failed: {type(err).__name__}"
-            return render_error(ApiError(503, "engine_error", failed, self.admission.retry_after))
-
-    def _refused(self, call: Call, err: ApiError, render_error: ErrorRenderer) -> Response:
-        call.log["error"] = err.code
-        if err.code in _REJECTION_REASONS:
-            reason = _REJECTION_REASONS[err.code]
-            self.metrics.rejections.labels(reason=reason).inc()
-            self.metrics.class_rejections.labels(call.priority, reason).inc()
-        return render_error(err)
-
-    def _end(self, call: Call, status: int) -> None:
-        if status < 400:
-            self.admission.answered()
-        self.admission.leave(call.priority, call.owner)
-        self._record(call, status)
-
-    def _record(self, call: Call, status: int) -> None:
-        latency = time.monotonic() - call.started
-        self.metrics.requests.labels(status=str(status)).inc()
-        self.metrics.latency.observe(latency)
-        self.metrics.class_latency.labels(call.priority).observe(latency)
-        call.log.update(status=status, latency_ms=round(latency * 1000, 1))
-        self.access.info(json.dumps(call.log, ensure_ascii=False))
-
-
-class _Streamed(Response):
-    """A StreamingResponse that reports, once, how it ended: its status when every chunk went out,
-    499 when the client left first (Starlette then cancels the stream), 500 when the stream raised."""
-
-    def __init__(self, inner: StreamingResponse, done: Callable[[int], None]) -> None:
-        # No Response.__init__: this only forwards to `inner`, which holds status, headers and body.
-        self.inner = inner
-        self.status_code = inner.status_code
-        self.background = None
-        self._done = done
-        self._ended = CLIENT_CLOSED
-
-    async def _chunks(self, chunks: AsyncIterable[Any]) -> AsyncGenerator[Any, None]:
-        try:
-            async for chunk in chunks:
-                yield chunk
-            self._ended = self.inner.status_code
-        except Exception:
-            self._ended = 500
-            raise
-        finally:
-            # The adapter's generator gets its GeneratorExit now (to abort its engine request).
-            aclose = getattr(chunks, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        stream = self._chunks(self.inner.body_iterator)
-        self.inner.body_iterator = stream
-        try:
-            await self.inner(scope, receive, send)
-        finally:
-            try:
-                await stream.aclose()  # cancelled between two chunks, it would otherwise wait for the GC
-            finally:
-                self._done(self._ended)

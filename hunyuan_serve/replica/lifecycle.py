@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from hunyuan_serve.config.replica import PARENT_PID_ENV
-from hunyuan_serve.replica.engine_types import Engine
+from hunyuan_serve.replica.engine.interface import Engine
 
 
 class Phase(str, Enum):

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from hunyuan_serve.replica.engine_types import Engine
-from hunyuan_serve.replica.priority import CLASSES, ENGINE_PRIORITY
+from hunyuan_serve.replica.admission.priority import CLASSES, ENGINE_PRIORITY
+from hunyuan_serve.replica.engine.interface import Engine
 
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
@@ -71,10 +71,7 @@ class Metrics:
             "hunyuan_engine_max_running", "Most sequences the scheduler ran in one step.", registry=r
         )
         most.set_function(lambda: engine.stats.max_running)
-        unfinished = Gauge(
-            "hunyuan_engine_unfinished", "Requests submitted to the engine and not finished.", registry=r
-        )
-        unfinished.set_function(lambda: engine.unfinished())
+        _engine_gauges(r, engine)
         self.class_latency, self.class_rejections = _per_class(r, engine)
 
     def count_class(self, by_class: Callable[[], dict[str, int]]) -> None:
@@ -88,7 +85,7 @@ class Metrics:
     def count_width(
         self, width: Callable[[], int], running: Callable[[], int], waiting: Callable[[], int]
     ) -> None:
-        """Publish the bulk width (replica/bulk_gate.py): the bulk sequences a step that carries a
+        """Publish the bulk width (replica/admission/engine_room.py): the bulk sequences a step that carries a
         person's may carry now, the bulk sequences in the engine, and those waiting in the replica's
         own queue for a place."""
         r = self.registry
@@ -117,6 +114,27 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _engine_gauges(r: CollectorRegistry, engine: Engine) -> None:
+    unfinished = Gauge(
+        "hunyuan_engine_unfinished", "Requests submitted to the engine and not finished.", registry=r
+    )
+    unfinished.set_function(lambda: engine.unfinished())
+    # The pausing scheduler's acknowledgements (replica/engine/width_file.py): each step it scheduled having
+    # read the bulk width. Still at 0 while the engine steps: people-first is off.
+    acks = Gauge(
+        "hunyuan_people_first_acks",
+        "Engine steps the pausing scheduler scheduled having read the bulk width (its acknowledgements).",
+        registry=r,
+    )
+    acks.set_function(lambda: 0 if engine.stats.acknowledged is None else engine.stats.acknowledged().steps)
+    inactive = Gauge(
+        "hunyuan_people_first_inactive",
+        "1 while the engine steps and its scheduler never acknowledged the bulk width (bulk unpaused).",
+        registry=r,
+    )
+    inactive.set_function(lambda: int(engine.stats.people_first_inactive()))
 
 
 def _count_of(by_class: Callable[[], dict[str, int]], cls: str) -> int:

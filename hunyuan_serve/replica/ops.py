@@ -14,26 +14,39 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from hunyuan_serve.auth.deep_health import wants_deep
 from hunyuan_serve.families.build import probe_prompt
 from hunyuan_serve.replica.context import ReplicaContext, current
-from hunyuan_serve.replica.engine_types import Sampling
+from hunyuan_serve.replica.engine.interface import Sampling
 from hunyuan_serve.replica.lifecycle import Reading, ReportedHealth, read_health
+from hunyuan_serve.replica.openapi.operations import JSON, Op, Operations
 from hunyuan_serve.replica.standin import STAND_IN, StandInEngine
 
 router = APIRouter()
 ReplicaDep = Annotated[ReplicaContext, Depends(current)]
 # One greedy token: the cheapest generation that proves the engine still schedules and decodes.
 PROBE_SAMPLING = Sampling(temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0, max_tokens=1)
+PEOPLE_FIRST_INACTIVE = (
+    "people-first inactive: vLLM's scheduler never acknowledged the bulk width, so bulk work runs "
+    "beside people unpaused (replica/engine/people_scheduler.py)"
+)
 
 
 def reading(replica: ReplicaContext, now: float) -> Reading:
     """The replica's health now, from its phase and its engine's facts; the lifecycle is only read."""
     engine, lifecycle = replica.engine, replica.lifecycle
-    unfinished = engine.unfinished()
+    # Work waiting in the replica's own queue counts: a queue that holds work while the engine takes
+    # no step is as hung as an engine that does.
+    unfinished = engine.unfinished() + queued(replica)
     # The stall watch only remembers the step count it last saw: the stall clock needs two sightings.
-    stalled = replica.progress.stalled_s(engine.stats.steps, unfinished, now)
+    stalled = replica.progress.stalled_s(engine.stats.clock(), unfinished, now)
     stall_timeout_s = replica.cfg.stall_timeout_s
     return read_health(
         lifecycle.phase, lifecycle.reason, engine.is_alive(), stalled, unfinished, stall_timeout_s
     )
+
+
+def queued(replica: ReplicaContext) -> int:
+    """Sequences waiting in the replica for engine room (admission/engine_room.py), people's and bulk."""
+    gate = replica.translator.engine.gate
+    return gate.people_waiting() + gate.waiting()
 
 
 async def deep_probe(replica: ReplicaContext) -> Reading:
@@ -84,11 +97,27 @@ async def health(replica: ReplicaDep, deep: str = "") -> JSONResponse:
         "family": replica.family,
         "in_flight": replica.admission.in_flight,
         "max_in_flight": replica.admission.max_in_flight,
+        "queued": queued(replica),
         "deep": deep_asked,
     }
+    # A deep probe generated a token: a step the pausing scheduler had to acknowledge.
+    people_first = replica.engine.stats.people_first(stepped=deep_asked)
+    if people_first is not None:
+        ready["people_first"] = people_first
+    if people_first == "inactive":
+        ready["reason"] = PEOPLE_FIRST_INACTIVE
     return JSONResponse(ready)
 
 
-@router.get("/metrics")
+# Not in the front's document: Prometheus' text, behind nginx.expose_metrics.
+@router.get("/metrics", include_in_schema=False)
 async def metrics(replica: ReplicaDep) -> Response:
     return Response(replica.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+# What the app mounts and what the OpenAPI document says of each operation (edge/dialects.py names us).
+ROUTERS = (router,)
+OPERATIONS: Operations = {
+    # Nginx answers /health itself (no key, no limit); a replica's own has the same statuses.
+    ("get", "/health"): Op(gated=False, edge=False, success={200: (JSON,), 503: (JSON,)}),
+}

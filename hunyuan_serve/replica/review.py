@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import dataclasses
+import functools
 import itertools
-import time
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,8 +20,9 @@ from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.qa import policy
 from hunyuan_serve.qa.check import Answer, check, check_generation
 from hunyuan_serve.qa.flags import HEADER, Flag, header_value
-from hunyuan_serve.replica import priority
-from hunyuan_serve.replica.engine_types import Generation, Sampling
+from hunyuan_serve.replica import deadline, turns
+from hunyuan_serve.replica.admission import priority
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.metrics import Metrics
 
@@ -35,10 +37,8 @@ Generate = Callable[[Prompt, Sampling, str], Awaitable[Generation]]
 Fuse = Callable[["TranslateRequest", int, Sequence[str], str], Awaitable[str | None]]
 # The request being served (set by the Gate): the fusion sends its caller's key on, as an ensemble does.
 REQUEST: contextvars.ContextVar[Request | None] = contextvars.ContextVar("hunyuan_qa_request", default=None)
-# When the request being served answers 504 (time.monotonic(); set by http.guarded, None: no deadline):
-# a retry spends only what is left of it.
-DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("hunyuan_deadline", default=None)
 T = TypeVar("T")
+_log = logging.getLogger(__name__)
 
 
 def request_policy(value: Any) -> str | None:
@@ -137,6 +137,18 @@ class Review:
             ]
         return verdicts
 
+    async def judged(
+        self, req: TranslateRequest, results: Sequence[str], reasons: Sequence[str | None]
+    ) -> Verdicts:
+        """judge(), the event loop given a turn between slices of a long batch (replica/turns.py), of
+        the core's answers: a deadline that falls from here on finds them in hand (deadline.settled)."""
+        deadline.answered()
+        verdicts = Verdicts(self.policy(req.qa))
+        if verdicts.policy != policy.OFF:
+            check = functools.partial(self._check, req)
+            verdicts.flags = await turns.mapped(check, req.texts, results, reasons)
+        return verdicts
+
     def generations(self, generations: Sequence[Generation]) -> Verdicts:
         """Answers to prompts as a client wrote them (OpenAI's routes): what needs no languages."""
         verdicts = Verdicts(self.policy(None))
@@ -170,7 +182,7 @@ class Review:
         Where a Chimera pool fuses (self.fuse), a text still flagged has its two answers (`results`:
         the first ones) fused, kept the same way. Every answer tried is returned, for the core to
         count its tokens and cache those kept. A second answer not in by the request's deadline is given
-        up (`_in_time`): the first stands, flagged."""
+        up (`_in_time`), as is one that failed: the first stands, flagged."""
         flagged = [index for index, each in enumerate(verdicts.flags) if each]
         if verdicts.policy != policy.RETRY or not flagged:
             return []
@@ -223,21 +235,18 @@ class Review:
 
     async def _in_time(self, calls: Sequence[Awaitable[T]]) -> list[T | None]:
         """Each call's result, all at once; None for one not done qa_retry_reserve_s before the request's
-        deadline (DEADLINE), cancelled then: a retry past it would lose the answers in hand to a 504."""
+        deadline (deadline.CURRENT), or by the deadline's cut, or failed: cancelled then, as a retry past
+        the deadline would lose the answers in hand to a 504, and a failed one is no reason to."""
         if not calls:
             return []
         tasks = [asyncio.ensure_future(call) for call in calls]
-        deadline = DEADLINE.get()
-        left = (
-            None if deadline is None else max(0.0, deadline - self.cfg.qa_retry_reserve_s - time.monotonic())
-        )
         try:
-            done, _ = await asyncio.wait(tasks, timeout=left)
+            await _waited(tasks, deadline.CURRENT.get(), self.cfg.qa_retry_reserve_s)
         finally:  # also when this request is cancelled (its client left, its deadline passed)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        return [task.result() if task in done else None for task in tasks]
+        return [_result(task) for task in tasks]
 
     def _check(self, req: TranslateRequest, source: str, result: str, reason: str | None) -> list[Flag]:
         return check(Answer(source, result, req.source.code, req.target.code, reason), self.cfg)
@@ -248,6 +257,33 @@ class Review:
         if sampling.temperature > 0:
             return sampling
         return dataclasses.replace(sampling, temperature=self.cfg.qa_retry_temperature)
+
+
+async def _waited(
+    tasks: Sequence[asyncio.Future[Any]], due: deadline.Deadline | None, reserve_s: float
+) -> None:
+    """Until every task is done, the deadline less reserve_s has passed, or the deadline cuts the retry."""
+    if due is None:
+        await asyncio.wait(tasks)
+        return
+    every = asyncio.ensure_future(asyncio.wait(tasks))
+    cut = asyncio.ensure_future(due.cut.wait())
+    try:
+        with due.retry():
+            await asyncio.wait({every, cut}, timeout=due.left(reserve_s), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        every.cancel()
+        cut.cancel()
+
+
+def _result(task: asyncio.Future[T]) -> T | None:
+    """A retry's answer; None when it was cut, or failed (its first answer stands, said in the log)."""
+    if not task.done() or task.cancelled():
+        return None
+    if (err := task.exception()) is not None:
+        _log.warning("a retry's engine call failed; the first answer stands: %r", err)
+        return None
+    return task.result()
 
 
 def per_text(parts: Sequence[Sequence[str | int]], units: Sequence[Sequence[Flag]]) -> list[list[Flag]]:

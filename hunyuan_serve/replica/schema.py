@@ -13,9 +13,10 @@ from hunyuan_serve.families.base import Features, GlossaryInvalid, PromptInputEr
 from hunyuan_serve.families.build import Limits, feature_limits
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage, find_language, is_auto
-from hunyuan_serve.replica import priority, review
+from hunyuan_serve.replica import review
+from hunyuan_serve.replica.admission import priority
 from hunyuan_serve.replica.bounds import SAMPLING_BOUNDS
-from hunyuan_serve.replica.engine_types import Sampling
+from hunyuan_serve.replica.engine.interface import Sampling
 from hunyuan_serve.replica.errors import ApiError
 
 
@@ -35,7 +36,7 @@ class TranslateRequest:
     preserve_format: bool = False
     stream: bool = False  # answer as server-sent events of the text as it is generated (one text only)
     ensemble: int = 0  # candidates per text to sample and have the Chimera pool fuse; 0: a plain request
-    priority: str | None = None  # the body's class, interactive or bulk (replica/priority.py), if given
+    priority: str | None = None  # the body's class, interactive or bulk (admission/priority.py), if given
     qa: str | None = None  # the answer checks' policy asked for (replica/review.py), if given
 
     def asked(self) -> Features:

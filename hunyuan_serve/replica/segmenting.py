@@ -15,9 +15,9 @@ from hunyuan_serve.families import segment_tokens
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.qa import completeness
 from hunyuan_serve.qa.flags import LINES, Flag
-from hunyuan_serve.replica.engine_types import Delta, Engine, Generation
+from hunyuan_serve.replica.admission.priority import Caller
+from hunyuan_serve.replica.engine.interface import Delta, Engine, Generation
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.review import Verdicts, per_text
 from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.text.placeholders import has_words

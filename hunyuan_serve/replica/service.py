@@ -20,13 +20,13 @@ from hunyuan_serve.families.base import Features, FeatureUnsupported, Prompt, Pr
 from hunyuan_serve.families.build import canonical_family, check_features, prompt_for
 from hunyuan_serve.families.glossary import terms_in_text
 from hunyuan_serve.languages import AUTO
-from hunyuan_serve.replica import ensemble, segmenting
+from hunyuan_serve.replica import ensemble, segmenting, turns
+from hunyuan_serve.replica.admission.gated_engine import GatedEngine, Ticket, ticket_of
+from hunyuan_serve.replica.admission.priority import Caller
 from hunyuan_serve.replica.answers import cache_entry, from_cache
-from hunyuan_serve.replica.engine_types import Delta, Generation, Sampling
+from hunyuan_serve.replica.engine.interface import Delta, Generation, Sampling
 from hunyuan_serve.replica.errors import ApiError, FeatureRefused
-from hunyuan_serve.replica.gated_engine import GatedEngine, Ticket, ticket_of
 from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.review import Review, Verdicts
 from hunyuan_serve.replica.schema import TranslateRequest
 
@@ -47,7 +47,7 @@ class Outcome:
     engine_s: float = 0.0
     # The answer checks (replica/review.py): the policy that applied and each text's failed checks.
     verdicts: Verdicts = field(default_factory=Verdicts)
-    # The translation memory (replica/memory_translator.py): each text's exact, fuzzy or miss, and why
+    # The translation memory (replica/memories/translator.py): each text's exact, fuzzy or miss, and why
     # close matches could not guide the model; empty where no memory was looked up.
     memory: list[str] = field(default_factory=list)
     memory_unguided: str = ""
@@ -55,8 +55,7 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Completion:
-    """One prompt's answer as sent (OpenAI's routes): the generation, or the cached one (its finish
-    reason and token counts as first answered; no queue or engine time)."""
+    """One prompt's answer as sent (OpenAI's routes): the generation, or the cached one as first answered."""
 
     generation: Generation
     cached: bool
@@ -160,6 +159,10 @@ class Translator:
             self.engine.model_name, req.source.code, req.target.code, sampling, instructions, req.ensemble
         )
 
+    async def remembered(self, req: TranslateRequest, caller: Caller) -> Outcome | None:
+        """The answer a translation memory holds whole (replica/memories/translator.py); here none."""
+        return None
+
     async def translate(self, req: TranslateRequest, caller: Caller) -> Outcome:
         """Every text's answer: a long text's segments translated as one batch and joined."""
         segmented = await segmenting.segmented_in_turns(self.engine, self.family, self.segment_tokens, req)
@@ -170,7 +173,7 @@ class Translator:
     async def _translate(self, req: TranslateRequest, caller: Caller) -> Outcome:
         features = self._features(req)
         prompts = self._prompts(req, features)
-        counts = [self.engine.count_prompt_tokens(prompt) for prompt in prompts]
+        counts = await turns.mapped(self.engine.count_prompt_tokens, prompts)
         self._check_budget(counts, req)
         sampling = req.sampling.as_dict()
         keys = self._keys(req, features, sampling)
@@ -203,7 +206,7 @@ class Translator:
         """The answers checked as the policy says; under retry, a flagged text's better second answer
         replaces the first, in the answer and in the cache (an identical request then gets it)."""
         reasons = [answer.generation.finish_reason for answer in answers]
-        verdicts = outcome.verdicts = self.review.judge(req, outcome.results, reasons)
+        verdicts = outcome.verdicts = await self.review.judged(req, outcome.results, reasons)
         first = list(outcome.results)
         again = functools.partial(self._run, ticket=ticket_of(caller))
         for second in await self.review.retry(again, req, prompts, verdicts, caller.request_id, first):
@@ -225,6 +228,7 @@ class Translator:
         joined: list[tuple[int, _Shared, bool]] = []
         hits = await self.cache.get_many(keys)  # one lookup for the batch
         for index, (key, prompt, hit) in enumerate(zip(keys, prompts, hits, strict=True)):
+            await turns.turn(index)
             cached = from_cache(hit)
             if hit is not None and cached is not None:
                 answers[index] = Completion(cached, cached=True)
@@ -236,6 +240,7 @@ class Translator:
         done = await self._wait_all([shared for _, shared, _ in joined])
         fresh: dict[str, str] = {}
         for (index, _, coalesced), generation in zip(joined, done, strict=True):
+            await turns.turn(index)
             answers[index] = Completion(generation, cached=False)
             entry = cache_entry(generation)
             if not coalesced and entry is not None:
@@ -269,8 +274,8 @@ class Translator:
         """Each call's generation; if this request leaves (cancelled, or one call failed), the calls it
         alone waits for are cancelled (an abort each), while those others also wait for go on."""
         try:
-            # Shielded: one waiter leaving must not cancel the call the others wait for.
-            return list(await asyncio.gather(*(asyncio.shield(shared.task) for shared in joined)))
+            # Never cancelled from here: one waiter leaving must not cancel the call the others wait for.
+            return await turns.results([shared.task for shared in joined])
         except BaseException:
             # A batch may hold one text twice: this request is then several of a call's waiters.
             ours = collections.Counter(id(shared) for shared in joined)
@@ -278,8 +283,7 @@ class Translator:
                 if shared.waiters == ours[id(shared)] and not shared.task.done():
                     # Out of the table first: an identical request arriving while the engine aborts
                     # must start a call of its own, not join this one and get its cancellation.
-                    if self._inflight.get(shared.key) is shared:
-                        del self._inflight[shared.key]
+                    self._forget(shared.key, shared, None)
                     shared.task.cancel()
                     self.metrics.aborts.inc()
             raise

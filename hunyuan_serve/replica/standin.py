@@ -13,7 +13,7 @@ from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.models import served_name
 from hunyuan_serve.replica.encoding import PromptEncoder
-from hunyuan_serve.replica.engine_types import ENCODED_MEMO_SIZE, Delta, EngineStats, Generation, Sampling
+from hunyuan_serve.replica.engine.interface import ENCODED_MEMO_SIZE, Delta, EngineStats, Generation, Sampling
 
 STAND_IN = "stand-in"
 # vLLM's own fallback when neither the config nor the checkpoint names a context length.

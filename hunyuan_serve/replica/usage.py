@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter
 
+from hunyuan_serve.edge.dialects import QUOTA_EXCEEDED
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.storage.backend import StoreUnavailable
 from hunyuan_serve.storage.per_key import Store
@@ -14,7 +16,7 @@ from hunyuan_serve.storage.per_key import Store
 logger = logging.getLogger(__name__)
 # Enough of the key's SHA-256 to tell keys apart in /metrics and logs, too little to stand for it.
 LABEL_CHARS = 12
-QUOTA_EXCEEDED = "quota_exceeded"
+__all__ = ["QUOTA_EXCEEDED", "Usage", "key_label"]
 
 
 def key_label(key_id: str) -> str:
@@ -46,6 +48,12 @@ class Usage:
             ["op"],
             registry=registry,
         )
+        # Adds not yet in the store, by key, and the future their callers wait on: one write per key
+        # for all of them (a burst's answers each waited for a write of its own on the store's one
+        # thread, a person's behind a thousand of a job's).
+        self._pending: dict[str, int] = {}
+        self._written: asyncio.Future[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
 
     def limit(self, key_id: str | None) -> int | None:
         return None if key_id is None else self.limits.get(key_id)
@@ -74,6 +82,27 @@ class Usage:
         if key_id is None or count <= 0:
             return
         self.characters.labels(key=key_label(key_id)).inc(count)
+        self._pending[key_id] = self._pending.get(key_id, 0) + count
+        if self._written is None:
+            self._written = asyncio.get_running_loop().create_future()
+        written = self._written
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write())
+        await asyncio.shield(written)  # stored once this returns: a read after the answer sees it
+
+    async def _write(self) -> None:
+        """Writes what is pending, one add per key, until nothing is; adds made meanwhile go in the next
+        round, together."""
+        while self._written is not None:
+            pending, written = self._pending, self._written
+            self._pending, self._written = {}, None
+            try:
+                for key_id, count in pending.items():
+                    await self._add(key_id, count)
+            finally:  # whatever happened, no caller waits for ever
+                written.set_result(None)
+
+    async def _add(self, key_id: str, count: int) -> None:
         try:
             await self.store.add_characters(key_id, count)
         except StoreUnavailable as err:

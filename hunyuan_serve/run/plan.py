@@ -11,6 +11,7 @@ from hunyuan_serve.config import DEFAULT_POOL, ConfigError, Pool, ServeConfig, r
 from hunyuan_serve.cores import core_ranges
 from hunyuan_serve.gpu import CUDA_ENV, DeviceId
 from hunyuan_serve.models import served_name
+from hunyuan_serve.replica.engine import variables
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ def plan_replicas(
             else:
                 ranks = next(cpu)
                 bind = "|".join(core_ranges(rank) for rank in ranks)
-                device, env = f"cpu:{bind}", (("VLLM_CPU_OMP_THREADS_BIND", bind),)
+                device, env = f"cpu:{bind}", ((variables.CPU_OMP_THREADS_BIND, bind),)
                 cpus = tuple(sorted({core for rank in ranks for core in rank}))
             config_path = run_dir / f"{name}.yaml"
             argv = (

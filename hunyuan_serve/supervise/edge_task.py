@@ -19,6 +19,7 @@ from typing import Any
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.edge.controller import NginxError
 from hunyuan_serve.edge.driver import Describe, EdgeDriver, EdgeView
+from hunyuan_serve.edge.hold import READY_FILE, ready_file
 from hunyuan_serve.edge.kept_tls import KeptPair
 from hunyuan_serve.edge.render import environment, render_nginx
 from hunyuan_serve.edge.routing import Routing
@@ -67,6 +68,7 @@ class EdgeTask:
             log=run_dir / "logs" / "nginx.log",
             port=cfg.nginx.port,
             retry_s=cfg.nginx.reload_retry_s,
+            ready_file=nginx.prefix / READY_FILE,
         )
         self._task: asyncio.Task[None] | None = None
 
@@ -118,6 +120,7 @@ class EdgeTask:
             worker_user=self.worker_user,
             generation=self.driver.generation,
             env=self.templates,
+            ready_file=ready_file(cfg, self.nginx.prefix),
         )
 
     async def _loop(self) -> None:

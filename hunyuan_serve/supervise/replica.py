@@ -26,6 +26,9 @@ class Replica:
     incoming: int | None = None  # the reload that started it, until it takes its slot
     retiring: bool = False  # replaced (or a failed incoming): out of the routing, stopped, never restarted
     reload_pid: int | None = None  # the pid it had when a reload retired it
+    # Why it last left the upstream: its evicted event tells this, not the state it has reached by the
+    # time Nginx's reload lands (a restart can come first on a loaded machine: "launched").
+    left_because: str | None = None
 
 
 @dataclass(frozen=True)

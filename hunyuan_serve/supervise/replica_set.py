@@ -102,7 +102,8 @@ class ReplicaSet:
             return None
         if move.kind == "admitted":
             return {**self._tag(replica), "pid": replica.proc.pid if replica.proc else None}
-        reason = "replaced by a reload" if replica.retiring else replica.health.reason
+        left = replica.left_because or replica.health.reason
+        reason = "replaced by a reload" if replica.retiring else left
         return {**self._tag(replica), "state": replica.health.state.value, "reason": reason}
 
     # -- observations --------------------------------------------------------------------------
@@ -153,6 +154,8 @@ class ReplicaSet:
         before = replica.health
         after, actions = health.step(before, obs, self.sup, self.rand())
         replica.health = after
+        if before.state.routable and not after.state.routable:
+            replica.left_because = after.reason
         if after.state is not before.state:
             self.changes.changed()
             self.emit(

@@ -16,9 +16,12 @@ from hunyuan_serve.run.procs import pid_alive
 from hunyuan_serve.run.state import read_state
 
 _IN_FLIGHT = re.compile(r"^hunyuan_requests_in_flight(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
-# The bulk sequences the replica lets run in its engine now (replica/bulk_gate.py): narrow while people
-# are active, full otherwise.
+# The bulk sequences the replica lets run in its engine now (replica/admission/engine_room.py): narrow
+# while people are active, full otherwise.
 _BULK_WIDTH = re.compile(r"^hunyuan_bulk_width\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
+# 1 while the replica's engine steps and its pausing scheduler never acknowledged the bulk width.
+_INACTIVE = re.compile(r"^hunyuan_people_first_inactive\s+([0-9.eE+-]+)\s*$", re.MULTILINE)
+PEOPLE_FIRST_INACTIVE = "people-first inactive"
 
 
 def parse_in_flight(metrics_text: str) -> float | None:
@@ -31,6 +34,12 @@ def parse_bulk_width(metrics_text: str) -> int | None:
     """The replica's hunyuan_bulk_width gauge in Prometheus text, None if absent."""
     found = _BULK_WIDTH.search(metrics_text)
     return int(float(found.group(1))) if found else None
+
+
+def parse_people_first(metrics_text: str) -> str | None:
+    """ "inactive" or "active" from the replica's hunyuan_people_first_inactive gauge, None if absent."""
+    found = _INACTIVE.search(metrics_text)
+    return None if found is None else ("inactive" if float(found.group(1)) else "active")
 
 
 def _metrics(addr: str, timeout_s: float, headers: dict[str, str], tls: bool = False) -> str | None:
@@ -75,6 +84,7 @@ def collect_status(run_dir: Path, timeout_s: float = 1.0) -> dict[str, Any] | No
         text = _metrics(str(addr), timeout_s, headers, tls) if live and addr else None
         replica["in_flight"] = parse_in_flight(text) if text is not None else None
         replica["bulk_width"] = parse_bulk_width(text) if text is not None else None
+        replica["people_first"] = parse_people_first(text) if text is not None else None
         if not running:
             replica["state"] = "stopped"
             replica["pid"] = None
@@ -124,7 +134,7 @@ def format_status(status: dict[str, Any]) -> str:
                     r.get("last_probe_ms"),
                     r.get("in_flight"),
                     r.get("bulk_width"),
-                    r.get("reason"),
+                    _reason(r),
                 )
             )
         )
@@ -143,6 +153,13 @@ def format_status(status: dict[str, Any]) -> str:
     )
     reload = reload_line(status.get("reload"))
     return "\n".join([*lines, reload] if reload else lines)
+
+
+def _reason(replica: dict[str, Any]) -> str | None:
+    """The state's reason, and people-first inactive where the replica's metrics say so."""
+    if replica.get("people_first") != "inactive":
+        return replica.get("reason")
+    return "; ".join(filter(None, [replica.get("reason"), PEOPLE_FIRST_INACTIVE]))
 
 
 def _header(status: dict[str, Any], up: str) -> list[str]:

@@ -19,7 +19,7 @@ from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families import HUNYUAN_MT, HY_MT15
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.usage import key_label
-from tests.replica.replica_fakes import FakeEngine, serve_in_thread, wait_ready
+from tests.support.replica_fakes import FakeEngine, serve_in_thread, wait_ready
 
 KEY_A = "sk-glossary-owner-a1b2c3"
 KEY_B = "sk-glossary-other-d4e5f6"

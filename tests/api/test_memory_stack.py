@@ -79,3 +79,36 @@ def test_tmserver_answers_through_the_front(http: httpx.Client) -> None:
     assert http.get("/tmserver/languages/").json()["targetLanguages"] == ["zh", "zh_cn", "zh_hans"]
     found = http.get("/tmserver/en/zh_hans/unit/Batch%20count").json()
     assert found == [{"source": "Batch count", "target": "总批次数", "quality": 100}]
+
+
+def test_close_matches_and_streams_in_every_dialect(http: httpx.Client) -> None:
+    # "Batch count now" is a close match of "Batch count" in every API; a stream of a stored string
+    # comes from the memory; Weblate's OpenAI prompt is looked up as its string.
+    close = {
+        "/v2/translate": {"text": ["Batch count now"], "source_lang": "EN", "target_lang": "ZH"},
+        "/libretranslate/translate": {"q": "Batch count now", "source": "en", "target": "zh"},
+        "/immersive/translate": {"text_list": ["Batch count now"], "source_lang": "en", "target_lang": "zh"},
+    }
+    for path, body in close.items():
+        answer = http.post(path, json=body)
+        assert answer.status_code == 200 and answer.headers["X-Hunyuan-Memory"] == "fuzzy", (
+            path,
+            answer.text,
+        )
+    stream = http.post(
+        "/translate", json={"text": "Batch count", "source_lang": "en", "target_lang": "zh", "stream": True}
+    )
+    assert stream.headers["X-Hunyuan-Memory"] == "exact" and '"delta": "总批次数"' in stream.text
+    found = http.post(
+        "/memories/lookup", json={"source_lang": "en", "target_lang": "zh", "texts": ["Batch count", "x"]}
+    )
+    assert found.json() == {"translations": ["总批次数", None], "memory": True}
+    system = (
+        "\nYou are a highly skilled translation assistant, adept at translating text\n"
+        "from language 'en'\nto language 'zh_Hans'\nwith precision and nuance.\n\n\n"
+        "You always reply with translated string only.\n"
+    )
+    model = http.get("/v1/models").json()["data"][0]["id"]
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "Sampling steps"}]
+    chat = http.post("/v1/chat/completions", json={"model": model, "messages": messages, "stream": True})
+    assert chat.headers["X-Hunyuan-Memory"] == "exact" and "迭代步数" in chat.text

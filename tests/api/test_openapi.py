@@ -12,15 +12,16 @@ import pytest
 from fastapi.routing import APIRoute
 from starlette.routing import Route
 
-from hunyuan_serve.edge.dialects import DIALECTS, EDGE_ERRORS, ROUTE_METHODS, dialect_of
+from hunyuan_serve.edge.dialects import DIALECTS, EDGE_ERRORS, ROUTE_METHODS
 from hunyuan_serve.families import HY_MT15
-from hunyuan_serve.replica import documents
+from hunyuan_serve.replica.apis import registry
 from hunyuan_serve.replica.apis.openai_schema import parse_chat
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.openapi import HIDDEN, OPERATIONS, RENDERERS, error_schema
+from hunyuan_serve.replica.documents import jobs as documents
+from hunyuan_serve.replica.errors import ApiError, renderer
+from hunyuan_serve.replica.openapi.document import error_schema
 from hunyuan_serve.replica.schema import parse_fields
-from tests.replica.replica_fakes import FakeEngine, make_config
+from tests.support.replica_fakes import FakeEngine, make_config
 
 
 @pytest.fixture(scope="module")
@@ -36,12 +37,20 @@ def test_every_route_is_in_the_edges_method_table(app: Any) -> None:
     assert routes == {path: set(methods) for path, methods in ROUTE_METHODS.items()}
 
 
+def test_every_route_of_the_app_is_declared_by_exactly_one_api(app: Any) -> None:
+    paths = {route.path for route in app.routes if isinstance(route, (APIRoute, Route)) and route.methods}
+    owners = {path: [d.name for d in DIALECTS if path in d.routes] for path in paths}
+    assert {path: names for path, names in owners.items() if len(names) != 1} == {}
+
+
 def test_every_operation_is_declared_with_the_gates_and_edges_statuses(app: Any) -> None:
     spec = app.openapi()
-    assert not set(HIDDEN) & set(spec["paths"])
+    operations = registry.operations()
+    # Not the front's: a Chimera pool's /fuse is reached through /_hs/pool/ only, /metrics is Prometheus'.
+    assert not {"/fuse", "/metrics"} & set(spec["paths"])
     for path, item in spec["paths"].items():
         for method, operation in item.items():
-            assert (method, path) in OPERATIONS, (method, path)
+            assert (method, path) in operations, (method, path)
             if path != "/health":  # Nginx's own: no key, no limit
                 assert {"429", "503", "504"} <= set(operation["responses"]), (method, path)
             if "requestBody" in operation:
@@ -94,7 +103,8 @@ def test_the_translate_body_schema_refuses_what_the_parser_refuses(app: Any, bod
 
 REPLICA = Path(__file__).resolve().parents[2] / "hunyuan_serve" / "replica"
 # What every translating request passes: admission and deadline, parsing, the core, billing, fusion.
-CORE = ("http.py", "schema.py", "service.py", "errors.py", "priority.py", "usage.py", "ensemble.py")
+CORE = ("http.py", "admission/gate.py", "schema.py", "service.py", "errors.py", "admission/priority.py")
+CORE += ("usage.py", "ensemble.py")
 CORE += ("apis/sse.py", "review.py")
 ADAPTERS = {
     ("post", "/translate"): ("apis/native.py", "apis/compat.py"),
@@ -151,7 +161,7 @@ def test_each_status_the_code_raises_is_declared_as_its_api_answers_it(app: Any,
     skip = NOT_REACHED.get(path, set())
     statuses = set().union(*(raised(REPLICA / name, skip) for name in (*CORE, *ADAPTERS[key])))
     assert {400, 413, 503, 504} <= statuses  # the walk found the gate's and the parsers' refusals
-    render = RENDERERS[dialect_of(path).name]
+    render = renderer(path)
     answered = {render(ApiError(status, "any", "")).status_code for status in statuses}
     declared = {int(status) for status in app.openapi()["paths"][path][method]["responses"]}
     assert answered <= declared, sorted(answered - declared)

@@ -1,10 +1,11 @@
 """Two pools in one real `up` on CPU: a tiny Hunyuan-MT (pool mt, chimera_pool chimera) and a tiny
-Hunyuan-MT-Chimera (pool chimera), one stack start for all of it.
+Hunyuan-MT-Chimera (pool chimera).
 
 Through Nginx: each model answered by its own pool (the real openai client); an ensemble's candidates
 sampled in one engine request (vLLM's n) and fused by the Chimera replica (its log names the fused
 prompt's digest); the Chimera killed (-9) under ensemble load: nothing fails, answers degrade to the
-first candidate while it is gone and are fused again once it is back. Heavy:
+first candidate while it is gone and are fused again once it is back. The suite's `pools_stack` serves it
+(shared with tests/supervise/test_pools_e2e.py, which reloads pool chimera). Heavy:
 `flock /tmp/hs-heavy.lock timeout 900 .venv/bin/pytest -s -q tests/api/test_route_by_model_e2e.py`.
 """
 
@@ -22,18 +23,15 @@ from typing import Any
 import httpx
 import openai
 import pytest
-import yaml
 
 from hunyuan_serve.families.chimera import fusion_prompt
 from hunyuan_serve.languages import find_language
-from hunyuan_serve.run.state import read_state
 from tests.support.load import Load
-from tests.support.stacks import cli, free_ports, started, tiny_engine, wait_until
+from tests.support.pools_stack import MAX_TOKENS, START_TIMEOUT_S, PoolsStack
+from tests.support.stacks import wait_until
 
-START_TIMEOUT_S = 420.0  # two vLLM CPU engines loading on two shared cores
 READMIT_TIMEOUT_S = 300.0  # the Chimera's engine started again while the other pool serves
 CANDIDATES = 3
-MAX_TOKENS = 8  # replica.max_tokens; EOS ignored, so every candidate is this long
 
 pytestmark = [
     pytest.mark.engine,
@@ -44,35 +42,13 @@ pytestmark = [
 ]
 
 
-def _ready(run_dir: Path) -> bool:
-    state = read_state(run_dir)
-    if state is None:
-        return False
-    replicas = state["replicas"]
-    return all(r["state"] == "ready" for r in replicas) and state["nginx"]["ready"] == len(replicas)
+def _replica(stack: PoolsStack, name: str) -> dict[str, Any]:
+    return stack.replicas()[name]
 
 
-def _replica(run_dir: Path, name: str) -> dict[str, Any]:
-    state = read_state(run_dir)
-    assert state is not None
-    return next(r for r in state["replicas"] if r["name"] == name)
-
-
-def _settings(work: Path, mt: Path, chimera: Path) -> tuple[dict[str, Any], int]:
-    port, base, *_ = free_ports(5)
-    engine = {k: v for k, v in tiny_engine(mt).items() if k != "model"}
-    return {
-        "base_port": base,
-        "run_dir": str(work / "run"),
-        "engine": engine,
-        "replica": {"max_tokens": MAX_TOKENS, "chimera_timeout_s": 20.0},
-        "pools": [
-            {"name": "mt", "model": str(mt), "replicas": 1, "chimera_pool": "chimera"},
-            {"name": "chimera", "model": str(chimera), "replicas": 1},
-        ],
-        "supervisor": {"probe_interval_s": 0.25, "startup_timeout_s": 400.0},
-        "nginx": {"port": port, "worker_processes": 1, "read_timeout_s": 120.0},
-    }, port
+def _chimera_log(stack: PoolsStack) -> Path:
+    """The Chimera replica's log now (a reload of its pool starts one of its own)."""
+    return Path(_replica(stack, "chimera-0")["log"])
 
 
 def _routes_by_model(base: str, served: dict[str, str]) -> None:
@@ -115,9 +91,10 @@ def _metric(addr: str, name: str) -> float:
     return float(match.group(1)) if match else 0.0
 
 
-def _ensemble_fused(base: str, served: dict[str, str], run_dir: Path) -> None:
+def _ensemble_fused(stack: PoolsStack) -> None:
+    base, served = stack.url, stack.served
     body = {"text": "Open the settings", "source_lang": "en", "target_lang": "zh"}
-    mt = _replica(run_dir, "mt-0")["addr"]
+    mt = _replica(stack, "mt-0")["addr"]
     calls = _metric(mt, "hunyuan_engine_latency_seconds_count")
     tokens = _metric(mt, "hunyuan_generation_tokens_total")
     with httpx.Client(base_url=base, trust_env=False, timeout=120) as http:
@@ -138,11 +115,11 @@ def _ensemble_fused(base: str, served: dict[str, str], run_dir: Path) -> None:
     assert _metric(mt, "hunyuan_engine_max_running") >= CANDIDATES
     prompt = fusion_prompt(find_language("en"), find_language("zh"), body["text"], got["candidates"])
     digest = hashlib.sha256(prompt.messages[0]["content"].encode("utf-8")).hexdigest()
-    logged = _fusion_logged(run_dir / "logs" / "chimera-0.log", "ens-1")
+    logged = _fusion_logged(_chimera_log(stack), "ens-1")
     assert (logged["candidates"], logged["prompt_sha256"], logged["status"]) == (CANDIDATES, digest, 200)
 
 
-def _batch_and_bad_input(base: str, run_dir: Path) -> None:
+def _batch_and_bad_input(base: str, stack: PoolsStack) -> None:
     """A batch fused text by text; bad ensembles, /fuse on a translation replica, plain /translate on the
     Chimera: 400s naming them (the last two straight through the pools' internal routes)."""
     body = {"source_lang": "en", "target_lang": "zh"}
@@ -163,23 +140,20 @@ def _batch_and_bad_input(base: str, run_dir: Path) -> None:
         assert fuse.status_code == 400 and fuse.json()["error"]["code"] == "fusion_unsupported", fuse.text
         alone = http.post("/_hs/pool/chimera/translate", json={**body, "text": "Hi"})
         assert alone.status_code == 400 and alone.json()["error"]["code"] == "fusion_only", alone.text
-    log = run_dir / "logs" / "chimera-0.log"
+    log = _chimera_log(stack)
     assert _fusion_logged(log, "ens-batch")["candidates"] == 2
     assert any('"ens-batch-fuse1"' in line for line in log.read_text(encoding="utf-8").splitlines())
 
 
-def _chimera_killed_under_load(
-    base: str, served: dict[str, str], run_dir: Path, log: Path, proc: Any
-) -> None:
-    chimera = _replica(run_dir, "chimera-0")
+def _chimera_killed_under_load(stack: PoolsStack) -> None:
+    base, served, proc, log = stack.url, stack.served, stack.proc, stack.log
+    chimera = _replica(stack, "chimera-0")
     with Load(base, threads=2, pause_s=0.1, extra={"ensemble": {"candidates": 2}}) as load:
         load.wait_ok(4)
         killed_at = time.time()
         os.killpg(chimera["pid"], signal.SIGKILL)
-        wait_until(
-            proc, log, lambda: _replica(run_dir, "chimera-0")["pid"] != chimera["pid"], 60, "restarted"
-        )
-        wait_until(proc, log, lambda: _ready(run_dir), READMIT_TIMEOUT_S, "the Chimera readmitted")
+        wait_until(proc, log, lambda: _replica(stack, "chimera-0")["pid"] != chimera["pid"], 60, "restarted")
+        wait_until(proc, log, stack.ready, READMIT_TIMEOUT_S, "the Chimera readmitted")
         readmitted_at = time.time()
         deadline = time.monotonic() + 60
         while not [s for s in load.answered(readmitted_at) if s.fused_by]:
@@ -197,25 +171,9 @@ def _chimera_killed_under_load(
     )
 
 
-def test_pools_route_by_model_and_the_chimera_fuses_or_degrades(
-    tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> None:
-    from hunyuan_serve.tiny_model import build_tiny_model
-
-    work = tmp_path_factory.mktemp("route")
-    chimera = build_tiny_model(tmp_path_factory.mktemp("tiny-chimera-"), kind="chimera")
-    settings, port = _settings(work, tiny_model_dir, chimera)
-    config, log, run_dir = work / "up.yaml", work / "up.log", work / "run"
-    config.write_text(yaml.safe_dump(settings))
-    served = {"mt": tiny_model_dir.name, "chimera": chimera.name}  # the checkpoints' directory names
-    # Test-only: random weights emit EOS at once; ignoring it makes every candidate max_tokens long.
-    env = {**os.environ, "HUNYUAN_SERVE_TEST_IGNORE_EOS": "1"}
-    with started(cli("up", "--config", str(config)), log=log, env=env) as proc:
-        t0 = time.time()
-        wait_until(proc, log, lambda: _ready(run_dir), START_TIMEOUT_S, "both pools ready")
-        print(f"\nboth pools ready after {time.time() - t0:.1f} s")
-        base = f"http://127.0.0.1:{port}"
-        _routes_by_model(base, served)
-        _ensemble_fused(base, served, run_dir)
-        _batch_and_bad_input(base, run_dir)
-        _chimera_killed_under_load(base, served, run_dir, log, proc)
+def test_pools_route_by_model_and_the_chimera_fuses_or_degrades(pools_stack: PoolsStack) -> None:
+    pools_stack.wait_ready(READMIT_TIMEOUT_S)  # an earlier user may have restarted a replica
+    _routes_by_model(pools_stack.url, pools_stack.served)
+    _ensemble_fused(pools_stack)
+    _batch_and_bad_input(pools_stack.url, pools_stack)
+    _chimera_killed_under_load(pools_stack)

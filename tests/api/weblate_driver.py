@@ -2,9 +2,11 @@
 
 python weblate_driver.py URL KEY MODEL: for each backend (LibreTranslate, DeepL with a glossary, OpenAI)
 its form check (validate_settings) and one automatic-translation batch of BATCH strings, as
-download_multiple_translations sends it, over real HTTP. Weblate's database is not built: units are
-absent (sources of (text, None), as validate_settings itself sends), so the DeepL glossary is made
-with Weblate's own create_glossary and its id handed to the translation as get_glossary_id would.
+download_multiple_translations sends it, over real HTTP; tmserver's language pairs and its lookups of
+the MEMORY the test imported for the key (a stored string, a one-word variant). Weblate's database
+is not built: units are absent (sources of (text, None), as validate_settings itself sends), so the
+DeepL glossary is made with Weblate's own create_glossary and its id handed to the translation as
+get_glossary_id would.
 """
 
 from __future__ import annotations
@@ -19,6 +21,10 @@ from typing import Any
 BATCH = 20  # weblate/machinery/base.py: automatic translation's batch
 SOURCE = "en"
 TARGET = "de"
+# The key's translation memory (imported by the test) and what tmserver is asked: one stored string,
+# one that differs from a stored one by a word.
+MEMORY = {"Batch count": "总批次数", "Open the settings of the current image now": "立即打开当前图像的设置"}
+ASKED = ("Batch count", "Open the settings of the current picture now")
 
 
 def configure() -> None:
@@ -123,6 +129,25 @@ def openai(url: str, key: str, model: str) -> dict[str, Any]:
     return {"form": validated(machine), **batch(machine, texts("@@PH1@@"))}
 
 
+def tmserver(url: str, key: str) -> dict[str, Any]:
+    from weblate.machinery.base import MACHINERY_DEFAULT_THRESHOLD
+    from weblate.machinery.tmserver import TMServerTranslation
+
+    # Its settings take a URL only: the key rides in it, as the password of Basic authentication.
+    machine = TMServerTranslation({"url": url.replace("://", f"://weblate:{key}@", 1) + "/tmserver/"})
+    target = machine.map_language_code("zh_Hans")
+    found = machine.download_multiple_translations(
+        SOURCE, target, [(text, None) for text in ASKED], None, MACHINERY_DEFAULT_THRESHOLD
+    )
+    return {
+        "form": validated(machine),
+        "pairs": sorted(machine.download_languages()),
+        "supported": machine.is_supported(SOURCE, target),
+        "threshold": MACHINERY_DEFAULT_THRESHOLD,
+        "found": {text: [dict(item) for item in found.get(text, [])] for text in ASKED},
+    }
+
+
 def main() -> None:
     url, key, model = sys.argv[1:4]
     configure()
@@ -130,6 +155,7 @@ def main() -> None:
         "libretranslate": libretranslate(url, key),
         "deepl": deepl(url, key),
         "openai": openai(url, key, model),
+        "tmserver": tmserver(url, key),
     }
     print(json.dumps(report))
 

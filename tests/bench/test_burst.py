@@ -6,7 +6,8 @@ import argparse
 
 import pytest
 
-from bench.burst import percentile, report, summarize
+from bench.burst import Person, percentile, report, summarize
+from bench.burst_kill import Killed, describe
 
 
 @pytest.mark.parametrize(
@@ -35,3 +36,20 @@ def test_the_report_compares_wall_times_per_k() -> None:
     assert "- K = 3: stack wall time / vLLM's, the script: 1.30x" in text
     assert "- K = 7: stack wall time / vLLM's, the script: n/a" in text
     assert "| stack | openai | 3 | 3 | 0 | 0 | 1.00 | 1.00 | 1.00 | 12.0 |" in text
+
+
+def test_the_report_gives_a_persons_p50_during_the_burst_against_idle() -> None:
+    burst = summarize("stack", "script, bulk key", [("200", 1.0), ("503", 0.01)], 9.0)
+    person = Person(k=2, idle_p50_s=0.4, during_p50_s=0.5, during_count=12, burst=burst)
+    text = report([], argparse.Namespace(k=[2], max_tokens=16), person)
+    assert "p50 0.40 s idle, 0.50 s (1.25x) over 12 strings while a bulk key sent 2 at once" in text
+    assert "{'200': 1, '503': 1} in 9.0 s" in text
+
+
+def test_the_report_says_what_the_kill_step_killed_and_its_burst_row() -> None:
+    killed = Killed(pid=42, in_flight=600, queued=344, at_s=3.25)
+    burst = summarize("stack", "script, kill -9", [("200", 2.0)] * 4, 20.0)
+    text = report([burst], argparse.Namespace(k=[4], max_tokens=16), None, describe(killed, 4))
+    assert "kill -9 of replica pid 42 3.2 s into the burst of 4, holding 600 requests admitted" in text
+    assert "| stack | script, kill -9 | 4 | 4 | 0 | 0 |" in text
+    assert "nothing killed" in describe(None, 4)

@@ -44,7 +44,7 @@ def test_only_overload_runs_the_stack_alone() -> None:
 
 @pytest.mark.parametrize(
     ("overrides", "expected"),
-    [({}, NginxConfig().cpu_max_conns), ({"replica.max_queued": 1024}, 1280), ({"nginx.max_conns": 0}, 0)],
+    [({"replica.max_queued": 0}, NginxConfig().cpu_max_conns), ({}, 2304), ({"nginx.max_conns": 0}, 0)],
 )
 def test_edge_cap_is_read_from_the_rendered_upstream(
     tmp_path: Path, overrides: dict[str, object], expected: int

@@ -16,7 +16,7 @@ from bench.likeforlike import Comparison, Pin, Round
 from bench.run import parse_args
 from bench.session import LIKEFORLIKE_ONLY, Plan, lfl_only, only
 from bench.targets import Hardware
-from hunyuan_serve.client.formats import Options, parse
+from hunyuan_serve.localization.formats import Options, parse
 
 CPU, GPU2 = Hardware(), Hardware(("2", "5"))
 

@@ -8,7 +8,7 @@ import httpx
 
 from bench.stream_ttft import HEADER, chat_body, measure, percentile, texts
 from hunyuan_serve.replica.app import create_app
-from tests.replica.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 
 def test_percentile_interpolates() -> None:

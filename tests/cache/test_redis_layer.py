@@ -17,8 +17,8 @@ from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.cache.redis_layer import RedisCache, RedisSettings, redacted
 from hunyuan_serve.config import ConfigError, add_config_flags, build_config, config_from_args
 from hunyuan_serve.replica.app import create_app
-from tests.replica.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 from tests.support.redis_server import RedisServer, redis_server
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 
 @pytest.fixture

@@ -25,6 +25,12 @@ pytestmark = pytest.mark.timeout(300)
 
 KEY = "sk-redis-tls-0123456789"
 READY_TIMEOUT_S = 120.0
+# The replicas' and the tests' own Redis deadlines. The defaults (0.25 s to connect, 0.25 s a command)
+# are for a Redis beside an idle replica; a TLS handshake with a client certificate in a process that
+# shares two cores with engines compiling took longer, the call was a miss that marked Redis down for
+# cache_redis_retry_s, the write after it was skipped, and the other replica never found the entry.
+# What is tested is the TLS link, not how fast it is made.
+REDIS_TIMEOUT_S = 10.0
 BODY = {"source_lang": "en", "target_lang": "zh"}
 DEEPL = {"Authorization": f"DeepL-Auth-Key {KEY}"}
 
@@ -48,6 +54,12 @@ def _replica(model: Path, work: Path, name: str, redis: RedisServer, client: Pai
         str(work / "keys"),
     ]
     argv += ["--cache-redis-url", redis.url, "--cache-redis-tls-ca", str(ca)]
+    argv += [
+        "--cache-redis-connect-timeout-s",
+        str(REDIS_TIMEOUT_S),
+        "--cache-redis-timeout-s",
+        str(REDIS_TIMEOUT_S),
+    ]
     return [*argv, "--cache-redis-tls-cert", str(client.cert), "--cache-redis-tls-key", str(client.key)]
 
 
@@ -117,7 +129,8 @@ def test_a_glossary_made_on_one_replica_is_listed_by_the_other(shared: Shared) -
 
 def _settings(shared: Shared, ca: Path, client: Pair | None) -> RedisSettings:
     cert, key = (str(client.cert), str(client.key)) if client else (None, None)
-    return RedisSettings(shared.redis.url, "tls-test:", 0, 2.0, 2.0, 1.0, str(ca), cert, key)
+    timeout = REDIS_TIMEOUT_S
+    return RedisSettings(shared.redis.url, "tls-test:", 0, timeout, timeout, 1.0, str(ca), cert, key)
 
 
 def test_a_redis_whose_certificate_the_ca_did_not_sign_is_refused_saying_why(

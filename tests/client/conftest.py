@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_service import ScriptedService, start_server
+
+from tests.support.scripted_service import ScriptedService, start_server
 
 CATALOG_SUFFIXES = (".po", ".pot")
 

@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from scripted_service import Reply, ScriptedService
 
 from hunyuan_serve.client import AsyncTranslateClient, ClientSettings, TranslateClient, TranslateError
+from tests.support.scripted_service import Reply, ScriptedService
 
 BUSY = Reply(503, {"error": {"code": "overloaded", "message": "busy"}}, {"Retry-After": "7"})
 BUSY_NO_HINT = Reply(503, {"error": {"code": "overloaded", "message": "busy"}})

@@ -8,14 +8,14 @@ from typing import Any
 
 import httpx
 import pytest
-from scripted_service import requests_seen
 
 from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.settings import API_KEY_ENV
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.families import HY_MT15
 from hunyuan_serve.replica.app import create_app
-from tests.replica.replica_fakes import FakeEngine, serve_in_thread, wait_ready
+from tests.support.replica_fakes import FakeEngine, serve_in_thread, wait_ready
+from tests.support.scripted_service import requests_seen
 
 RIGHT_KEY, WRONG_KEY = "sk-right-key-5f4e3d", "sk-wrong-key-0a9b8c"
 

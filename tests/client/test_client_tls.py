@@ -16,7 +16,7 @@ import uvicorn
 from hunyuan_serve.client.cli import main
 from hunyuan_serve.families import HY_MT15
 from hunyuan_serve.replica.app import create_app
-from tests.replica.replica_fakes import FakeEngine, make_config
+from tests.support.replica_fakes import FakeEngine, make_config
 from tests.support.stacks import free_port
 from tests.support.tls_certs import CA, make_ca
 

@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import FormatError, Options, detect_format, parse
+from hunyuan_serve.localization.formats import FormatError, Options, detect_format, parse
+from tests.support.scripted_service import ScriptedService
 
 CALCULATOR = Path(__file__).resolve().parents[1] / "data" / "aosp-calculator" / "strings.xml"
 RESOURCES = """<?xml version="1.0" encoding="utf-8"?>

@@ -7,10 +7,10 @@ import plistlib
 from pathlib import Path
 
 import pytest
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import FormatError, Options, parse
+from hunyuan_serve.localization.formats import FormatError, Options, parse
+from tests.support.scripted_service import ScriptedService
 
 STRINGS = (
     '/* Title of the welcome screen */\n"welcome" = "Welcome \\"friend\\"";\n// a line comment\n'

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import srt
 from markdown_it import MarkdownIt
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import FormatError, Options, parse
-from hunyuan_serve.client.formats.markdown import sentence_segmenter, split_sentences
-from hunyuan_serve.client.formats.subtitles import wrap_lines
+from hunyuan_serve.localization.formats import FormatError, Options, parse
+from hunyuan_serve.localization.formats.markdown import sentence_segmenter, split_sentences
+from hunyuan_serve.localization.formats.subtitles import wrap_lines
+from tests.support.scripted_service import ScriptedService
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "pysubs2"
 REAL_FILES = [DATA / "README.md", DATA / "test_video.srt", DATA / "vtt_example.vtt"]

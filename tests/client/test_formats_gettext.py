@@ -11,11 +11,11 @@ from pathlib import Path
 
 import polib
 import pytest
-import scripted_service
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import FormatError, Options, parse
+from hunyuan_serve.localization.formats import FormatError, Options, parse
+from tests.support import scripted_service
+from tests.support.scripted_service import ScriptedService
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DJANGO_PO = DATA / "django" / "humanize-de.po"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from hunyuan_serve.client.formats import FormatError, detect_format, parse_json, parse_text
-from hunyuan_serve.client.glossary import FixedTerms, GlossaryError, load_glossary, parse_glossary
-from hunyuan_serve.client.segments import Action, finish, plan_segment
 from hunyuan_serve.client.settings import ClientSettings, parse_retry_after, retry_delay
+from hunyuan_serve.localization.formats import FormatError, detect_format, parse_json, parse_text
+from hunyuan_serve.localization.glossary import FixedTerms, GlossaryError, load_glossary, parse_glossary
+from hunyuan_serve.localization.segments import Action, finish, plan_segment
 
 TEXTS = [
     "one\ntwo\n",

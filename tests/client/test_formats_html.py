@@ -8,10 +8,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import Options, parse
+from hunyuan_serve.localization.formats import Options, parse
+from tests.support.scripted_service import ScriptedService
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "html5-boilerplate"
 PAGE = """<!doctype html>

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-import scripted_service
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import Options, parse
+from hunyuan_serve.localization.formats import Options, parse
+from tests.support import scripted_service
+from tests.support.scripted_service import ScriptedService
 
 MARKDOWN = (
     "# Guide\n\nPress **Save** to keep the [draft](https://x.org/d). Nothing else changes.\n\n"

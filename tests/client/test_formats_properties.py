@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scripted_service import ScriptedService
-
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import Options, parse
+from hunyuan_serve.localization.formats import Options, parse
+from tests.support.scripted_service import ScriptedService
 
 PETCLINIC = Path(__file__).resolve().parents[1] / "data" / "spring-petclinic" / "messages.properties"
 TRICKY = (

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-import scripted_service
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import Options, parse
+from hunyuan_serve.localization.formats import Options, parse
+from tests.support import scripted_service
+from tests.support.scripted_service import ScriptedService
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GALLERY = DATA / "flutter-gallery" / "intl_en.arb"

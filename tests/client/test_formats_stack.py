@@ -18,8 +18,8 @@ import pytest
 import srt
 from markdown_it import MarkdownIt
 
-from hunyuan_serve.client.formats import Options, parse
 from hunyuan_serve.client.settings import API_KEY_ENV
+from hunyuan_serve.localization.formats import Options, parse
 from tests.support.shared_stack import KEYS, SharedStack
 from tests.support.stacks import cli, tail
 
@@ -163,9 +163,32 @@ def test_markdown_markup_through_the_formatted_prompt(stack: tuple[str, Path], t
     assert sum(parse(source, "markdown", Options()).formatted) == 5
 
 
+# Flutter Gallery's ARB holds 802 strings, each an engine call through the stack: its first 40, with their
+# metadata, show the structure kept as well (the whole file goes byte for byte through a scripted service
+# in tests/client/test_formats_real_files.py).
+ARB_STRINGS = 40
+
+
+def _arb_slice(arb: Path, directory: Path, count: int) -> Path:
+    """The ARB's first count messages, each with its @metadata entry, in the file's order."""
+    data = json.loads(arb.read_text(encoding="utf-8"))
+    names = {key for key in data if not key.startswith("@")}
+    kept = [key for key in data if not key.startswith("@")][:count]
+    wanted = {*kept, *(f"@{key}" for key in kept)}
+    piece = {
+        key: value
+        for key, value in data.items()
+        if key in wanted or (key[1:] not in names and key.startswith("@"))
+    }
+    directory.mkdir()
+    path = directory / arb.name
+    path.write_text(json.dumps(piece, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
 def test_catalogs_json_and_apple_files_reparse(stack: tuple[str, Path], tmp_path: Path) -> None:
     """Maccy's String Catalog and .strings, Flutter Gallery's ARB and react-i18next's JSON, re-read after."""
-    from hunyuan_serve.client.formats.xcstrings import dump_xcode
+    from hunyuan_serve.localization.formats.xcstrings import dump_xcode
 
     catalog = DATA / "maccy" / "Localizable.xcstrings"
     dst, summary = translate(stack, tmp_path, catalog, "--to", "pl")
@@ -180,7 +203,7 @@ def test_catalogs_json_and_apple_files_reparse(stack: tuple[str, Path], tmp_path
     dst, summary = translate(stack, tmp_path, strings, "--to", "de")
     labels = parse(strings.read_text(encoding="utf-8"), "strings", Options()).labels
     assert parse(dst.read_text(encoding="utf-8"), "strings", Options()).labels == labels
-    arb = DATA / "flutter-gallery" / "intl_en.arb"
+    arb = _arb_slice(DATA / "flutter-gallery" / "intl_en.arb", tmp_path / "arb", ARB_STRINGS)
     dst, summary = translate(stack, tmp_path, arb, "--to", "fr")
     before, after = json.loads(arb.read_text(encoding="utf-8")), json.loads(dst.read_text(encoding="utf-8"))
     metadata = {k: v for k, v in before.items() if k[0] == "@"}
@@ -194,13 +217,17 @@ def test_catalogs_json_and_apple_files_reparse(stack: tuple[str, Path], tmp_path
     assert {f"userMessagesUnread_{c}" for c in wanted} <= set(keys) and len(keys) <= 4
 
 
+# Three batches of 8 at a concurrency of 4: the bench's whole path; the figures at size are the bench's.
+BENCH_SENTENCES = 24
+
+
 def test_long_markdown_bench_row(stack: tuple[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     """bench/documents.py's row on the tiny model: figures printed, only the outcome asserted."""
     from bench.documents import run
 
     monkeypatch.setenv(API_KEY_ENV, KEYS["formats"].secret)  # the bench takes the key as `translate` does
-    row = run(stack[0], sentences=60, target="zh", concurrency=4, batch_size=8).as_dict()
-    assert row["exit"] in (0, 1) and row["segments"] >= 60
+    row = run(stack[0], sentences=BENCH_SENTENCES, target="zh", concurrency=4, batch_size=8).as_dict()
+    assert row["exit"] in (0, 1) and row["segments"] >= BENCH_SENTENCES
     print(f"\nlong Markdown through up: {json.dumps(row)}")
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import docx
 import pytest
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import FORMATS, extensions
-from hunyuan_serve.replica.documents import UploadInvalid, format_of
+from hunyuan_serve.localization.formats import FORMATS, extensions
+from hunyuan_serve.replica.documents.jobs import UploadInvalid, format_of
+from tests.support.scripted_service import ScriptedService
 
 
 def _notes(path: Path) -> Path:

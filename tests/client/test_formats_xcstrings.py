@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import scripted_service
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import FormatError, Options, detect_format, parse
-from hunyuan_serve.client.formats.xcstrings import dump_xcode
+from hunyuan_serve.localization.formats import FormatError, Options, detect_format, parse
+from hunyuan_serve.localization.formats.xcstrings import dump_xcode
+from tests.support import scripted_service
+from tests.support.scripted_service import ScriptedService
 
 MACCY = Path(__file__).resolve().parents[1] / "data" / "maccy" / "Localizable.xcstrings"
 # The parts of the format Maccy's catalog lacks, as Apple documents them ("Localizing and varying text

@@ -7,10 +7,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import FormatError, Options, parse
+from hunyuan_serve.localization.formats import FormatError, Options, parse
+from tests.support.scripted_service import ScriptedService
 
 SYMFONY = Path(__file__).resolve().parents[1] / "data" / "symfony" / "sf_form.fr.xlf"
 NS12 = "{urn:oasis:names:tc:xliff:document:1.2}"

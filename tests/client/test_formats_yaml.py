@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import FormatError, Options, parse
+from hunyuan_serve.localization.formats import FormatError, Options, parse
+from tests.support.scripted_service import ScriptedService
 
 RAILS = Path(__file__).resolve().parents[1] / "data" / "rails" / "en.yml"
 ANCHORS = "en:\n  greet: &g Hi %{name}\n  again: *g\n  long: |\n    Line one.\n    Line two.\n  n: 3\n"

@@ -11,11 +11,11 @@ import re
 from pathlib import Path
 
 from markdown_it import MarkdownIt
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats import Options, parse
+from hunyuan_serve.localization.formats import Options, parse
 from hunyuan_serve.text.placeholders import split_protected
+from tests.support.scripted_service import ScriptedService
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PODMAN, RUNC = DATA / "podman" / "README.md", DATA / "runc" / "README.md"

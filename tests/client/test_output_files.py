@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from scripted_service import ScriptedService
 
 from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.files import write_atomic
+from tests.support.scripted_service import ScriptedService
 
 
 @pytest.fixture

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import polib
 import pytest
-from scripted_service import Reply, ScriptedService
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats.xcstrings import dump_xcode
+from hunyuan_serve.localization.formats.xcstrings import dump_xcode
+from tests.support.scripted_service import Reply, ScriptedService
 
 LOOP = {"check": "loop", "detail": '"Delete Delete" 4 times in a row'}
 PO = r"""msgid ""

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import polib
 import pytest
-from scripted_service import ScriptedService, mock_translate
 
 from hunyuan_serve.client.cli import main
-from hunyuan_serve.client.formats.markdown import sentence_segmenter, split_sentences
-from hunyuan_serve.client.resplit import halves
+from hunyuan_serve.localization.formats.markdown import sentence_segmenter, split_sentences
+from hunyuan_serve.localization.resplit import halves
+from tests.support.scripted_service import ScriptedService, mock_translate
 
 LINES = [f"Line {n} of the release notes." for n in range(1, 9)]
 SENTENCES = " ".join(f"Sentence number {n} says something." for n in range(1, 7))

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from hunyuan_serve.client.segments import Action, plan_segment
+from hunyuan_serve.localization.segments import Action, plan_segment
 from hunyuan_serve.text.placeholders import find_placeholders
 from tests.support.shared_stack import SharedStack
 from tests.support.stacks import cli, tail

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from scripted_service import Reply, ScriptedService, requests_seen
 
 from hunyuan_serve.client.cli import main
 from hunyuan_serve.client.settings import API_KEY_ENV
@@ -26,8 +25,9 @@ from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine_types import Generation, Sampling
-from tests.replica.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
+from tests.support.scripted_service import Reply, ScriptedService, requests_seen
 
 UI = {
     "Loading...": "Loading...",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from scripted_service import Reply, ScriptedService
+from tests.support.scripted_service import Reply, ScriptedService
 
 BUSY = Reply(503, {"error": {"code": "overloaded", "message": "busy"}}, {"Retry-After": "1"})
 

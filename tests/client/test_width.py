@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from hunyuan_serve.client import ClientSettings
-from hunyuan_serve.client.width import Width, parse_bulk_texts, requests_in_flight
+from hunyuan_serve.client.width import parse_bulk_texts, requests_in_flight
+from hunyuan_serve.localization.batches import Width
 
 
 @pytest.mark.parametrize(

@@ -75,6 +75,11 @@ def test_invalid_yaml_is_one_line_with_where(tmp_path: Path) -> None:
             "pools.a.replica.max_tokns: unknown key (did you mean max_tokens?)",
         ),
         ({"nginx": {"frobnicate": 1}}, "nginx.frobnicate: unknown key"),  # nothing close: no guess
+        (
+            {"replica": {"document_front_url": "http://127.0.0.1:8080"}},
+            "replica.document_front_url: no longer a setting: a replica's document jobs call its translation "
+            "core in-process, not a front over HTTP; delete this key",
+        ),
     ],
 )
 def test_an_unknown_key_is_named_with_the_key_it_likely_meant(data: dict[str, object], problem: str) -> None:

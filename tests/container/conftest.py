@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.container import podman
-from tests.container.podman import KEY
+from tests.support import podman
+from tests.support.podman import KEY
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

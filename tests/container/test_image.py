@@ -19,8 +19,8 @@ import httpx
 import openai
 import pytest
 
-from tests.container import podman
-from tests.container.podman import KEY
+from tests.support import podman
+from tests.support.podman import KEY
 
 # The first test of a cold cache waits for the image build (about 4 min here) in its setup.
 pytestmark = [pytest.mark.container, pytest.mark.timeout(1800)]

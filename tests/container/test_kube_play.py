@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from hunyuan_serve.cli import main
-from tests.container import podman
-from tests.k8s.kube import build, of_kind
+from tests.support import podman
+from tests.support.kube import build, of_kind
 
 # The first test of a cold cache waits for the image build (about 4 min here) in its setup.
 pytestmark = [pytest.mark.container, pytest.mark.timeout(1800)]

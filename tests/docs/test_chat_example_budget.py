@@ -15,8 +15,8 @@ import pytest
 from hunyuan_serve.families import FEW_SHOT, HUNYUAN_MT
 from hunyuan_serve.families.build import CHAT_MAX_TOKENS
 from hunyuan_serve.replica.app import create_app
-from tests.docs.readme_examples import REPO, Example, missing, page_blocks, shape
-from tests.replica.replica_fakes import FakeEngine, make_config, serve_in_thread
+from tests.support.readme_examples import REPO, Example, missing, page_blocks, shape
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl not installed")
 

@@ -11,7 +11,7 @@ import yaml
 
 from hunyuan_serve.config import ConfigError, ServeConfig, build_config
 from hunyuan_serve.gateway.inventory import Inventory, parse_inventory
-from tests.docs.readme_examples import PAGES, REPO
+from tests.support.readme_examples import PAGES, REPO
 
 YAML_FENCE = re.compile(r"^```yaml\n(.*?)^```", re.M | re.S)
 # An inventory names its hosts; a config never has that key.

@@ -8,7 +8,7 @@ import argparse
 import re
 
 from hunyuan_serve.cli import build_parser
-from tests.docs.readme_examples import PAGES, REPO
+from tests.support.readme_examples import PAGES, REPO
 
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.M | re.S)
 SPAN = re.compile(r"`([^`\n]+)`")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.docs.readme_examples import FILLED, SPECIAL, Block, Example, missing, page_blocks, shape
+from tests.support.readme_examples import FILLED, SPECIAL, Block, Example, missing, page_blocks, shape
 from tests.support.shared_stack import SharedStack
 
 pytestmark = [

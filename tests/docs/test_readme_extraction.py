@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.readme_examples import (
+from tests.support.readme_examples import (
     FENCE,
     FILLED,
     NEEDS_MORE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hunyuan_serve.config import ServeConfig, build_config
+from hunyuan_serve.edge.hold import READY_FILE
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
 from hunyuan_serve.run.health import State
@@ -20,6 +21,7 @@ GOLDEN_NGINX = REPO / "deploy" / "nginx" / "example-3gpu.conf"
 GOLDEN_SYSTEMD = REPO / "deploy" / "systemd" / "hunyuan-serve.service"
 GOLDEN_POOLS = REPO / "deploy" / "nginx" / "example-2pools.conf"
 SAMPLE_ROUTE_JS = SAMPLE_WEB_ROOT.parent / "edge" / "templates" / "route.js"
+SAMPLE_READY = SAMPLE_RUN_DIR / "nginx" / READY_FILE
 
 
 def sample_config() -> ServeConfig:
@@ -39,6 +41,8 @@ def sample_nginx() -> str:
         web_root=SAMPLE_WEB_ROOT,
         worker_user=None,
         generation=7,
+        script=SAMPLE_ROUTE_JS,  # hold.js is read beside it
+        ready_file=SAMPLE_READY,
     )
 
 
@@ -65,6 +69,7 @@ def sample_pools_nginx() -> str:
         worker_user=None,
         generation=7,
         script=SAMPLE_ROUTE_JS,
+        ready_file=SAMPLE_READY,
     )
 
 

@@ -9,7 +9,7 @@ import pytest
 from hunyuan_serve.config import build_config
 from hunyuan_serve.edge.render import render_nginx
 from hunyuan_serve.edge.routing import routing_from_states
-from hunyuan_serve.replica import priority
+from hunyuan_serve.replica.admission import priority
 from hunyuan_serve.run.health import State
 
 
@@ -34,8 +34,8 @@ READY2 = [State.READY, State.READY, State.EVICTED]
         ({"nginx.max_conns": 10, "replica.interactive_reserve": 0.0}, READY2, 20),
         ({"nginx.max_conns": 3, "replica.interactive_reserve": 0.9}, [State.READY], 1),  # never 0
         ({"nginx.max_conns": 8}, [State.STARTING], 6),  # none ready: one replica's worth (all 502 anyway)
-        ({}, READY2, 384),  # a GPU replica's max_conns: 256 (max_num_seqs)
-        ({"replica.max_queued": 1024}, READY2, 1920),  # with a queue: max_in_flight 256 + max_queued 1024
+        ({"replica.max_queued": 0}, READY2, 384),  # no queue: a GPU replica's max_num_seqs, 256
+        ({}, READY2, 3456),  # by default max_in_flight 256 + max_queued 2048
     ],
 )
 def test_the_bulk_cap_is_the_ready_replicas_places_less_the_reserve(

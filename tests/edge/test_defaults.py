@@ -14,24 +14,27 @@ from hunyuan_serve.run.health import State
 from tests.support.edge import NGINX, nginx_t
 
 CPU_CAP = NginxConfig().cpu_max_conns
+NO_QUEUE = {"replica.max_queued": 0}
 
 
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        ({"engine.device": "cpu"}, CPU_CAP),  # a CPU engine's efficient batch, not its 256 sequences
-        ({"engine.device": "cpu", "nginx.cpu_max_conns": 8}, 8),
-        ({"engine.device": "cpu", "engine.max_num_seqs": 4}, 4),  # never past one batch
-        ({"engine.device": "cpu", "replica.max_in_flight": 5}, 5),  # never past what the replica admits
-        ({"engine.device": "cuda"}, 256),  # one batch of the engine's (max_num_seqs)
-        ({"engine.device": "cuda", "engine.max_num_seqs": 64}, 64),
-        ({"engine.device": "cuda", "replica.max_in_flight": 100}, 100),
-        ({"engine.device": "auto", "engine.max_num_seqs": 48}, 48),  # `render` before up chose: GPU's rule
+        # By default what the replica runs and lets wait (max_in_flight + max_queued): a burst waits in
+        # the replicas, least_conn spreading it by queue depth.
+        ({"engine.device": "cpu"}, 256 + 2048),
+        ({"engine.device": "cuda", "replica.max_in_flight": 100, "replica.max_queued": 50}, 150),
+        # Without a replica queue (max_queued 0), what its engine batches at once.
+        ({"engine.device": "cpu", **NO_QUEUE}, CPU_CAP),  # a CPU engine's efficient batch, not 256
+        ({"engine.device": "cpu", "nginx.cpu_max_conns": 8, **NO_QUEUE}, 8),
+        ({"engine.device": "cpu", "engine.max_num_seqs": 4, **NO_QUEUE}, 4),  # never past one batch
+        ({"engine.device": "cpu", "replica.max_in_flight": 5, **NO_QUEUE}, 5),  # nor what the replica admits
+        ({"engine.device": "cuda", **NO_QUEUE}, 256),  # one batch of the engine's (max_num_seqs)
+        ({"engine.device": "cuda", "engine.max_num_seqs": 64, **NO_QUEUE}, 64),
+        ({"engine.device": "cuda", "replica.max_in_flight": 100, **NO_QUEUE}, 100),
+        ({"engine.device": "auto", "engine.max_num_seqs": 48, **NO_QUEUE}, 48),  # before up chose: GPU's
         ({"engine.device": "cpu", "nginx.max_conns": 300}, 300),  # set: as given
         ({"engine.device": "cuda", "nginx.max_conns": 0}, 0),  # 0: no cap
-        # With a replica queue (replica.max_queued), what the replica runs and lets wait.
-        ({"engine.device": "cuda", "replica.max_in_flight": 100, "replica.max_queued": 50}, 150),
-        ({"engine.device": "cpu", "replica.max_queued": 1024}, 256 + 1024),
     ],
 )
 def test_edge_cap_per_replica(overrides: dict[str, object], expected: int) -> None:
@@ -48,8 +51,8 @@ def _render(tmp_path: Path, overrides: dict[str, object]) -> str:
 @pytest.mark.parametrize(
     ("overrides", "cap", "priority"),
     [
-        ({"engine.device": "cpu"}, f" max_conns={CPU_CAP}", NginxConfig().worker_priority),
-        ({"engine.device": "cuda", "nginx.worker_priority": 3}, " max_conns=256", 3),
+        ({"engine.device": "cpu", **NO_QUEUE}, f" max_conns={CPU_CAP}", NginxConfig().worker_priority),
+        ({"engine.device": "cuda", "nginx.worker_priority": 3}, " max_conns=2304", 3),
         ({"nginx.max_conns": 0, "nginx.worker_priority": 0}, "", 0),
     ],
 )
@@ -75,7 +78,10 @@ def test_cap_and_priority_land_in_nginx_conf(
 @pytest.mark.parametrize("priority", [-20, -5, 19])
 def test_rendered_priority_and_cap_pass_nginx_t(tmp_path: Path, priority: int) -> None:
     text = _render(tmp_path, {"engine.device": "cpu", "nginx.worker_priority": priority})
-    assert f"worker_priority {priority};" in text and f"max_conns={CPU_CAP}" in text
+    # A CPU replica's default cap: what it runs and lets wait (max_in_flight + max_queued).
+    assert f"worker_priority {priority};" in text and " max_conns=2304;" in text
+    # Two connections for each request its three replicas hold (the client's, the replica's), and 4096.
+    assert "worker_connections 17920;" in text
     out = nginx_t(tmp_path, text)
     assert out.returncode == 0, out.stderr
 

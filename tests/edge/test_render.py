@@ -72,8 +72,9 @@ def test_nginx_config_holds_the_required_directives() -> None:
         '"upstream_addr":"$upstream_addr"',
         "proxy_set_header X-Request-ID $hs_request_id;",
         "listen 0.0.0.0:8080;",
-        "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s max_conns=256;",
-        "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s max_conns=256 down;",
+        # What a replica runs and lets wait: max_in_flight 256 + max_queued 2048.
+        "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s max_conns=2304;",
+        "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s max_conns=2304 down;",
         '"ready":2,"replicas":3,"config":7',
     ):
         assert needle in text, needle
@@ -262,7 +263,7 @@ NOT_PREFLIGHTED = {"content-length", "host", "x-forwarded-for"}
 def test_cors_allows_exactly_the_request_headers_the_apis_read() -> None:
     """Every header name the replica's code reads (request.headers.get("..."), `"..." in headers`, the
     priority header) is in dialects.REQUEST_HEADERS, which the preflight allows, and nothing else is."""
-    from hunyuan_serve.replica import priority
+    from hunyuan_serve.replica.admission import priority
 
     root = golden.REPO / "hunyuan_serve"
     read = {priority.HEADER.lower()}
@@ -311,9 +312,10 @@ READY_BOTH = [("mt", State.READY), ("mt", State.STARTING), ("chimera", State.REA
 
 
 def test_two_pools_give_two_upstreams_each_with_its_own_cap() -> None:
-    text = _pooled(TWO_POOLS, READY_BOTH, {"engine.device": "cpu"})
+    text = _pooled(TWO_POOLS, READY_BOTH, {"engine.device": "cpu", "replica.max_queued": 0})
     mt, chimera = _block(text, "upstream hs_pool_mt {"), _block(text, "upstream hs_pool_chimera {")
-    # The cap is each pool's edge_max_conns: mt's CPU default, chimera's own max_num_seqs.
+    # The cap is each pool's edge_max_conns (no replica queue: what its engine batches): mt's CPU
+    # default, chimera's own max_num_seqs.
     assert "server 127.0.0.1:8101 max_fails=1 fail_timeout=2s max_conns=128;" in mt
     assert "server 127.0.0.1:8102 max_fails=1 fail_timeout=2s max_conns=128 down;" in mt
     assert "server 127.0.0.1:8103 max_fails=1 fail_timeout=2s max_conns=8;" in chimera
@@ -344,8 +346,9 @@ def test_one_pool_renders_as_its_settings_at_the_top_level_would() -> None:
     one = {"pools": [{"name": "mt", "model": "tencent/Hunyuan-MT-7B", "engine": {"max_num_seqs": 16}}]}
     plain = {"engine": {"model": "tencent/Hunyuan-MT-7B", "max_num_seqs": 16}}
     states = [("mt", State.READY), ("mt", State.STARTING)]
-    pooled = _pooled(one, states)
-    assert pooled == _pooled(plain, [("default", s) for _, s in states])
+    no_queue = {"replica.max_queued": 0}  # the cap is then the pool's own max_num_seqs
+    pooled = _pooled(one, states, no_queue)
+    assert pooled == _pooled(plain, [("default", s) for _, s in states], no_queue)
     assert "js_" not in pooled and "load_module" not in pooled and "max_conns=16" in pooled
 
 

@@ -16,9 +16,9 @@ from hunyuan_serve.families import hunyuan_mt, hy_mt2, hy_mt15
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.models import model_config, model_family
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine import VllmEngine
-from hunyuan_serve.replica.engine_types import Generation, Sampling
-from tests.replica.replica_fakes import serve_in_thread, wait_ready
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
+from hunyuan_serve.replica.engine.vllm_engine import VllmEngine
+from tests.support.replica_fakes import serve_in_thread, wait_ready
 
 pytestmark = pytest.mark.engine
 

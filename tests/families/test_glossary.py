@@ -34,6 +34,7 @@ def test_object_and_list_shapes_are_the_same_glossary() -> None:
         (["GPU"], r"glossary\[0\]: each entry must be"),
         ({"GPU": 3}, r"glossary\['GPU'\]: source and target must be strings"),
         ({"GPU": " "}, r"glossary\['GPU'\]: source and target must not be empty"),
+        ([{"source": "GPU", "target": "显\x00卡"}], r"glossary\[0\]: a term must not hold a NUL character"),
         (
             [{"source": "x" * (MAX_TERM_CHARS + 1), "target": "y"}],
             rf"longer than {MAX_TERM_CHARS} characters",

@@ -28,7 +28,7 @@ from hunyuan_serve.run.events import read_events
 from hunyuan_serve.run.state import read_state
 from tests.support.gateway import GatewayRun
 from tests.support.load import Load
-from tests.support.stacks import cli, free_ports, started, tiny_up, wait_until
+from tests.support.stacks import all_routed, cli, free_ports, started, tiny_up, wait_until
 
 START_TIMEOUT_S = 480.0  # two vLLM CPU engines loading on two shared cores
 SECRET = "e2e-peer-secret-0123456789abcdef"
@@ -55,10 +55,7 @@ class Host:
         return f"http://127.0.0.1:{self.port}"
 
     def ready(self) -> bool:
-        state = read_state(self.run_dir)
-        if state is None:
-            return False
-        return all(r["state"] == "ready" for r in state["replicas"]) and state["nginx"]["ready"] == 1
+        return all_routed(self.run_dir)
 
     def replica_pid(self) -> int:
         state = read_state(self.run_dir)

@@ -25,17 +25,20 @@ FORBIDDEN: dict[str, set[str]] = {
     "supervise": PROGRAMS - {"supervise"},
     "gateway": PROGRAMS - {"gateway"},
     "k8s": PROGRAMS - {"k8s"},
-    # Document jobs translate files with the CLI's own formats and localize(): one pipeline for
-    # files, whichever API they come through.
-    "replica": (PROGRAMS - {"replica", "client"}) | {"run"},
+    # Document jobs translate files with localization/ (the `translate` command's formats and
+    # localize()) and call their replica's core in-process: never the client, an HTTP client of the front.
+    "replica": (PROGRAMS - {"replica"}) | {"run"},
     "client": (PROGRAMS - {"client"}) | {"run", "edge"},
-    # `prompt --glossary` reads glossary files with the client's parser
-    "families": (PROGRAMS - {"client"}) | {"edge"},
+    "families": PROGRAMS | {"edge"},
     "config": PROGRAMS | {"run", "families", "edge"},
     "languages": PROGRAMS | {"run", "families", "config", "edge"},
 }
-# Who may import only the edge's error shapes, not the rest of the front: the replica answers in each
-# API's shape from the same table Nginx renders its own errors from; auth refuses keys in it.
+# Leaves any package may import, the programs and the top-level leaves included: they import nothing of
+# the project. vLLM's variable names live with the engine (the one package that spells them), and `up`'s
+# plan, the Kubernetes manifests and the GPU environment name them through it.
+OPEN_LEAVES = {"hunyuan_serve.replica.engine.variables"}
+# Who may import only the edge's API declarations, not the rest of the front: the replica answers in
+# each API's shape from the same declarations Nginx renders its own errors from; auth refuses keys so.
 EDGE_FOR_SHAPES = {"replica", "auth"}
 
 # The modules at the top of the package (and the packages without a rule above): each may import only
@@ -44,7 +47,9 @@ TOP_LEVEL = {p.stem for p in ROOT.glob("*.py")} | {p.parent.name for p in ROOT.g
 ONLY: dict[str, set[str]] = {
     "__init__": set(),  # the version, nothing else
     "__main__": {"cli"},  # `python -m hunyuan_serve` is the CLI
-    "cli": {"config"},  # the subcommands' modules are named in COMMAND_MODULES and imported by name
+    # The subcommands' modules are named in COMMAND_MODULES and imported by name.
+    "cli": {"config", "open_files"},
+    "open_files": set(),  # every command's open-files limit, raised before any starts a child
     "cores": set(),
     "gpu": set(),
     "sqlite_in": set(),
@@ -53,6 +58,9 @@ ONLY: dict[str, set[str]] = {
     "templating": set(),
     # How a text is cut (placeholders, long texts into segments): pure, shared by the client and replica.
     "text": set(),
+    # Files localized segment by segment (their formats, the pipeline, its cache): the `translate`
+    # command's and the replica's document jobs', each handing it its own translation service.
+    "localization": {"families", "sqlite_in", "text"},
     "detect": {"languages"},
     # The answer checks are pure: their thresholds from the config, the language detector's model.
     "qa": {"config", "detect", "languages"},
@@ -87,16 +95,23 @@ def _package(root: Path, path: Path) -> str:
     return path.relative_to(root).with_suffix("").parts[0]
 
 
+def _open_leaves_only(node: ast.ImportFrom) -> bool:
+    module = node.module or ""
+    return module in OPEN_LEAVES or all(f"{module}.{alias.name}" in OPEN_LEAVES for alias in node.names)
+
+
 def _imported(tree: ast.AST) -> Iterator[tuple[int, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("hunyuan_serve"):
+            if _open_leaves_only(node):
+                continue
             if node.module == "hunyuan_serve":
                 yield from ((node.lineno, alias.name) for alias in node.names)
             else:
                 yield node.lineno, node.module.split(".")[1]
         elif isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.startswith("hunyuan_serve."):
+                if alias.name.startswith("hunyuan_serve.") and alias.name not in OPEN_LEAVES:
                     yield node.lineno, alias.name.split(".")[1]
 
 
@@ -216,6 +231,18 @@ def test_a_forbidden_tree_import_is_reported(tmp_path: Path, rel: str, source: s
         ("edge/x.py", "from hunyuan_serve.gateway.loop import Gateway\n", "edge imports gateway"),
         ("run/x.py", "from hunyuan_serve.edge.routing import Routing\n", "run imports edge"),
         ("client/x.py", "from hunyuan_serve.edge import dialects\n", "client imports edge"),
+        ("run/x.py", "from hunyuan_serve.replica.engine import args, variables\n", "run imports replica"),
+        # Document jobs call their replica's core; the file pipeline takes any service, never the client.
+        (
+            "replica/x.py",
+            "from hunyuan_serve.client.api import AsyncTranslateClient\n",
+            "replica imports client",
+        ),
+        (
+            "localization/x.py",
+            "def f():\n    from hunyuan_serve.client import api\n",
+            "localization imports client",
+        ),
     ],
 )
 def test_a_forbidden_import_is_reported(tmp_path: Path, rel: str, source: str, expected: str) -> None:
@@ -238,3 +265,22 @@ def test_a_leaf_that_imports_the_package_is_reported(tmp_path: Path) -> None:
     (root / "cores.py").write_text("from hunyuan_serve.config import ServeConfig\n", encoding="utf-8")
     (root / "detect.py").write_text("from hunyuan_serve.languages import AUTO\n", encoding="utf-8")
     assert [v.split(": ", 1)[1] for v in violations(root)] == ["cores imports config"]
+
+
+def test_an_open_leaf_may_be_imported_by_any_package(tmp_path: Path) -> None:
+    root = tmp_path / "hunyuan_serve"
+    for rel, source in [
+        ("run/a.py", "from hunyuan_serve.replica.engine import variables\n"),
+        ("k8s/b.py", "from hunyuan_serve.replica.engine.variables import CACHE_ROOT\n"),
+        ("gpu.py", "import hunyuan_serve.replica.engine.variables\n"),
+    ]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(source, encoding="utf-8")
+    assert violations(root) == []
+
+
+@pytest.mark.parametrize("leaf", sorted(OPEN_LEAVES))
+def test_an_open_leaf_imports_nothing_of_the_project(leaf: str) -> None:
+    path = REPO / (leaf.replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    assert [target for _, target in _top_level(tree) if target == "hunyuan_serve"] == []

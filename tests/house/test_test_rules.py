@@ -22,8 +22,8 @@ _ARITHMETIC = {
 
 
 def project_modules(repo: Path = REPO) -> set[str]:
-    """Top-level names a test could import from this checkout: its packages, and the modules beside the
-    tests (replica_fakes, scripted_service), which pytest puts on the path."""
+    """Top-level names a test could import from this checkout: its packages, and the tests' own modules by
+    their bare names (replica_fakes, scripted_service), as a test spelt them before tests/ was a package."""
     packages = {p.parent.name for p in repo.glob("*/__init__.py")} | {"tests"}
     return packages | {p.stem for p in (repo / "tests").rglob("*.py")}
 

@@ -14,7 +14,6 @@ DELIBERATE: dict[str, str] = {
     "main": "each program's entry point: the CLI, the client's, the settings reference's",
     "add_parser": "each command module adds its subcommand to the one parser",
     "build": "each family module's prompt builder, looked up by family",
-    "render_error": "each API dialect's module renders its own error shape",
     "translate": "each API dialect's translate route, and compat's shared core that they call",
     "languages": "each API dialect's languages route",
     "install": "auth's middleware and the OpenAPI route, each put on the replica's app by X.install(app)",

@@ -18,8 +18,17 @@ from hunyuan_serve.edge.routing import routing_from_states
 from hunyuan_serve.k8s import manifests
 from hunyuan_serve.run.health import State
 from hunyuan_serve.run.plan import plan_replicas
-
-from .kube import Doc, build, configmap_of, container, mount_of, of_kind, pod_spec, render, validate
+from tests.support.kube import (
+    Doc,
+    build,
+    configmap_of,
+    container,
+    mount_of,
+    of_kind,
+    pod_spec,
+    render,
+    validate,
+)
 
 GPU_FLAGS = (
     "--gpus", "0,1,2,3", "--tensor-parallel-size", "2", "--model", "tencent/Hunyuan-MT-7B",

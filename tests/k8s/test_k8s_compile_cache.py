@@ -6,8 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from hunyuan_serve.k8s.manifests import COMPILE_CACHE
-
-from .kube import build, container, mount_of, of_kind, pod_spec, render, validate
+from tests.support.kube import build, container, mount_of, of_kind, pod_spec, render, validate
 
 
 def test_the_compile_caches_live_on_the_pods_empty_dir(tmp_path: Path) -> None:

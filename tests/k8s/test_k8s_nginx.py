@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .kube import build, configmap_of, container, of_kind, render
+from tests.support.kube import build, configmap_of, container, of_kind, render
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 UNSHARE = shutil.which("unshare")

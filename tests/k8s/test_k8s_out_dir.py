@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.cli import main
-
-from .kube import build, of_kind, render
+from tests.support.kube import build, of_kind, render
 
 CPU = ("--replicas", "3", "--model", "/models/m", "--allow-open")
 

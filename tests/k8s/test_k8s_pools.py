@@ -11,8 +11,7 @@ import yaml
 from hunyuan_serve.edge.layout import route_script
 from hunyuan_serve.k8s.manifests import NGINX_CONF_DIR
 from tests.support.edge import NGINX, nginx_t
-
-from .kube import Doc, build, configmap_of, container, of_kind, render, validate
+from tests.support.kube import Doc, build, configmap_of, container, of_kind, render, validate
 
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")
 CONFIG = {
@@ -67,7 +66,8 @@ def test_the_front_routes_each_model_to_its_pools_services(two: list[Doc]) -> No
     mt = conf[conf.index("upstream hs_pool_mt {") :].split("}", 1)[0]
     chimera = conf[conf.index("upstream hs_pool_chimera {") :].split("}", 1)[0]
     assert "server hunyuan-serve-mt-replica-0:8101 " in mt and "server hunyuan-serve-mt-replica-1:8102 " in mt
-    assert "server hunyuan-serve-chimera-replica-0:8101 " in chimera and "max_conns=8;" in chimera
+    # Each pool's cap per replica: what its replicas run and let wait (max_in_flight + max_queued).
+    assert "server hunyuan-serve-chimera-replica-0:8101 " in chimera and "max_conns=2304;" in chimera
     routes = conf[conf.index("js_var $hs_routes '") + len("js_var $hs_routes '") :].split("';", 1)[0]
     table = json.loads(routes)
     assert table["models"] == {

@@ -13,9 +13,18 @@ import yaml
 from hunyuan_serve.cli import main
 from hunyuan_serve.k8s.front import FRONT_GID, TLS_MODE
 from hunyuan_serve.k8s.manifests import TLS_DIR
+from tests.support.kube import (
+    Doc,
+    build,
+    configmap_of,
+    container,
+    mount_of,
+    of_kind,
+    pod_spec,
+    render,
+    validate,
+)
 from tests.support.tls_certs import make_ca
-
-from .kube import Doc, build, configmap_of, container, mount_of, of_kind, pod_spec, render, validate
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
 FLAGS = ("--replicas", "2", "--model", "/m", "--allow-open", "--tls-secret", "edge-tls")

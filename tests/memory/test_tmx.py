@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -171,3 +173,44 @@ def test_the_format_is_the_one_given_else_the_files_extension() -> None:
     assert memory_format("pairs.txt", "csv") == "csv"
     with pytest.raises(MemoryFileInvalid, match="'xlsx'"):
         memory_format("book.xlsx", None)
+
+
+@pytest.mark.parametrize("name", ["WEBLATE", "OMEGAT", "INLINE"])
+def test_each_tools_dialect_is_valid_tmx_14b(name: str) -> None:
+    # Validated against the DTD itself, whatever DOCTYPE the tool wrote (OmegaT names TMX 1.1's).
+    dtd = etree.DTD(str(DTD))
+    document = etree.fromstring(globals()[name].encode())
+    assert dtd.validate(document), dtd.error_log.filter_from_errors()
+
+
+TOOLKIT_READ = """
+import json, sys
+from translate.storage.tmx import tmxfile
+store = tmxfile(sys.stdin.buffer.read())
+print(json.dumps([[u.source, u.target] for u in store.units]))
+"""
+
+
+@pytest.mark.parametrize("name", ["WEBLATE", "OMEGAT", "INLINE"])
+def test_translate_toolkits_reader_reads_the_same_pairs(name: str) -> None:
+    # translate-toolkit (Weblate's reader, in Weblate's venv) pairs a <tu>'s first two variants.
+    python = Path(__file__).resolve().parents[2] / ".venv-weblate" / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f"no translate-toolkit: no Weblate venv at {python} (deploy/weblate-venv.sh)")
+    text = globals()[name]
+    done = subprocess.run(
+        [str(python), "-c", TOOLKIT_READ], input=text.encode(), capture_output=True, check=True, timeout=120
+    )
+    theirs = [tuple(pair) for pair in json.loads(done.stdout)]
+    ours = read_tmx(text.encode()).units
+    assert theirs == [(u.source, u.target) for u in ours if u.tgt == ours[0].tgt]
+
+
+def test_an_empty_target_is_untranslated_unless_the_file_means_it() -> None:
+    # translate-toolkit writes an untranslated unit so; OmegaT writes an "empty translation" so.
+    empty = WEBLATE.replace("<seg>迭代步数</seg>", "<seg></seg>").replace(
+        "<seg>总批次数</seg>", "<seg> </seg>"
+    )
+    assert [u.target for u in read_tmx(empty.encode()).units] == [" "]
+    assert [u.target for u in read_tmx(empty.encode(), keep_blank=True).units] == ["", " "]
+    assert read_memory_file(b"Hello,\nBye, \n", "csv", "en", "zh").units == [Unit("en", "zh", "Bye", " ")]

@@ -27,7 +27,7 @@ from bench import netns
 from hunyuan_serve.run.state import read_state
 from tests.support.gateway import GatewayRun
 from tests.support.load import Load, Sent
-from tests.support.stacks import cli, free_ports, started, tiny_engine, wait_until
+from tests.support.stacks import all_routed, cli, free_ports, started, tiny_engine, wait_until
 
 START_TIMEOUT_S = 480.0  # two vLLM CPU engines loading, one per shared core
 SECRET = "netns-peer-secret-0123456789abcdef"
@@ -117,11 +117,12 @@ class Deployment:
         return subprocess.run(host.argv(argv), capture_output=True, text=True, timeout=START_TIMEOUT_S + 60)
 
     def host_ready(self, name: str) -> bool:
-        state = read_state(self.work / f"run-{name}")
+        run_dir = self.work / f"run-{name}"
+        state = read_state(run_dir)
         # The state of an `up` killed with kill -9 stays as it last wrote it: only this one's counts.
         if state is None or not state.get("running") or state.get("pid") != self.procs[name].pid:
             return False
-        return all(r["state"] == "ready" for r in state["replicas"]) and state["nginx"]["ready"] == 1
+        return all_routed(run_dir)
 
     def wait_host(self, name: str) -> None:
         proc = self.procs[name]

@@ -36,7 +36,7 @@ FAILING = [
     ("English for French, in Latin", ZH_LONG, EN_LONG, "zh-fr", "stop", ["wrong_language"]),
     ("the source sent back", EN_LONG, EN_LONG, "en-fr", "stop", ["wrong_language", "echo"]),
     ("a loop", "Finally, lock it.", "最后，最终，封锁，封锁，封锁，封锁，封锁", "en-zh", "stop", ["loop"]),
-    ("cut at max_tokens", EN_LONG, ZH_LONG[:8], "en-zh", "length", ["truncated"]),
+    ("cut at max_tokens", EN_LONG, ZH_LONG[:8], "en-zh", "length", ["truncated", "length_ratio"]),
     ("a line lost", "Open\nSave\nClose", "打开\n保存", "en-zh", "stop", ["lines"]),
     (
         "a paragraph lost",
@@ -95,7 +95,8 @@ PASSING = [
     ("a good translation", EN_LONG, ZH_LONG, "en-zh"),
     ("into French", EN_LONG, FR_LONG, "en-fr"),
     ("a short label", "Save", "保存", "en-zh"),
-    ("a name kept", "Stable Diffusion", "Stable Diffusion", "en-zh"),
+    ("a name kept", "DeepBooru", "DeepBooru", "en-zh"),
+    ("a name of one word and a letter", "Euler a", "Euler a", "en-zh"),
     ("an identifier kept", "hidden_idx_next", "hidden_idx_next", "en-zh"),
     (
         "English terms in Chinese",
@@ -190,7 +191,7 @@ def test_thresholds_are_the_config_fields() -> None:
     assert names("Lock it.", "封锁封锁封锁封锁") == ["loop"]
     lenient = QaSettings(qa_loop_repeats=5)
     assert check(Answer("Lock it.", "封锁封锁封锁封锁", "en", "zh"), lenient) == []
-    strict = QaSettings(qa_ratio_high=1.0, qa_ratio_min_chars=5)
+    strict = QaSettings(qa_ratio_high=1.0, qa_ratio_min_chars=5, qa_ratio_min_words=1)
     assert [
         f.check for f in check(Answer("Open the file", "打开那个文件然后再打开", "en", "zh"), strict)
     ] == ["length_ratio"]

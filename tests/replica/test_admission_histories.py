@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from hunyuan_serve.replica import priority
+from hunyuan_serve.replica.admission import priority
+from hunyuan_serve.replica.admission.in_flight import Admission
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Admission
 from hunyuan_serve.replica.lifecycle import Lifecycle, Phase
 
 WINDOW_S = 5.0

@@ -7,16 +7,16 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from qa_scripted import ENGLISH, HEADER, Served, flag_counts, served
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 from hunyuan_serve.families.base import Prompt
-from hunyuan_serve.replica import priority
+from hunyuan_serve.replica.admission import priority
+from hunyuan_serve.replica.admission.gate import ACCESS_LOG
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine_types import Generation, Sampling
-from hunyuan_serve.replica.http import ACCESS_LOG
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.review import Review
+from tests.support.qa_scripted import ENGLISH, HEADER, Served, flag_counts, served
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 
 @pytest.fixture(scope="module")

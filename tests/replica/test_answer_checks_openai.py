@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from qa_scripted import CHINESE, HEADER, Served, flag_counts, served
 
 from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR
+from tests.support.qa_scripted import CHINESE, HEADER, Served, flag_counts, served
 
 CHOICE_KEYS = {"completion": {"index", "text", "logprobs", "finish_reason"}}
 CHOICE_KEYS["chat"] = {"index", "message", "logprobs", "finish_reason"}

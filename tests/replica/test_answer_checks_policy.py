@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
-from qa_scripted import HEADER, flag_counts, served
 
 from hunyuan_serve.config import ServeConfig, resolve_pools
 from hunyuan_serve.run.plan import replica_config
+from tests.support.qa_scripted import HEADER, flag_counts, served
 
 CAREFUL, QUIET, PLAIN = "sk-qa-careful-7f3a", "sk-qa-quiet-51c9", "sk-qa-plain-0d2e"
 

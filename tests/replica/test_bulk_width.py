@@ -9,7 +9,7 @@ import pytest
 
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.config.width import BulkWidthSettings
-from hunyuan_serve.replica.bulk_width import WidthRule, next_key
+from hunyuan_serve.replica.admission.bulk_width import WidthRule, next_key
 
 FULL = 192  # max_num_seqs 256 less the interactive reserve's quarter
 

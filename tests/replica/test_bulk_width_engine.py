@@ -14,11 +14,11 @@ import pytest
 from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.config.width import BulkWidthSettings
 from hunyuan_serve.families.build import probe_prompt
-from hunyuan_serve.replica import priority
-from hunyuan_serve.replica.engine import VllmEngine
-from hunyuan_serve.replica.engine_types import Sampling
-from hunyuan_serve.replica.gated_engine import BULK_PRIORITY, GatedEngine, bulk_gate
-from hunyuan_serve.replica.width_file import UNLIMITED, WidthReader
+from hunyuan_serve.replica.admission import priority
+from hunyuan_serve.replica.admission.gated_engine import BULK_PRIORITY, GatedEngine, bulk_gate
+from hunyuan_serve.replica.engine.interface import Sampling
+from hunyuan_serve.replica.engine.vllm_engine import VllmEngine
+from hunyuan_serve.replica.engine.width_file import UNLIMITED, WidthReader
 
 pytestmark = pytest.mark.engine
 

@@ -8,11 +8,11 @@ from collections.abc import AsyncGenerator, Callable
 
 from hunyuan_serve.config.width import BulkWidthSettings
 from hunyuan_serve.families.base import Prompt
-from hunyuan_serve.replica import priority
-from hunyuan_serve.replica.bulk_gate import BulkGate
-from hunyuan_serve.replica.bulk_width import WidthRule
-from hunyuan_serve.replica.engine_types import Delta, EngineStats, Generation, Sampling
-from hunyuan_serve.replica.gated_engine import BULK_PRIORITY, GatedEngine
+from hunyuan_serve.replica.admission import priority
+from hunyuan_serve.replica.admission.bulk_width import WidthRule
+from hunyuan_serve.replica.admission.engine_room import BulkGate
+from hunyuan_serve.replica.admission.gated_engine import BULK_PRIORITY, GatedEngine
+from hunyuan_serve.replica.engine.interface import Delta, EngineStats, Generation, Sampling
 from tests.replica.test_bulk_width import Clock
 
 

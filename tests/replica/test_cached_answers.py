@@ -8,17 +8,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from replica_fakes import FakeEngine, gated
 
 from hunyuan_serve.cache.entry import ANSWER_FORMAT, CachedAnswer, decode_answer, encode_answer
 from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.cache.redis_layer import RedisSettings
 from hunyuan_serve.families.base import Prompt
-from hunyuan_serve.replica.engine_types import Generation, Sampling
+from hunyuan_serve.replica.admission.priority import Caller
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
 from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.service import Translator
 from tests.support.redis_server import redis_server
+from tests.support.replica_fakes import FakeEngine, gated
 
 SAMPLING = Sampling(max_tokens=3, temperature=0.0, top_p=1.0, top_k=-1, repetition_penalty=1.0)
 PROMPT = Prompt(text="English: Open file\nChinese:", stop=("\n",))

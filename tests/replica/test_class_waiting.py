@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from hunyuan_serve.config import EngineConfig
-from hunyuan_serve.replica import priority
-from hunyuan_serve.replica.engine import VllmEngine
-from hunyuan_serve.replica.engine_types import EngineStats
+from hunyuan_serve.replica.admission import priority
+from hunyuan_serve.replica.engine.interface import EngineStats
+from hunyuan_serve.replica.engine.vllm_engine import VllmEngine
 from hunyuan_serve.replica.metrics import Metrics
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "hunyuan-serve.json"

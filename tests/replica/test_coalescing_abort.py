@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
-from replica_fakes import FakeEngine, gated
-
 from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.languages import find_language
-from hunyuan_serve.replica.engine_types import Generation, Sampling
+from hunyuan_serve.replica.admission.priority import Caller
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
 from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.priority import Caller
 from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.replica.service import Translator
+from tests.support.replica_fakes import FakeEngine, gated
 
 
 class SlowAbortEngine(FakeEngine):

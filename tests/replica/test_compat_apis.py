@@ -10,12 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 from hunyuan_serve.families import HUNYUAN_MT, HY_MT2, HY_MT15
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine_types import Generation, Sampling
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 MAX_TEXTS = 4
 ENGLISH = "The weather is nice today, let us go for a walk in the park together."

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 
 import httpx
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 from hunyuan_serve.families import HUNYUAN_MT
 from hunyuan_serve.replica.app import create_app
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 
 def test_a_deep_probe_of_a_busy_engine_reads_its_steps_instead_of_queueing_a_token() -> None:

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from replica_fakes import make_config, serve_in_thread, wait_ready, wait_until
 
 from hunyuan_serve.cache.entry import decode_answer
 from hunyuan_serve.config import EngineConfig
@@ -17,8 +16,9 @@ from hunyuan_serve.families import HUNYUAN_MT
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.qa.flags import HEADER
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine_types import Generation, Sampling
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
 from hunyuan_serve.replica.standin import StandInEngine
+from tests.support.replica_fakes import make_config, serve_in_thread, wait_ready, wait_until
 
 
 @dataclass

@@ -10,8 +10,8 @@ import pytest
 
 from hunyuan_serve.cli import build_parser
 from hunyuan_serve.config import ConfigError, EngineConfig, config_from_args
-from hunyuan_serve.replica.device_env import TorchFacts, apply_cpu_env, apply_cuda_env, device_mismatch
-from hunyuan_serve.replica.engine import engine_kwargs, stop_token_ids
+from hunyuan_serve.replica.engine.args import engine_kwargs, stop_token_ids
+from hunyuan_serve.replica.engine.device_env import TorchFacts, apply_cpu_env, apply_cuda_env, device_mismatch
 
 
 def test_cpu_mapping_uses_float32_and_one_process_executor() -> None:
@@ -35,7 +35,7 @@ def test_cpu_mapping_uses_float32_and_one_process_executor() -> None:
 
 def test_a_width_file_puts_the_people_first_scheduler_in_vllms_engine_core() -> None:
     kwargs = engine_kwargs(EngineConfig(), "/m", on_cpu=True, width_file="/dev/shm/hunyuan-bulk-width-x")
-    assert kwargs["scheduler_cls"] == "hunyuan_serve.replica.people_scheduler.make"
+    assert kwargs["scheduler_cls"] == "hunyuan_serve.replica.engine.people_scheduler.make"
     assert kwargs["additional_config"] == {"hunyuan_bulk_width_file": "/dev/shm/hunyuan-bulk-width-x"}
     from vllm.config.scheduler import SchedulerConfig
     from vllm.utils.import_utils import resolve_obj_by_qualname
@@ -192,7 +192,7 @@ def test_the_device_flag_sets_the_engine_device() -> None:
 
 
 def test_engine_shutdown_gives_its_processes_engine_shutdown_timeout_s() -> None:
-    from hunyuan_serve.replica.engine import VllmEngine
+    from hunyuan_serve.replica.engine.vllm_engine import VllmEngine
 
     class Recorder:
         def __init__(self) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from hunyuan_serve.config import EngineConfig
-from hunyuan_serve.replica.engine_fork import (
+from hunyuan_serve.replica.engine.fork import (
     MULTIPROC_METHOD_ENV,
     forget_the_front,
     forks_engine_core,

@@ -7,11 +7,11 @@ from collections.abc import AsyncGenerator, Iterator
 import httpx
 import pytest
 from jinja2 import TemplateError
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine_types import Delta, Generation, Sampling
+from hunyuan_serve.replica.engine.interface import Delta, Generation, Sampling
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 ERRORS: dict[str, Exception] = {
     "value": ValueError("the prompt holds a token this tokenizer refuses"),

@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 from hunyuan_serve.cache.key import cache_key
 from hunyuan_serve.families import sampling_defaults
@@ -19,8 +18,9 @@ from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.chimera import fusion_prompt
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine_types import Generation, Sampling
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
 from hunyuan_serve.replica.ensemble import Fused, answer_fields, fusion_header, refusal_reason
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 EN, ZH = find_language("en"), find_language("zh")
 

@@ -9,16 +9,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from replica_fakes import FakeEngine, serve_in_thread, wait_ready
 
-from hunyuan_serve.client.formats import FORMATS
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.edge import dialects
 from hunyuan_serve.families import HUNYUAN_MT
-from hunyuan_serve.replica import documents
-from hunyuan_serve.replica.apis import openai
+from hunyuan_serve.localization.formats import FORMATS
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.documents import jobs as documents
+from hunyuan_serve.replica.errors import ApiError, render_error
+from tests.support.replica_fakes import FakeEngine, serve_in_thread, wait_ready
 
 KEY = "sk-wording-test-3c2b1a"
 OPENAI_FIELDS = {"message", "type", "param", "code"}
@@ -58,7 +57,7 @@ def test_openai_key_refusals_have_every_field_param_null(client: httpx.Client) -
 )
 def test_nginx_and_the_replica_answer_openai_errors_from_one_definition(code: str) -> None:
     status = dialects.edge_status(code) if code != "overloaded" else 503
-    from_replica = openai.render_error(ApiError(status, code, "why")).body
+    from_replica = render_error(dialects.OPENAI, ApiError(status, code, "why")).body
     edge = dialects.OPENAI.error(code, "why", status)
     assert from_replica == httpx.Response(200, json=edge).content
     assert set(edge["error"]) == OPENAI_FIELDS

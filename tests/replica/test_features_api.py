@@ -10,14 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 from hunyuan_serve.families import FAMILIES, FEW_SHOT, HUNYUAN_MT, HY_MT2, HY_MT15
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine_types import Generation, Sampling
+from hunyuan_serve.replica.engine.interface import Generation, Sampling
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 # Small limits, so each bound is reachable in a test (and shown to come from the config).
 LIMITS = {

@@ -4,6 +4,7 @@ exact answers without the engine in every API, close matches in the prompt, the 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,12 @@ from typing import Any
 import httpx
 import pytest
 from lxml import etree
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 from hunyuan_serve.config import ServeConfig
 from hunyuan_serve.memory.tmx import read_tmx
 from hunyuan_serve.replica.app import create_app
 from tests.support.redis_server import RedisServer, redis_server
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 from tests.support.stacks import free_port
 
 DTD = Path(__file__).parents[1] / "memory" / "tmx14.dtd"
@@ -212,3 +213,60 @@ def test_a_memory_store_that_does_not_answer_leaves_translation_to_the_model() -
         assert "memory" not in answer.json() and engine.calls == 1
         refused = client.get("/memories")
         assert refused.status_code == 503 and refused.json()["error"]["code"] == "store_unavailable"
+
+
+def _sse(response: httpx.Response) -> list[Any]:
+    blocks = [b.removeprefix("data: ") for b in response.text.split("\n\n") if b.startswith("data: ")]
+    return [json.loads(b) for b in blocks if b != "[DONE]"]
+
+
+def test_streams_are_answered_from_the_memory_where_it_holds_the_text(
+    client: httpx.Client, engine: FakeEngine
+) -> None:
+    _import(client, TSV)
+    native = client.post(
+        "/translate", json={"source_lang": "en", "target_lang": "zh", "text": "Batch count", "stream": True}
+    )
+    assert native.headers.get("X-Hunyuan-Memory") == "exact", native.text
+    delta, done = _sse(native)
+    assert delta == {"delta": "总批次数"} and done["result"] == "总批次数" and done["memory"] == "exact"
+    system = (
+        "\nYou are a highly skilled translation assistant, adept at translating text\n"
+        "from language 'en'\nto language 'zh_Hans'\nwith precision and nuance.\n\n\n"
+        "You always reply with translated string only.\n"
+    )
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "Batch count"}]
+    openai = client.post("/v1/chat/completions", json={"model": "fake", "messages": messages, "stream": True})
+    assert openai.headers.get("X-Hunyuan-Memory") == "exact", openai.text
+    assert (
+        "".join(c["choices"][0]["delta"].get("content", "") for c in _sse(openai) if c["choices"])
+        == "总批次数"
+    )
+    assert engine.calls == 0
+    missed = client.post(
+        "/translate", json={"source_lang": "en", "target_lang": "zh", "text": "Quit", "stream": True}
+    )
+    assert _sse(missed)[-1]["done"] is True and engine.calls == 1  # the model's stream, as before
+
+
+def test_whole_texts_are_looked_up_as_given_and_blank_translations_kept_on_request(
+    client: httpx.Client, engine: FakeEngine
+) -> None:
+    rows = "Copy image to: ,将图片发动到:\nCopy image to:,将图片复制到:\n•,・\n(hidden),\n(a space), \n"
+    assert _import(client, rows, "ui.csv").json()["units"] == 4  # an empty target: not translated yet
+    assert _import(client, rows, "ui.csv", blank="keep").json()["units"] == 5
+    asked = ["Copy image to: ", "Copy image to:", "•", "(hidden)", "(a space)", "Copy image"]
+    found = client.post("/memories/lookup", json={"source_lang": "en", "target_lang": "zh", "texts": asked})
+    assert found.json() == {
+        "translations": ["将图片发动到:", "将图片复制到:", "・", "", " ", None],
+        "memory": True,
+    }
+    none = client.post("/memories/lookup", json={"source_lang": "en", "target_lang": "de", "texts": asked})
+    assert none.json() == {"translations": [None] * 6, "memory": False}  # the client stops asking
+    assert engine.calls == 0
+    assert 'hunyuan_memory_lookups_total{result="exact"} 5.0' in client.get("/metrics").text
+    bad = client.post("/memories/lookup", json={"source_lang": "en", "target_lang": "xx", "texts": []})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "unsupported_language"
+    assert _import(client, rows, "ui.csv", blank="maybe").status_code == 400
+    close = client.get("/tmserver/en/zh/unit/(hidden%20now)").json()
+    assert close == []  # a blank translation guides nothing

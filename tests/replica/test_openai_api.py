@@ -11,7 +11,6 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 from hunyuan_serve.families import HUNYUAN_MT, HY_MT15, sampling_defaults
 from hunyuan_serve.families.build import build_prompt
@@ -20,6 +19,7 @@ from hunyuan_serve.replica.apis.openai_schema import _CHAT_KEYS, WEBLATE_SEPARAT
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.errors import ApiError
 from tests.support.bodies import encode, raw_bytes, values
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 MAX_MESSAGES = 4
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hunyuan_serve.replica.people_scheduler import paused_and_held, step_budget
-from hunyuan_serve.replica.width_file import UNLIMITED, WidthReader, WidthWriter
+from hunyuan_serve.replica.engine.interface import EngineStats
+from hunyuan_serve.replica.engine.people_scheduler import paused_and_held, step_budget
+from hunyuan_serve.replica.engine.width_file import UNLIMITED, Ack, WidthReader, WidthWriter
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,55 @@ def test_the_width_file_carries_the_latest_limits_to_another_reader(tmp_path: Pa
     assert not writer.path.exists()
     assert WidthReader(writer.path).read() == (UNLIMITED, UNLIMITED)  # gone: vLLM's own scheduling
     assert WidthReader(tmp_path / "never-made").read() == (UNLIMITED, UNLIMITED)
+
+
+def test_the_scheduler_acknowledges_each_step_in_its_half_of_the_file(tmp_path: Path) -> None:
+    writer = WidthWriter(tmp_path)
+    reader = WidthReader(writer.path)
+    assert writer.acknowledged() == Ack()  # nothing built yet
+    reader.built()
+    assert writer.acknowledged() == Ack(os.getpid(), 0, UNLIMITED)
+    writer.write(3, 64)
+    reader.acknowledge(reader.read()[0])
+    reader.acknowledge(reader.read()[0])
+    assert writer.acknowledged() == Ack(os.getpid(), 2, 3)
+    assert reader.read() == (3, 64)  # the acknowledgements leave the replica's half alone
+    writer.write(5)
+    assert writer.acknowledged().steps == 2  # and the width leaves the scheduler's
+    writer.close()
+    assert writer.acknowledged() == Ack()
+
+
+def _stats(acks: int, logged_steps: int) -> EngineStats:
+    stats = EngineStats(steps=logged_steps)
+    stats.acknowledged = lambda: Ack(1, acks, 4)
+    return stats
+
+
+# (acknowledged steps, the stat logger's steps, a deep probe stepped, people_first, the stall clock)
+PEOPLE_FIRST = [
+    (0, 0, False, "unproven", 0),  # no step yet: nothing to acknowledge
+    (0, 0, True, "inactive", 0),  # a probe generated, and no step was acknowledged
+    (0, 5, False, "inactive", 5),  # the stat logger saw steps: the clock falls back to its count
+    (7, 5, False, "active", 7),  # ours once it moves: a throttled stat logger cannot stop the clock
+    (7, 0, True, "active", 7),
+]
+
+
+@pytest.mark.parametrize(("acks", "logged", "stepped", "state", "clock"), PEOPLE_FIRST)
+def test_people_first_is_inactive_once_the_engine_stepped_with_nothing_acknowledged(
+    acks: int, logged: int, stepped: bool, state: str, clock: int
+) -> None:
+    stats = _stats(acks, logged)
+    assert stats.people_first(stepped) == state
+    assert stats.people_first_inactive(stepped) is (state == "inactive")
+    assert stats.clock() == clock
+
+
+def test_an_engine_without_a_pausing_scheduler_has_no_people_first_state() -> None:
+    stats = EngineStats(steps=9)  # the stand-in's
+    assert stats.people_first(True) is None and not stats.people_first_inactive(True)
+    assert stats.clock() == 9
 
 
 def test_a_new_writer_removes_the_files_of_replicas_that_are_gone(tmp_path: Path) -> None:

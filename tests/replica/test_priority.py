@@ -10,15 +10,16 @@ from typing import Any
 import httpx
 import pydantic
 import pytest
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 from hunyuan_serve import auth
 from hunyuan_serve.config import ConfigError, ServeConfig
-from hunyuan_serve.replica import priority
+from hunyuan_serve.replica.admission import priority
+from hunyuan_serve.replica.admission.gate import ACCESS_LOG
+from hunyuan_serve.replica.admission.in_flight import Admission
 from hunyuan_serve.replica.app import create_app
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import ACCESS_LOG, Admission
 from hunyuan_serve.replica.lifecycle import Lifecycle, Phase
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 GOOD = {"text": "Hello", "source_lang": "en", "target_lang": "zh"}
 

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from hunyuan_serve.replica import priority, queue_wait
-from hunyuan_serve.replica.admission import Admission
+from hunyuan_serve.replica.admission import priority, queue_wait
+from hunyuan_serve.replica.admission.in_flight import Admission
+from hunyuan_serve.replica.admission.queue_wait import (
+    MIN_GAPS,
+    Queue,
+    ServedRate,
+    expected_wait_s,
+    wait_refusal,
+)
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.lifecycle import Lifecycle, Phase
-from hunyuan_serve.replica.queue_wait import MIN_GAPS, Queue, ServedRate, expected_wait_s, wait_refusal
 
 
 class Clock:
@@ -159,3 +165,100 @@ def test_once_the_rate_is_known_a_wait_past_the_bound_is_refused_with_its_retry_
 def test_without_a_queue_a_request_past_its_places_is_refused_at_once() -> None:
     admission = _admission(Clock(), room=2, max_queued=0)
     assert [_try(admission, "interactive") for _ in range(3)][2].startswith("refused: 2 requests in flight")
+
+
+def _learned(clock: Clock, admission: Admission, people: int, bulk: int, per_s: float) -> None:
+    """`people` and `bulk` requests in flight, and the rate learned: answers 1/per_s apart, every place
+    taken (each answered request is replaced by one of its class, so the counts stay)."""
+    for cls, n in ((priority.INTERACTIVE, people), (priority.BULK, bulk)):
+        for _ in range(n):
+            admission.enter(cls, "ci" if cls == priority.BULK else None)
+    for _ in range(MIN_GAPS + 1):
+        clock.t += 1 / per_s
+        admission.answered()
+
+
+@pytest.mark.parametrize(
+    ("people", "bulk", "per_s", "cls", "ahead", "refused"),
+    [
+        # 4 places, 100 may wait, a wait of 5 s at most; answered 2 a second.
+        (4, 0, 2.0, "interactive", 0, None),  # (4 + 1 - 4) / 2 = 0.5 s
+        (4, 0, 2.0, "interactive", 9, None),  # 9 people ahead in the intake: 5 s, at the bound
+        (4, 0, 2.0, "interactive", 10, "about 5.5 s, over max_queue_wait_s=5 (Retry-After 1)"),
+        (4, 0, 2.0, "interactive", 26, "about 13.5 s, over max_queue_wait_s=5 (Retry-After 9)"),
+        (0, 20, 2.0, "interactive", 9, None),  # bulk in flight is never ahead of a person
+        (0, 20, 2.0, "bulk", 0, "about 9.0 s, over max_queue_wait_s=5 (Retry-After 4)"),
+        (0, 6, 2.0, "bulk", 4, None),  # everyone ahead, past bulk's 3 places: (6 + 4 + 1 - 3) / 2 = 4 s
+        (0, 6, 2.0, "bulk", 7, "about 5.5 s, over max_queue_wait_s=5 (Retry-After 1)"),
+        (4, 0, 40.0, "interactive", 99, None),  # 103 of the 104 places (4 + 100), a wait of 2.5 s
+        (
+            4,
+            0,
+            40.0,
+            "interactive",
+            100,
+            "4 requests in flight and 100 being taken in ahead: max_in_flight + max_queued=104",
+        ),
+        (4, 0, None, "interactive", 50, None),  # the rate unknown (a first burst): it waits its turn
+    ],
+)
+def test_the_screen_before_the_intake_counts_those_taken_in_first(
+    people: int, bulk: int, per_s: float | None, cls: str, ahead: int, refused: str | None
+) -> None:
+    clock = Clock()
+    admission = _admission(clock, room=4, max_queued=100, max_wait_s=5.0)
+    if per_s is None:
+        for _ in range(people):
+            admission.enter(priority.INTERACTIVE)
+    else:
+        _learned(clock, admission, people, bulk, per_s)
+    before = (admission.in_flight, dict(admission.by_class))
+    got = admission.screen(cls, "ci" if cls == priority.BULK else None, ahead)
+    assert (admission.in_flight, admission.by_class) == before  # the screen takes no place
+    if refused is None:
+        assert got is None
+        return
+    assert got is not None and got.status == 503 and got.code == "overloaded"
+    assert refused in f"{got.message} (Retry-After {got.headers['Retry-After']})"
+
+
+def test_the_screen_refuses_a_replica_not_ready_as_enter_does() -> None:
+    lifecycle = Lifecycle()
+    admission = Admission(lifecycle, 4, 1, queue=Queue(4, 100, 0.25, 5.0, 120.0))
+    got = admission.screen(priority.INTERACTIVE, None, 0)
+    assert got is not None and got.code == "not_ready" and got.headers == {"Retry-After": "1"}
+
+
+def test_without_a_queue_the_screen_refuses_only_past_the_places() -> None:
+    admission = _admission(Clock(), room=4, max_queued=0)
+    admission.enter(priority.INTERACTIVE)
+    assert admission.screen(priority.INTERACTIVE, None, 2) is None
+    got = admission.screen(priority.INTERACTIVE, None, 3)
+    assert (
+        got is not None and "1 requests in flight and 3 being taken in ahead: max_in_flight=4" in got.message
+    )
+
+
+def test_a_screened_request_is_not_judged_on_its_wait_again_when_taken_in() -> None:
+    clock = Clock()
+    admission = _admission(clock, room=4, max_queued=4, max_wait_s=5.0)
+    _learned(clock, admission, 4, 0, 0.5)  # answered one every 2 s: one more would wait 2 s, two 4 s
+    admission.enter(priority.INTERACTIVE)
+    admission.enter(priority.INTERACTIVE)
+    assert "about 6.0 s" in _try(admission, "interactive")  # the rate learned while it waited
+    admission.enter(priority.INTERACTIVE, screened=True)  # let wait when it came: it waits
+    admission.enter(priority.INTERACTIVE, screened=True)
+    with pytest.raises(ApiError, match=r"8 requests in flight"):  # the queue's cap still holds
+        admission.enter(priority.INTERACTIVE, screened=True)
+
+
+def test_a_screened_request_whose_body_makes_it_bulk_is_not_judged_on_its_wait_either() -> None:
+    clock = Clock()
+    admission = _admission(clock, room=4, max_queued=100, max_wait_s=5.0)
+    _learned(clock, admission, 6, 0, 0.5)  # 6 in flight, one answer every 2 s
+    # As bulk, with 5 others ahead past bulk's 3 places: (5 + 1 - 3) / 0.5 = 6 s, past the bound.
+    with pytest.raises(ApiError, match=r"about 6\.0 s"):
+        admission.move(priority.INTERACTIVE, priority.BULK, None)
+    assert admission.by_class == {priority.INTERACTIVE: 6, priority.BULK: 0}  # left as it was
+    admission.move(priority.INTERACTIVE, priority.BULK, None, screened=True)
+    assert admission.by_class == {priority.INTERACTIVE: 5, priority.BULK: 1}

@@ -13,18 +13,17 @@ import httpx
 import pytest
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import StreamingResponse
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.families import FEW_SHOT, HUNYUAN_MT, HY_MT2, sampling_defaults
 from hunyuan_serve.families.base import Prompt
 from hunyuan_serve.families.build import canonical_family
-from hunyuan_serve.replica.apis import native
+from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.app import create_app
-from hunyuan_serve.replica.engine_types import Sampling
-from hunyuan_serve.replica.http import Call
+from hunyuan_serve.replica.engine.interface import Sampling
 from hunyuan_serve.replica.sampling import replica_sampling
 from hunyuan_serve.replica.schema import default_max_tokens, parse_sampling
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready, wait_until
 
 
 @pytest.fixture(scope="module")
@@ -268,6 +267,7 @@ def test_health_follows_the_lifecycle_loading_warming_ready_dead() -> None:
             "family": "hunyuan",
             "in_flight": 0,
             "max_in_flight": ReplicaConfig().max_in_flight,
+            "queued": 0,  # sequences waiting in the replica for engine room
             "deep": False,
         }
         assert client.get("/health", params={"deep": "1"}).json()["deep"] is True
@@ -416,7 +416,7 @@ def _streaming_app(engine: FakeEngine) -> FastAPI:
         return StreamingResponse(chunks(), media_type="text/plain")
 
     async def route(request: Request) -> Response:
-        return await replica.gate.serve(request, stream, native.render_error)
+        return await replica.gate.serve(request, stream)
 
     app.add_api_route("/test-stream", route, methods=["POST"])
     return app

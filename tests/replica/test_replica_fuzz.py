@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 from hunyuan_serve.replica.app import create_app
 from tests.support.bodies import bodies, check, encode, raw_bytes
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 
-from qa_scripted import CHINESE, served
-
 from hunyuan_serve.qa import completeness
+from tests.support.qa_scripted import CHINESE, served
 
 # The fake engine counts a character as a token: a target of 20 cuts each paragraph at its sentences
 # (each of at most 20 characters, and each its own: identical ones would share one engine call). No
@@ -46,7 +45,11 @@ def test_a_segment_that_lost_a_line_is_flagged_and_under_retry_sent_again_alone(
         with served(segment_tokens=47) as (engine, client):
             for first in ("one", "five", "seven"):  # the other segments, answered line for line
                 engine.script[f"Line {first} of the notes"] = [("笔记的一行\n笔记的又一行", "stop")]
-            engine.script["Line three of the notes"] = [("只剩一行", "stop"), ("第三行\n第四行", "stop")]
+            # One line lost, the other answered in full (a line cut short would be length_ratio too).
+            engine.script["Line three of the notes"] = [
+                ("笔记的第三行只剩这一行", "stop"),
+                ("笔记的第三行\n笔记的第四行", "stop"),
+            ]
             warm = len(engine.asked)
             answer = client.post("/translate", json={**BODY, "text": text, "qa": policy}).json()
             assert engine.calls_for("Line three of the notes") == calls

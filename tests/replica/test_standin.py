@@ -12,7 +12,7 @@ from hunyuan_serve.config import EngineConfig
 from hunyuan_serve.families.build import build_prompt
 from hunyuan_serve.languages import find_language
 from hunyuan_serve.replica.encoding import encode_prompt
-from hunyuan_serve.replica.engine_types import Sampling
+from hunyuan_serve.replica.engine.interface import Sampling
 from hunyuan_serve.replica.standin import STAND_IN, StandInEngine, checkpoint_max_len
 from tests.support.stacks import cli, free_port, http_ok, started
 

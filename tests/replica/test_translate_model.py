@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 from hunyuan_serve.replica.app import create_app
+from tests.support.replica_fakes import FakeEngine, make_config, serve_in_thread, wait_ready
 
 GOOD = {"text": "Hello", "source_lang": "en", "target_lang": "zh"}
 

@@ -185,6 +185,7 @@ PURE = (
     "edge/filters.py",
     "edge/dialects.py",
     "edge/upstream_tls.py",
+    "edge/hold.py",
 )
 FORBIDDEN = {"asyncio", "subprocess", "httpx", "os", "time", "random", "signal", "socket"}
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from hunyuan_serve.cache.redis_layer import RedisSettings
-from hunyuan_serve.replica import documents as d
-from hunyuan_serve.replica.documents_files import read
+from hunyuan_serve.replica.documents import jobs as d
+from hunyuan_serve.replica.documents.files import read
 from hunyuan_serve.storage.jobs import Documents, Job
 from hunyuan_serve.storage.jobs_redis import RedisDocumentJobs
 from hunyuan_serve.storage.jobs_sqlite import DocumentJobs
-from tests.support.redis_server import RedisServer, redis_server
+from tests.support.redis_server import RedisServer
 
 LEASE = 10.0
 
@@ -34,12 +34,6 @@ class Clock:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
-
-
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
 
 
 @pytest.fixture(params=["sqlite", "redis"])
@@ -226,7 +220,7 @@ def test_a_docx_keeps_its_paragraph_styles_and_tables() -> None:
 
 
 def test_a_file_that_is_not_a_docx_is_a_format_error() -> None:
-    from hunyuan_serve.client.formats import FormatError
+    from hunyuan_serve.localization.formats import FormatError
 
     with pytest.raises(FormatError, match=r"not a Word \.docx file"):
         read(b"PK\x03\x04 not really", "a.docx", "docx", "de", None)
@@ -235,7 +229,7 @@ def test_a_file_that_is_not_a_docx_is_a_format_error() -> None:
 def test_a_job_output_its_format_refuses_is_a_format_error() -> None:
     """A job's output goes through the same validator as the CLI's (msgfmt --check for gettext): a
     catalog msgfmt refuses fails the job instead of being handed back."""
-    from hunyuan_serve.client.formats import FormatError
+    from hunyuan_serve.localization.formats import FormatError
 
     catalog = (
         'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'

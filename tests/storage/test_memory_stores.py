@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -13,15 +13,9 @@ from hunyuan_serve.memory.tmx import MemoryFileInvalid
 from hunyuan_serve.storage.memory import SHARED, Hit, MemoryFull, MemoryStore, Origin, Unit
 from hunyuan_serve.storage.memory_redis import RedisMemory
 from hunyuan_serve.storage.memory_sqlite import SqliteMemory
-from tests.support.redis_server import RedisServer, redis_server
+from tests.support.redis_server import RedisServer
 
 TSV = "Save\t保存\nLoad\t载入\n".encode()
-
-
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
 
 
 @pytest.fixture(params=["sqlite", "redis"])

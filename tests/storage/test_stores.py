@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -16,15 +16,9 @@ from hunyuan_serve.storage.backend import StoreUnavailable
 from hunyuan_serve.storage.from_config import store_from_config, store_path
 from hunyuan_serve.storage.glossary import Dictionary
 from hunyuan_serve.storage.per_key import RedisStore, SqliteStore, Store
-from tests.support.redis_server import RedisServer, redis_server
+from tests.support.redis_server import RedisServer
 
 PAIR = ("en", "de")
-
-
-@pytest.fixture(scope="module")
-def redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_server(tmp_path_factory.mktemp("redis")) as server:
-        yield server
 
 
 @pytest.fixture(params=["sqlite", "redis"])

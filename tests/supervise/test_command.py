@@ -54,11 +54,12 @@ def test_render_nginx_and_systemd(
     assert _run(["render", "nginx", *flags]) == 0
     text = capsys.readouterr().out
     assert "server 127.0.0.1:9100 " in text and "server 127.0.0.1:9101 " in text and "least_conn" not in text
-    # The stack `up` places: the checkpoint's name and family, and the CPU cap per replica.
+    # The stack `up` places: the checkpoint's name and family, and the cap per replica (what it runs
+    # and lets wait: max_in_flight 256 + max_queued 2048).
     assert re.search(r'"status":"ready","model":"[^"]*Hunyuan-MT-7B","family":"hunyuan-mt"', text)
-    assert text.count("max_conns=128;") == 2
+    assert text.count("max_conns=2304;") == 2
     assert _run(["render", "nginx", "--starting", *flags]) == 0
-    assert capsys.readouterr().out.count("max_conns=128 down;") == 2
+    assert capsys.readouterr().out.count("max_conns=2304 down;") == 2
     with pytest.raises(ConfigError, match="--starting is an option of render nginx"):
         _run(["render", "systemd", "--starting"])
     assert _run(["render", "systemd", "--drain-timeout-s", "100"]) == 0

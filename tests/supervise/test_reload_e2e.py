@@ -1,9 +1,10 @@
 """Rolling reload end to end: a real `up` (two tiny replicas, real Nginx), steady load, `reload`.
 
-One `up` serves the module. Bad configs are refused with nothing touched; then the config file is edited and
-one `reload` replaces every replica under load, carrying the model (a second tiny checkpoint of another
-generation, so its prompt family is placed again), a replica setting and an Nginx setting. Figures are
-printed (run with -s); heavy:
+The suite's `restart_stack` serves the module (shared with test_up_e2e.py). Bad configs are refused
+with nothing touched; then the config file is edited and one `reload` replaces every replica under load,
+carrying the model (a second tiny checkpoint of another generation, so its prompt family is placed
+again), a replica setting and an Nginx setting; the stack's `settings` and `family` say so after. Figures
+are printed when the stack stops (run with -s); heavy:
 `flock /tmp/hs-heavy.lock timeout 900 .venv/bin/pytest -s -q tests/supervise/test_reload_e2e.py`.
 """
 
@@ -12,21 +13,18 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from hunyuan_serve.run.events import read_events
-from hunyuan_serve.run.state import EVENTS_FILE, read_state
+from hunyuan_serve.run.state import EVENTS_FILE
 from tests.support.load import Load
-from tests.support.stacks import alive, cli, free_ports, started, tiny_engine, wait_until
+from tests.support.restart_stack import START_TIMEOUT_S, UpStack
+from tests.support.stacks import alive, cli
 
-START_TIMEOUT_S = 420.0  # two vLLM CPU engines loading on two shared cores
 RELOAD_TIMEOUT_S = 900.0  # two replicas replaced one at a time, each a cold engine start beside the old one
 
 pytestmark = [
@@ -37,67 +35,15 @@ pytestmark = [
 ]
 
 
-@dataclass
-class Stack:
-    proc: subprocess.Popen[bytes]
-    run_dir: Path
-    config: Path
-    settings: dict[str, Any]
-    port: int
-    log: Path
-    figures: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def replicas(self) -> list[dict[str, Any]]:
-        state = read_state(self.run_dir)
-        assert state is not None
-        return list(state["replicas"])
-
-    def pids(self) -> dict[str, int]:
-        return {r["name"]: r["pid"] for r in self.replicas()}
-
-    def all_ready(self) -> bool:
-        state = read_state(self.run_dir)
-        if state is None:
-            return False
-        replicas = state["replicas"]
-        return all(r["state"] == "ready" for r in replicas) and state["nginx"]["ready"] == len(replicas)
-
-    def write(self, settings: dict[str, Any]) -> None:
-        """What the user does before `reload`: edit the file `up` was started with."""
-        self.config.write_text(yaml.safe_dump(settings))
-
-    def reload(self) -> subprocess.CompletedProcess[str]:
-        argv = cli("reload", "--run-dir", str(self.run_dir), "--timeout", str(RELOAD_TIMEOUT_S))
-        return subprocess.run(argv, capture_output=True, text=True, timeout=RELOAD_TIMEOUT_S + 60)
-
-    def health(self) -> dict[str, Any]:
-        body = httpx.get(f"{self.url}/health", timeout=10, trust_env=False).json()
-        assert isinstance(body, dict)
-        return body
+def _reload(stack: UpStack) -> subprocess.CompletedProcess[str]:
+    argv = cli("reload", "--run-dir", str(stack.run_dir), "--timeout", str(RELOAD_TIMEOUT_S))
+    return subprocess.run(argv, capture_output=True, text=True, timeout=RELOAD_TIMEOUT_S + 60)
 
 
-def _settings(work: Path, model: Path) -> tuple[dict[str, Any], int]:
-    port, base, *_ = free_ports(5)  # Nginx, then both port sets of the two replicas (base_port + 0..3)
-    return {
-        "replicas": 2,
-        "base_port": base,
-        "run_dir": str(work / "run"),
-        "engine": tiny_engine(model),
-        "replica": {"max_tokens": 8},
-        "supervisor": {
-            "probe_interval_s": 0.25,
-            "probe_timeout_s": 2.0,
-            "restart_backoff_base_s": 0.5,
-            "startup_timeout_s": 400.0,
-            "drain_timeout_s": 10.0,
-            "kill_timeout_s": 10.0,
-        },
-        "nginx": {"port": port, "worker_processes": 1, "read_timeout_s": 120.0},
-    }, port
+def _health(stack: UpStack) -> dict[str, Any]:
+    body = httpx.get(f"{stack.url}/health", timeout=10, trust_env=False).json()
+    assert isinstance(body, dict)
+    return body
 
 
 @pytest.fixture(scope="module")
@@ -108,32 +54,27 @@ def second_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_model(tmp_path_factory.mktemp("tiny-hy-mt1.5-"), seed=1, kind="hy-mt1.5")
 
 
-@pytest.fixture(scope="module")
-def stack(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    work = tmp_path_factory.mktemp("reload")
-    settings, port = _settings(work, tiny_model_dir)
-    config, log = work / "up.yaml", work / "up.log"
-    config.write_text(yaml.safe_dump(settings))
-    with started(cli("up", "--config", str(config)), log=log) as proc:
-        stack = Stack(proc, work / "run", config, settings, port, log)
-        try:
-            wait_until(proc, log, stack.all_ready, START_TIMEOUT_S, "both replicas ready")
-            yield stack
-        finally:
-            print("\nhunyuan-serve reload figures:", json.dumps(stack.figures, indent=1))
+@pytest.fixture
+def stack(restart_stack: UpStack) -> UpStack:
+    """The shared `up` once both replicas are ready (an earlier test may have killed them)."""
+    restart_stack.wait_ready(2 * START_TIMEOUT_S)
+    return restart_stack
 
 
-def _reload_under_load(stack: Stack, label: str, settings: dict[str, Any]) -> tuple[Load, str]:
+def _reload_under_load(stack: UpStack, label: str, settings: dict[str, Any]) -> tuple[Load, str]:
     """Write the settings, `reload` under load; checks 0 failures and every replica replaced."""
-    wait_until(stack.proc, stack.log, stack.all_ready, START_TIMEOUT_S, "ready before the reload")
     before = stack.pids()
     stack.write(settings)
     # Lighter than the chaos test's load: each new engine loads on a core its predecessor is serving from.
     with Load(stack.url, threads=2, pause_s=0.2) as load:
         load.wait_ok(10)
         t0 = time.time()
-        out = stack.reload()
+        out = _reload(stack)
         t1 = time.time()
+        if out.returncode == 0:
+            # What the shared stack now runs, recorded before any check below can fail, so that the next
+            # module on this stack compares against the config it really serves.
+            stack.settings, stack.family = settings, _health(stack)["family"]
         load.wait_ok(10, since=t1)  # and it goes on serving after
     print(f"\n{label}: reload said:\n{out.stdout}{out.stderr}")
     assert out.returncode == 0, out.stdout + out.stderr
@@ -177,9 +118,8 @@ OPEN_KEYS = "OPEN_KEYS"  # replaced by a keys file of mode 0644, made by the tes
     ],
 )
 def test_a_bad_config_is_refused_and_nothing_is_touched(
-    stack: Stack, tmp_path: Path, edit: dict[str, Any], said: str, code: int
+    stack: UpStack, tmp_path: Path, edit: dict[str, Any], said: str, code: int
 ) -> None:
-    wait_until(stack.proc, stack.log, stack.all_ready, START_TIMEOUT_S, "ready")
     before = stack.replicas()
     settings = json.loads(json.dumps(stack.settings))
     keys = tmp_path / "keys.txt"
@@ -190,7 +130,7 @@ def test_a_bad_config_is_refused_and_nothing_is_touched(
         settings[section] = {**settings.get(section, {}), **values}
     stack.write(settings)
     try:
-        out = stack.reload()
+        out = _reload(stack)
     finally:
         stack.write(stack.settings)
     print(f"\nrefused ({said}): {out.stderr.strip()}")
@@ -203,12 +143,12 @@ def test_a_bad_config_is_refused_and_nothing_is_touched(
 
 
 def test_reload_to_another_model_and_settings_under_load_replaces_every_replica(
-    stack: Stack, second_model: Path
+    stack: UpStack, second_model: Path
 ) -> None:
     # One reload carries everything a reload applies: the model (another generation's checkpoint, so its
     # prompt family is placed again), a replica setting (each replica's /health says it) and an Nginx
     # one (its upstream lines), the latter once both replicas run the new config.
-    old = stack.health()
+    old, old_family = _health(stack), stack.family
     settings = json.loads(json.dumps(stack.settings))
     settings["engine"]["model"] = str(second_model)
     settings["replica"]["max_in_flight"] = 64
@@ -223,12 +163,11 @@ def test_reload_to_another_model_and_settings_under_load_replaces_every_replica(
         assert health["max_in_flight"] == 64, replica
         assert replica["config"] == rid and replica["state"] == "ready"
     assert (stack.run_dir / "nginx" / "nginx.conf").read_text().count(" max_fails=2 ") == 2
-    new = stack.health()
-    assert old["family"] == "hunyuan-mt" and new["family"] == "hy-mt1.5"
+    new = _health(stack)
+    assert old["family"] == old_family and new["family"] == stack.family == "hy-mt1.5"
     assert new["model"] != old["model"] and {old["model"], new["model"]} <= set(load.models)
     with httpx.Client(base_url=stack.url, timeout=60, trust_env=False) as client:
         answer = client.post(
             "/translate", json={"text": "Good night", "source_lang": "en", "target_lang": "zh"}
         )
     assert answer.status_code == 200 and answer.json()["model"] == new["model"]
-    stack.settings = settings

@@ -117,7 +117,7 @@ def test_render_nginx_starting_is_the_config_up_wrote(tmp_path: Path, gpus: bool
     assert rendered.returncode == 0, rendered.stderr
     assert rendered.stdout == written
     # What the two agree on is this machine's: its devices, the checkpoint's name and family, and the
-    # cap each replica's engine batches (on CPU nginx.cpu_max_conns, 128, not max_num_seqs, 256).
+    # cap per replica (what it runs and lets wait: max_in_flight 256 + max_queued 2048).
     devices = planned["devices"]
     if gpus:
         assert devices == ["cuda:0", "cuda:MIG-dddd-4444", "cuda:MIG-eeee-5555"]
@@ -126,4 +126,4 @@ def test_render_nginx_starting_is_the_config_up_wrote(tmp_path: Path, gpus: bool
     # The served name is the checkpoint's (its path, or its directory's name), never "".
     health = r'"status":"unavailable","model":"[^"]*Hunyuan-MT-7B","family":"hunyuan-mt","ready":0'
     assert re.search(health, written)
-    assert written.count(f"max_conns={256 if gpus else 128} down;") == len(devices)
+    assert written.count("max_conns=2304 down;") == len(devices)

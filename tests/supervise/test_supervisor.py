@@ -77,6 +77,20 @@ async def test_exit_while_starting_restarts_without_touching_nginx(make: Callabl
     assert await sim.stop() == 0
 
 
+async def test_the_evicted_event_says_why_it_left_when_the_restart_beats_the_reload(
+    make: Callable[..., Sim],
+) -> None:
+    sim = make()
+    sim.start()
+    await sim.at(2)
+    sim.nginx.reload_s = 2.0  # longer than the 1 s backoff: the replica is launched again first
+    sim.runner.latest(R0).exit(-9)
+    await sim.at(5)
+    assert sim.of(R0, "replica_started", since=2)  # relaunched before Nginx took the eviction
+    assert sim.of(R0, "evicted")[0]["reason"] == "exited with code -9"
+    assert await sim.stop() == 0
+
+
 async def test_exit_while_ready_evicts_at_once_then_readmits(make: Callable[..., Sim]) -> None:
     sim = make()
     sim.start()

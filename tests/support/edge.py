@@ -91,11 +91,14 @@ async def _stream(send: Send, script: Script, *, cut: bool) -> None:
 
 
 @contextlib.contextmanager
-def upstreams(count: int, *, keys: bool) -> Iterator[tuple[Script, list[int]]]:
-    """count uvicorn servers of echo_app (behind the real KeyCheck when keys), in threads."""
+def upstreams(
+    count: int, *, keys: bool, ports: list[int] | None = None
+) -> Iterator[tuple[Script, list[int]]]:
+    """count uvicorn servers of echo_app (behind the real KeyCheck when keys), in threads, on these
+    ports (default: free ones)."""
     script = Script()
     servers: list[tuple[uvicorn.Server, threading.Thread]] = []
-    ports = [free_port() for _ in range(count)]
+    ports = ports or [free_port() for _ in range(count)]
     try:
         for port in ports:
             app: Any = echo_app(script, port)

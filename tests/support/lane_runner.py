@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO
 
 NO_TESTS_COLLECTED = 5  # pytest.ExitCode.NO_TESTS_COLLECTED
@@ -44,9 +44,21 @@ def _relay(stream: IO[bytes], prefix: bytes, lock: threading.Lock) -> None:
             sys.stdout.buffer.flush()
 
 
+def lane_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The lanes' environment: unbuffered, and writing bytecode even where the caller's shell says not to.
+
+    With PYTHONDONTWRITEBYTECODE set, nothing of this checkout is ever cached as bytecode: every lane
+    rewrites every test module's asserts again, and every replica, `up` and CLI process the tests start
+    compiles hunyuan_serve anew (importing the replica's app: 1.5 s of CPU against 0.8 s from the cache,
+    on the suite's 2-core machine). The caches go to __pycache__/, which git ignores.
+    """
+    env = {key: value for key, value in environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    return {**env, "PYTHONUNBUFFERED": "1"}
+
+
 def _start(count: int, pytest_args: Sequence[str]) -> list[subprocess.Popen[bytes]]:
     # Sessions of their own: a terminal's Ctrl-C must not reach them twice (once here, once forwarded).
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = lane_env(os.environ)
     return [
         subprocess.Popen(
             lane_argv(index, count, pytest_args),

@@ -1,7 +1,11 @@
-"""Tiny-model `up` stacks that many modules share: each started early, stopped after its last user.
+"""Tiny-model `up` stacks that many modules share: each stopped after its last user.
 
-Two of them: `shared_stack`, open, for the read-only API modules; `keyed_stack`, two replicas with a
-keys file of every key its modules use (each module its own keys, so quotas and glossaries stay apart).
+Started at the session's start: `shared_stack`, open, for the read-only API modules; `keyed_stack`, two
+replicas with a keys file of every key its modules use (each module its own keys, so quotas and
+glossaries stay apart). Started by their first user, after those two have stopped: `restart_stack`
+(tests/support/restart_stack.py), which its modules kill, stop and reload replicas of, and
+`pools_stack` (tests/support/pools_stack.py), two pools that its modules reload and kill one of; each
+user leaves the stack with every replica ready again.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -18,7 +23,10 @@ from tests.support.stacks import free_ports, replicas_ready, spawn, stop, tiny_u
 
 FIXTURE = "shared_stack"
 KEYED_FIXTURE = "keyed_stack"
-SHARED_FIXTURES = (FIXTURE, KEYED_FIXTURE)
+RESTART_FIXTURE = "restart_stack"
+POOLS_FIXTURE = "pools_stack"
+AHEAD_FIXTURES = (FIXTURE, KEYED_FIXTURE)  # launched at the session's start
+SHARED_FIXTURES = (*AHEAD_FIXTURES, RESTART_FIXTURE, POOLS_FIXTURE)
 READY_TIMEOUT_S = 600.0  # engines starting on two shared cores beside the light tests, first compile included
 MAX_TOKENS = 12
 KEYED_REPLICAS = 2
@@ -31,13 +39,16 @@ HEAVY_MARKERS = ("engine", "e2e", "demo")
 class Key:
     secret: str
     limit: int | None = None  # characters, as in a keys file's `limit=N`
+    priority: str | None = None  # its requests' default class, as a keys file's `priority=`
 
     def quota(self) -> int:
         assert self.limit is not None, f"{self.secret} has no limit"
         return self.limit
 
     def line(self) -> str:
-        return self.secret if self.limit is None else f"{self.secret} limit={self.limit}"
+        options = [*([f"limit={self.limit}"] if self.limit is not None else [])]
+        options += [f"priority={self.priority}"] if self.priority else []
+        return " ".join([self.secret, *options])
 
 
 # The keyed stack's keys file: its modules take theirs from here by name.
@@ -50,9 +61,18 @@ KEYS = {
     "deepl-limited": Key("sk-deepl-limited-9a8b7c6d", limit=40),
     "formats": Key("sk-formats-2a1b0c9d8e"),
     "weblate": Key("sk-weblate-6e5d4c3b2a"),
+    # Tolgee's HIGH (interactive) and LOW (batch) priority providers of one name, each with its key.
+    "tolgee-high": Key("sk-tolgee-high-3e2d1c0b9a"),
+    "tolgee-low": Key("sk-tolgee-low-8f7e6d5c4b", priority="bulk"),
+    "subtitleedit": Key("sk-subtitleedit-1a2b3c4d5e"),
     "memory": Key("sk-memory-6d5c4b3a2f1e"),
     "memory-other": Key("sk-memory-other-0a9b8c7d"),
+    "long-texts": Key("sk-long-texts-3c2b1a0f9e"),
 }
+
+
+class Stoppable(Protocol):
+    def stop(self) -> None: ...
 
 
 @dataclass
@@ -128,15 +148,21 @@ def module_of(node: pytest.Item | pytest.TestReport) -> str:
 def light_modules_first(
     items: list[pytest.Item], shared: Sequence[str] = SHARED_FIXTURES
 ) -> list[pytest.Item]:
-    """Modules with no engine/e2e/demo test first, then the heavy modules that use a shared stack, then
+    """Modules with no engine/e2e/demo test first, then the heavy modules that use a shared stack (those
+    of the stacks started ahead, then each other stack's users together, in `shared`'s order), then
     the rest; each module's tests kept together, in their order.
 
     Stable within each part, so module fixtures are still built once; the light part gives the
-    shared stacks' engines time to start beside it, and their users come next so that they stop
-    before the tests that start engines of their own.
+    stacks started ahead time to start beside it, and their users come next so that they stop
+    before the next shared stack starts, and before the tests that start engines of their own.
     """
     heavy_modules = {module_of(item) for item in items if is_heavy(item)}
-    sharing = {module_of(item) for item in items if any(asks(item, fixture) for fixture in shared)}
+    rank: dict[str, int] = {}
+    for item in items:
+        asked = [i for i, fixture in enumerate(shared) if asks(item, fixture)]
+        if asked:
+            first = 0 if any(shared[i] in AHEAD_FIXTURES for i in asked) else min(asked)
+            rank[module_of(item)] = min(rank.get(module_of(item), first), first)
     light = [item for item in items if module_of(item) not in heavy_modules]
     heavy = [item for item in items if module_of(item) in heavy_modules]
-    return light + sorted(heavy, key=lambda item: module_of(item) not in sharing)
+    return light + sorted(heavy, key=lambda item: rank.get(module_of(item), len(shared)))

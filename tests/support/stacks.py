@@ -18,6 +18,8 @@ import httpx
 import psutil
 import pytest
 
+from hunyuan_serve.run.state import read_state
+
 STOP_TIMEOUT_S = 60.0  # `up` drains Nginx, then gives each replica its own kill timeout
 REAP_TIMEOUT_S = 10.0  # after the leader exits, how long its processes may take to be gone
 POLL_S = 0.1
@@ -125,6 +127,15 @@ def tail(log: Path, chars: int = 3000) -> str:
         return log.read_text(encoding="utf-8", errors="replace")[-chars:]
     except OSError:
         return "(no log)"
+
+
+def all_routed(run_dir: Path) -> bool:
+    """`up`'s state file: every replica it lists ready, and Nginx routing to each of them."""
+    state = read_state(run_dir)
+    if state is None:
+        return False
+    replicas = state["replicas"]
+    return all(r["state"] == "ready" for r in replicas) and state["nginx"]["ready"] == len(replicas)
 
 
 def wait_until(

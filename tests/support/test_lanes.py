@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.lane_runner import NO_TESTS_COLLECTED, combined_status, lane_argv
+from tests.support.lane_runner import NO_TESTS_COLLECTED, combined_status, lane_argv, lane_env
 from tests.support.lanes import (
     DEFAULT_HEAVY_S,
     DEFAULT_LIGHT_S,
@@ -183,3 +183,8 @@ def test_a_recorded_run_writes_each_module_it_ran_and_keeps_the_rest(tmp_path: P
     recorded = json.loads(weights.read_text())
     assert recorded.keys() == {"tests/test_a.py", "tests/test_b.py", "tests/test_gone.py"}
     assert recorded["tests/test_gone.py"] == 9.0 and recorded["tests/test_a.py"] < 99.0
+
+
+def test_the_lanes_write_bytecode_whatever_the_callers_shell_says() -> None:
+    env = lane_env({"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin", "PYTHONUNBUFFERED": "0"})
+    assert env == {"PATH": "/usr/bin", "PYTHONUNBUFFERED": "1"}

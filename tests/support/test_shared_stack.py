@@ -80,6 +80,30 @@ def test_heavy_modules_on_a_shared_stack_come_first_among_the_heavy_ones() -> No
     ]
 
 
+def test_the_users_of_a_stack_started_by_its_first_user_come_after_the_users_of_those_started_ahead() -> None:
+    items = [
+        Item("tests/a.py::own", ("e2e",)),
+        Item("tests/b.py::pools", ("engine",), ["pools_stack"]),
+        Item("tests/c.py::restart", ("engine",), ["restart_stack"]),
+        Item("tests/d.py::keyed", ("engine",), ["keyed_stack"]),
+        Item("tests/e.py::pools", ("engine",), ["pools_stack"]),
+        Item("tests/f.py::light"),
+        Item("tests/g.py::restart", ("engine",), ["restart_stack"]),
+    ]
+    shared = ("shared_stack", "keyed_stack", "restart_stack", "pools_stack")
+    ordered = light_modules_first(cast(list[pytest.Item], items), shared)
+    # Each lazily started stack's users together, so it stops before the next one starts.
+    assert ids(ordered) == [
+        "tests/f.py::light",
+        "tests/d.py::keyed",
+        "tests/c.py::restart",
+        "tests/g.py::restart",
+        "tests/b.py::pools",
+        "tests/e.py::pools",
+        "tests/a.py::own",
+    ]
+
+
 def test_each_stack_stops_after_its_last_user_in_run_order() -> None:
     items = [
         Item("t.py::a", fixturenames=["shared_stack"]),

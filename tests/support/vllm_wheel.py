@@ -1,7 +1,11 @@
-"""The pinned vLLM wheel's source files, read from PyPI by byte ranges (never the whole wheel) and cached."""
+"""The pinned vLLM wheel's source files, read from PyPI by byte ranges (never the whole wheel) and cached.
+
+deploy/install.sh fetches them (`python -m tests.support.vllm_wheel`), so the suite reads the cache only.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -101,17 +105,52 @@ def fetch(version: str, paths: Iterable[str]) -> dict[str, str | None]:
         return {p: wheel.read(p).decode("utf-8") if p in names else None for p in sorted(set(paths))}
 
 
+FETCH = "deploy/install.sh, or `.venv/bin/python -m tests.support.vllm_wheel` (about 1 MB from PyPI)"
+
+
+class NotCached(LookupError):
+    """The cache lacks the pinned vLLM's files, or some of them; the message says what to run."""
+
+
+def cached_file(version: str) -> Path:
+    return cache_dir() / f"vllm-{version}.json"
+
+
+def cached(version: str, paths: Iterable[str]) -> dict[str, str | None]:
+    """The files from the cache, never the network (deploy/install.sh filled it)."""
+    wanted = sorted(set(paths))
+    file = cached_file(version)
+    if not file.is_file():
+        raise NotCached(f"no copy of vllm {version}'s source files in {file}: fetch them with {FETCH}")
+    held = json.loads(file.read_text())
+    missing = [p for p in wanted if p not in held]
+    if missing:
+        raise NotCached(f"{file} lacks {', '.join(missing)}: fetch them again with {FETCH}")
+    return {p: held[p] for p in wanted}
+
+
 def sources(version: str, paths: Iterable[str]) -> dict[str, str | None]:
     """The files, from the cache when it holds every one of them, else fetched and cached."""
     wanted = sorted(set(paths))
-    cached = cache_dir() / f"vllm-{version}.json"
-    if cached.is_file():
-        held = json.loads(cached.read_text())
-        if all(p in held for p in wanted):
-            return {p: held[p] for p in wanted}
+    with contextlib.suppress(NotCached):
+        return cached(version, wanted)
     texts = fetch(version, wanted)
-    cached.parent.mkdir(parents=True, exist_ok=True)
-    partial = cached.with_suffix(".part")
+    file = cached_file(version)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    partial = file.with_suffix(".part")
     partial.write_text(json.dumps(texts))
-    partial.replace(cached)
+    partial.replace(file)
     return texts
+
+
+def main() -> None:
+    """Fetch (or find cached) the gpu pin's files of every vLLM internal this project relies on."""
+    from hunyuan_serve.replica.engine.internals import INTERNALS
+
+    version = pinned_version()
+    texts = sources(version, {internal.path for internal in INTERNALS})
+    print(f"vllm {version}: {len(texts)} source files in {cached_file(version)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -20,9 +20,9 @@ from hunyuan_serve.families.build import FAMILY_FEATURES
 from hunyuan_serve.languages import AUTO, Language, find_language
 from hunyuan_serve.qa.flags import Flag
 from hunyuan_serve.replica import ensemble, review
+from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.schema import TranslateRequest, decode_body, parse_fields
 from hunyuan_serve.replica.service import Outcome
 
@@ -235,6 +235,7 @@ async def _run(
             unit_flags[index] = flags
         merged.verdicts.retried += outcome.verdicts.retried
         merged.verdicts.replaced += outcome.verdicts.replaced
+        merged.verdicts.unfinished += outcome.verdicts.unfinished
         merged.cached.extend(outcome.cached)
         merged.format_lost.extend(outcome.format_lost)
         merged.prompt_tokens += outcome.prompt_tokens

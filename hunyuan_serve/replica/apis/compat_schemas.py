@@ -5,10 +5,15 @@ from __future__ import annotations
 from hunyuan_serve.families.base import CONTEXT, GLOSSARY, STYLE
 from hunyuan_serve.families.build import FAMILY_FEATURES
 from hunyuan_serve.languages import LANGUAGES
-from hunyuan_serve.replica import documents
 from hunyuan_serve.replica import glossaries as g
-from hunyuan_serve.replica.apis import codes, deepl, libretranslate, openai_schema
+from hunyuan_serve.replica.apis import codes, openai_schema
 from hunyuan_serve.replica.apis import request_schemas as rs
+from hunyuan_serve.replica.apis.compat_fields import (
+    DEEPL_FORMALITY,
+    DEEPL_NO_EFFECT,
+    DEEPL_TAG_HANDLING,
+    LIBRE_FORMATS,
+)
 from hunyuan_serve.replica.apis.request_schemas import (
     NO_NUL,
     NON_BLANK,
@@ -19,6 +24,7 @@ from hunyuan_serve.replica.apis.request_schemas import (
     text,
 )
 from hunyuan_serve.replica.context import ReplicaContext
+from hunyuan_serve.replica.documents import jobs as documents
 
 ANY: Schema = {}
 FALSY: Schema = {
@@ -62,6 +68,7 @@ def _openai_common(replica: ReplicaContext) -> dict[str, Schema]:
         frequency_penalty=penalty,
     )
     props.update(dict.fromkeys(openai_schema._IGNORED, ANY))
+    props.update({theirs: props[ours] for theirs, ours in openai_schema._ALIASES.items()})
     props.update({key: {"enum": list(off)} for key, off in openai_schema._OFF_VALUES.items()})
     return props
 
@@ -133,7 +140,7 @@ def libre_translate_body(replica: ReplicaContext) -> Schema:
             "q": _texts_or_one(replica.cfg.max_batch_texts),
             "source": language_enum(ours, auto=True),
             "target": language_enum(ours),
-            "format": {"anyOf": [{"enum": list(libretranslate._FORMATS)}, FALSY]},  # false: text
+            "format": {"anyOf": [{"enum": list(LIBRE_FORMATS)}, FALSY]},  # false: text
             "alternatives": nullable({"type": "integer"}),
             "api_key": ANY,
         },
@@ -188,11 +195,11 @@ def deepl_translate_body(replica: ReplicaContext) -> Schema:
         "text": _texts_or_one(replica.cfg.max_batch_texts),
         "source_lang": detected,
         "target_lang": language_enum(_deepl_codes("target")),
-        "tag_handling": nullable({"type": "string", "enum": list(deepl._TAG_HANDLING)}),
+        "tag_handling": nullable({"type": "string", "enum": list(DEEPL_TAG_HANDLING)}),
         # any false value is no tags, as _tags reads it
         "ignore_tags": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}, FALSY]},
-        "formality": {"type": "string", "enum": list(deepl._FORMALITY_OK)},
-        **dict.fromkeys(deepl._NO_EFFECT, ANY),
+        "formality": {"type": "string", "enum": list(DEEPL_FORMALITY)},
+        **dict.fromkeys(DEEPL_NO_EFFECT, ANY),
     }
     if CONTEXT in have:
         props["context"] = nullable({"type": "string", "pattern": NO_NUL})
@@ -256,7 +263,7 @@ def deepl_document_body(_replica: ReplicaContext) -> Schema:
         "file": file_part(),
         "target_lang": language_enum(_deepl_codes("target")),
         "source_lang": language_enum(_deepl_codes("source")),
-        "formality": {"type": "string", "enum": list(deepl._FORMALITY_OK)},
+        "formality": {"type": "string", "enum": list(DEEPL_FORMALITY)},
         "filename": {"type": "string"},
     }
     return {"type": "object", "properties": props, "required": ["file", "target_lang"]}

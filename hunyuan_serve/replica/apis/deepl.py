@@ -9,16 +9,30 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from hunyuan_serve.edge.dialects import DEEPL
 from hunyuan_serve.families.base import CONTEXT, GLOSSARY, STYLE
 from hunyuan_serve.languages import AUTO, Language, UnknownLanguage
+from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.apis import codes, compat, deepl_languages
+from hunyuan_serve.replica.apis import compat_schemas as cs
 from hunyuan_serve.replica.apis import deepl_documents as documents
 from hunyuan_serve.replica.apis import deepl_glossaries as glossaries
+from hunyuan_serve.replica.apis.compat_fields import DEEPL_FORMALITY, DEEPL_NO_EFFECT, DEEPL_TAG_HANDLING
 from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.errors import ApiError, FeatureRefused
-from hunyuan_serve.replica.http import Call
-from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
+from hunyuan_serve.replica.openapi.operations import (
+    BODY,
+    COMPAT,
+    COMPAT_MEDIA,
+    DOCUMENT_CALL,
+    GATE,
+    GLOSSARY_CALL,
+    JSON,
+    MULTIPART,
+    STORE,
+    Op,
+    Operations,
+    Schema,
+)
 from hunyuan_serve.storage.backend import StoreUnavailable
 
 router = APIRouter(prefix="/v2")
@@ -27,24 +41,6 @@ ReplicaDep = Annotated[ReplicaContext, Depends(current)]
 # A key without a limit (or a replica without keys): /v2/usage shows what DeepL shows a Pro account
 # without a cost limit.
 UNLIMITED_CHARACTERS = 1_000_000_000_000
-# DeepL's "Quota exceeded. The character limit has been reached." (the deepl client: QuotaExceededException).
-QUOTA_STATUS = 456
-# Parameters accepted with no effect, each for a reason the answer cannot show: the model translates
-# each text whole (split_sentences), never rewrites formatting (preserve_formatting), has one quality
-# (model_type), finds tags itself (outline_detection, (non_)splitting_tags, tag_handling_version);
-# billed_characters is always sent; keys are checked at the edge (auth_key).
-_NO_EFFECT = {
-    "split_sentences",
-    "preserve_formatting",
-    "model_type",
-    "outline_detection",
-    "splitting_tags",
-    "non_splitting_tags",
-    "tag_handling_version",
-    "show_billed_characters",
-    "enable_beta_languages",
-    "auth_key",
-}
 _HONOURED = {"text", "source_lang", "target_lang", "context", "tag_handling", "ignore_tags", "formality"}
 _HONOURED |= {"custom_instructions", "glossary_id"}
 # What the model cannot do, named in the 400 (DeepL's own wording: "... not supported ...").
@@ -57,16 +53,6 @@ _UNSUPPORTED = {
 }
 # The core's features (hunyuan_serve.families.base) by the DeepL parameter that asks for each.
 _FEATURE_PARAMETERS = {GLOSSARY: "glossary_id", CONTEXT: "context", STYLE: "custom_instructions"}
-_FORMALITY_OK = ("default", "prefer_less", "prefer_more")
-_TAG_HANDLING = ("html", "xml")
-
-
-def render_error(err: ApiError) -> JSONResponse:
-    """DeepL's error shape: {"message": "..."}; an invalid request is 400 as DeepL answers it."""
-    status = 400 if err.status == 422 else err.status
-    if err.code == QUOTA_EXCEEDED:
-        status = QUOTA_STATUS
-    return JSONResponse(DEEPL.error(err.code, err.message, status), status_code=status, headers=err.headers)
 
 
 def _bad(message: str) -> ApiError:
@@ -77,7 +63,7 @@ def _check_names(fields: dict[str, Any]) -> None:
     for name in fields:
         if name in _UNSUPPORTED:
             raise _bad(f"Parameter '{name}' not supported: {_UNSUPPORTED[name]}.")
-    unknown = sorted(set(fields) - _HONOURED - _NO_EFFECT)
+    unknown = sorted(set(fields) - _HONOURED - DEEPL_NO_EFFECT)
     if unknown:
         raise _bad(f"Parameter(s) not supported by this server: {', '.join(unknown)[:200]}.")
 
@@ -111,7 +97,7 @@ def _language(value: Any, name: str) -> Language:
 
 def _tags(fields: dict[str, Any]) -> tuple[bool, list[str]]:
     handling = fields.get("tag_handling")
-    if handling is not None and handling not in _TAG_HANDLING:
+    if handling is not None and handling not in DEEPL_TAG_HANDLING:
         raise _bad("Value for 'tag_handling' not supported.")
     raw = fields.get("ignore_tags") or []
     items = raw if isinstance(raw, list) else [raw]
@@ -123,10 +109,10 @@ def _tags(fields: dict[str, Any]) -> tuple[bool, list[str]]:
 def _instructions(fields: dict[str, Any]) -> dict[str, Any]:
     """formality (only its defaults), context and custom_instructions (the family's style) as ours."""
     formality = fields.get("formality", "default")
-    if formality not in _FORMALITY_OK:
+    if formality not in DEEPL_FORMALITY:
         raise _bad(
             "Value for 'formality' not supported: the model has no formality control "
-            f"(send one of {', '.join(_FORMALITY_OK)})."
+            f"(send one of {', '.join(DEEPL_FORMALITY)})."
         )
     native: dict[str, Any] = {}
     if fields.get("context") is not None:
@@ -202,12 +188,12 @@ async def _languages(call: Call) -> Response:
 
 @router.post("/translate")
 async def translate(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_translate, replica), render_error)
+    return await replica.gate.serve(request, functools.partial(_translate, replica))
 
 
 @router.api_route("/languages", methods=["GET", "POST"])
 async def languages(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _languages, render_error)
+    return await replica.gate.serve(request, _languages)
 
 
 async def _v3_languages(replica: ReplicaContext, call: Call) -> Response:
@@ -220,12 +206,12 @@ async def _v3_languages(replica: ReplicaContext, call: Call) -> Response:
 
 @v3.get("/languages")
 async def v3_languages(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(_v3_languages, replica), render_error)
+    return await replica.gate.serve(request, _route(_v3_languages, replica))
 
 
 @router.api_route("/usage", methods=["GET", "POST"])
 async def usage(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_usage, replica), render_error)
+    return await replica.gate.serve(request, functools.partial(_usage, replica))
 
 
 def _route(work: Callable[..., Awaitable[Response]], *args: Any) -> Callable[[Call], Awaitable[Response]]:
@@ -234,29 +220,29 @@ def _route(work: Callable[..., Awaitable[Response]], *args: Any) -> Callable[[Ca
 
 @router.post("/glossaries")
 async def create_glossary(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(glossaries.create_v2, replica), render_error)
+    return await replica.gate.serve(request, _route(glossaries.create_v2, replica))
 
 
 @router.get("/glossaries")
 async def list_glossaries(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(glossaries.list_owned, replica, False), render_error)
+    return await replica.gate.serve(request, _route(glossaries.list_owned, replica, False))
 
 
 @router.get("/glossaries/{glossary_id}")
 async def get_glossary(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
     work = _route(glossaries.get, replica, glossary_id, False)
-    return await replica.gate.serve(request, work, render_error)
+    return await replica.gate.serve(request, work)
 
 
 @router.get("/glossaries/{glossary_id}/entries")
 async def glossary_entries(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
     work = _route(glossaries.entries_v2, replica, glossary_id)
-    return await replica.gate.serve(request, work, render_error)
+    return await replica.gate.serve(request, work)
 
 
 @router.delete("/glossaries/{glossary_id}")
 async def delete_glossary(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(glossaries.delete, replica, glossary_id), render_error)
+    return await replica.gate.serve(request, _route(glossaries.delete, replica, glossary_id))
 
 
 @router.get("/glossary-language-pairs")
@@ -266,40 +252,106 @@ async def glossary_language_pairs() -> Response:
 
 @v3.post("/glossaries")
 async def create_multilingual(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(glossaries.create_v3, replica), render_error)
+    return await replica.gate.serve(request, _route(glossaries.create_v3, replica))
 
 
 @v3.get("/glossaries")
 async def list_multilingual(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(glossaries.list_owned, replica, True), render_error)
+    return await replica.gate.serve(request, _route(glossaries.list_owned, replica, True))
 
 
 @v3.get("/glossaries/{glossary_id}")
 async def get_multilingual(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(glossaries.get, replica, glossary_id, True), render_error)
+    return await replica.gate.serve(request, _route(glossaries.get, replica, glossary_id, True))
 
 
 @v3.get("/glossaries/{glossary_id}/entries")
 async def multilingual_entries(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
     work = _route(glossaries.entries_v3, replica, glossary_id)
-    return await replica.gate.serve(request, work, render_error)
+    return await replica.gate.serve(request, work)
 
 
 @v3.delete("/glossaries/{glossary_id}")
 async def delete_multilingual(glossary_id: str, request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(glossaries.delete, replica, glossary_id), render_error)
+    return await replica.gate.serve(request, _route(glossaries.delete, replica, glossary_id))
 
 
 @router.post("/document")
 async def upload_document(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(documents.upload, replica), render_error)
+    return await replica.gate.serve(request, _route(documents.upload, replica))
 
 
 @router.post("/document/{document_id}")
 async def document_status(document_id: str, request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(documents.status, replica, document_id), render_error)
+    return await replica.gate.serve(request, _route(documents.status, replica, document_id))
 
 
 @router.post("/document/{document_id}/result")
 async def document_result(document_id: str, request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _route(documents.result, replica, document_id), render_error)
+    return await replica.gate.serve(request, _route(documents.result, replica, document_id))
+
+
+_RESOURCE = {
+    "name": "resource",
+    "in": "query",
+    "required": True,
+    "schema": {"type": "string", "enum": [*deepl_languages.RESOURCES, *deepl_languages.ABSENT]},
+}
+_LANGS = {"name": "type", "in": "query", "schema": {"type": "string", "enum": ["source", "target"]}}
+
+
+def _query(name: str) -> Schema:
+    """A glossary's language named in the query (v3's entries: the dictionary to read)."""
+    schema = cs.deepl_glossary_fields()[name]
+    return {"name": name, "in": "query", "required": True, "schema": schema}
+
+
+# What the app mounts and what the OpenAPI document says of each operation (edge/dialects.py names us).
+ROUTERS = (router, v3)
+OPERATIONS: Operations = {
+    ("post", "/v2/translate"): Op(
+        cs.deepl_translate_body, COMPAT_MEDIA, (*COMPAT, *GLOSSARY_CALL), checked=True
+    ),
+    ("get", "/v2/languages"): Op(errors=((400, "invalid_request"), *GATE), params=(_LANGS,)),
+    ("post", "/v2/languages"): Op(errors=((400, "invalid_request"), *GATE), params=(_LANGS,)),
+    ("get", "/v3/languages"): Op(errors=((400, "invalid_request"), *GATE), params=(_RESOURCE,)),
+    ("get", "/v2/usage"): Op(errors=(*GATE, *STORE)),
+    ("post", "/v2/usage"): Op(errors=(*GATE, *STORE)),
+    ("get", "/v2/glossaries"): Op(errors=GLOSSARY_CALL),
+    ("post", "/v2/glossaries"): Op(
+        cs.deepl_glossary_body,
+        COMPAT_MEDIA,
+        (*GLOSSARY_CALL, *BODY),
+        success={201: (JSON,)},
+        creates="glossary_id",
+    ),
+    ("get", "/v2/glossaries/{glossary_id}"): Op(errors=GLOSSARY_CALL),
+    ("delete", "/v2/glossaries/{glossary_id}"): Op(errors=GLOSSARY_CALL, success={204: ()}),
+    ("get", "/v2/glossaries/{glossary_id}/entries"): Op(
+        errors=GLOSSARY_CALL, success={200: ("text/tab-separated-values",)}
+    ),
+    ("get", "/v2/glossary-language-pairs"): Op(gated=False),
+    ("post", "/v2/document"): Op(
+        cs.deepl_document_body, (MULTIPART,), (*DOCUMENT_CALL, (413, "document_too_large"))
+    ),
+    ("post", "/v2/document/{document_id}"): Op(cs.deepl_document_key_body, COMPAT_MEDIA, DOCUMENT_CALL),
+    ("post", "/v2/document/{document_id}/result"): Op(
+        cs.deepl_document_key_body,
+        COMPAT_MEDIA,
+        (*DOCUMENT_CALL, (503, "document_not_ready")),
+        success={200: ("*/*",)},
+    ),
+    ("get", "/v3/glossaries"): Op(errors=GLOSSARY_CALL),
+    ("post", "/v3/glossaries"): Op(
+        cs.deepl_multilingual_body,
+        (JSON,),
+        (*GLOSSARY_CALL, *BODY),
+        success={201: (JSON,)},
+        creates="glossary_id",
+    ),
+    ("get", "/v3/glossaries/{glossary_id}"): Op(errors=GLOSSARY_CALL),
+    ("delete", "/v3/glossaries/{glossary_id}"): Op(errors=GLOSSARY_CALL, success={204: ()}),
+    ("get", "/v3/glossaries/{glossary_id}/entries"): Op(
+        errors=GLOSSARY_CALL, params=(_query("source_lang"), _query("target_lang"))
+    ),
+}

@@ -24,18 +24,19 @@ from fastapi.responses import JSONResponse
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 
-from hunyuan_serve.client.formats import FormatError
 from hunyuan_serve.families.base import GLOSSARY
 from hunyuan_serve.families.build import FAMILY_FEATURES
 from hunyuan_serve.languages import Language, UnknownLanguage
-from hunyuan_serve.replica import documents
+from hunyuan_serve.localization.formats import FormatError
+from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.apis import codes, compat
 from hunyuan_serve.replica.apis import deepl_glossaries as glossaries
 from hunyuan_serve.replica.context import ReplicaContext
-from hunyuan_serve.replica.documents_files import read
+from hunyuan_serve.replica.documents import jobs as documents
+from hunyuan_serve.replica.documents.files import read
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.glossaries import dictionary_for
-from hunyuan_serve.replica.http import Call, read_body
+from hunyuan_serve.replica.http import read_body
 from hunyuan_serve.storage.backend import StoreUnavailable
 from hunyuan_serve.storage.jobs import Job
 

@@ -12,10 +12,10 @@ from hunyuan_serve.families.base import GLOSSARY
 from hunyuan_serve.families.build import FAMILY_FEATURES, families_with
 from hunyuan_serve.families.glossary import terms_in_text
 from hunyuan_serve.replica import glossaries as g
+from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.apis import compat
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call
 from hunyuan_serve.storage.backend import StoreUnavailable
 from hunyuan_serve.storage.glossary import Dictionary, Glossary
 

@@ -9,10 +9,12 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from hunyuan_serve.languages import UnknownLanguage, find_language, is_auto
-from hunyuan_serve.replica.apis import codes, compat, native
+from hunyuan_serve.replica.admission.gate import Call
+from hunyuan_serve.replica.apis import codes, compat
+from hunyuan_serve.replica.apis import request_schemas as rs
 from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call
+from hunyuan_serve.replica.openapi.operations import COMPAT, Op, Operations
 
 # The extension's "Custom API" setting takes any URL; this one sits beside the other dialects' prefixes.
 PATH = "/immersive/translate"
@@ -68,4 +70,9 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
 
 @router.post(PATH)
 async def translate(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_translate, replica), native.render_error)
+    return await replica.gate.serve(request, functools.partial(_translate, replica))
+
+
+# What the app mounts and what the OpenAPI document says of each operation (edge/dialects.py names us).
+ROUTERS = (router,)
+OPERATIONS: Operations = {("post", PATH): Op(rs.immersive_body, errors=COMPAT, checked=True)}

@@ -13,33 +13,33 @@ from fastapi.responses import JSONResponse
 from hunyuan_serve import detect
 from hunyuan_serve.edge.dialects import LIBRETRANSLATE
 from hunyuan_serve.languages import AUTO, LANGUAGES, Language, UnknownLanguage, is_auto
-from hunyuan_serve.replica import documents as doc_jobs
+from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.apis import codes, compat
+from hunyuan_serve.replica.apis import compat_schemas as cs
 from hunyuan_serve.replica.apis import deepl_documents as documents
+from hunyuan_serve.replica.apis.compat_fields import LIBRE_FORMATS
 from hunyuan_serve.replica.context import ReplicaContext, current
+from hunyuan_serve.replica.documents import jobs as doc_jobs
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call, guarded
-from hunyuan_serve.replica.usage import QUOTA_EXCEEDED
+from hunyuan_serve.replica.http import guarded
+from hunyuan_serve.replica.openapi.operations import (
+    BODY,
+    COMPAT,
+    COMPAT_MEDIA,
+    DOCUMENT_CALL,
+    GATE,
+    MULTIPART,
+    WORK,
+    Op,
+    Operations,
+)
 from hunyuan_serve.storage.jobs import Job
 
 PREFIX = "/libretranslate"
 router = APIRouter(prefix=PREFIX)
 ReplicaDep = Annotated[ReplicaContext, Depends(current)]
-# LibreTranslate answers every refusal of the input as 400 (libretranslate/app.py abort(400, ...)); a busy
-# replica's 503 and a deadline's 504 keep theirs, so Nginx retries and clients back off as elsewhere.
-_AS_400 = {413, 422}
-# LibreTranslate's CORS header on every answer (its after_request); H11's Nginx may set its own on top.
-_CORS = {"Access-Control-Allow-Origin": "*"}
-_FORMATS = ("text", "html")
-
-
-def render_error(err: ApiError) -> JSONResponse:
-    """LibreTranslate's error shape: {"error": "..."}."""
-    status = 400 if err.status in _AS_400 and err.code != documents.TOO_LARGE else err.status
-    if err.code == QUOTA_EXCEEDED:  # LibreTranslate refuses a key past its limits with a 403
-        status = 403
-    body = LIBRETRANSLATE.error(err.code, err.message, status)
-    return JSONResponse(body, status_code=status, headers={**err.headers, **_CORS})
+# LibreTranslate's CORS header on every answer, as declared for its errors (edge/dialects.py).
+_CORS = LIBRETRANSLATE.headers
 
 
 def _bad(message: str) -> ApiError:
@@ -99,7 +99,7 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
     source = _language(fields.get("source"), "source", auto_ok=True)
     target = _language(fields.get("target"), "target", auto_ok=False)
     text_format = fields.get("format") or "text"
-    if text_format not in _FORMATS:
+    if text_format not in LIBRE_FORMATS:
         raise ApiError(400, "unsupported_format", f"{text_format} format is not supported")
     alternatives = _alternatives(fields.get("alternatives"))
     native = {"texts": texts, "source_lang": source.code, "target_lang": target.code}
@@ -128,12 +128,12 @@ async def _detect(replica: ReplicaContext, call: Call) -> Response:
 
 @router.post("/translate")
 async def translate(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_translate, replica), render_error)
+    return await replica.gate.serve(request, functools.partial(_translate, replica))
 
 
 @router.post("/detect")
 async def detect_language(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_detect, replica), render_error)
+    return await replica.gate.serve(request, functools.partial(_detect, replica))
 
 
 @router.get("/languages")
@@ -222,9 +222,24 @@ async def _download(replica: ReplicaContext, name: str, call: Call) -> Response:
 
 @router.post("/translate_file")
 async def translate_file(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_translate_file, replica), render_error)
+    return await replica.gate.serve(request, functools.partial(_translate_file, replica))
 
 
 @router.get("/download_file/{name}")
 async def download_file(name: str, request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_download, replica, name), render_error)
+    return await replica.gate.serve(request, functools.partial(_download, replica, name))
+
+
+# What the app mounts and what the OpenAPI document says of each operation (edge/dialects.py names us).
+ROUTERS = (router,)
+OPERATIONS: Operations = {
+    ("post", "/libretranslate/translate"): Op(cs.libre_translate_body, COMPAT_MEDIA, COMPAT, checked=True),
+    ("post", "/libretranslate/detect"): Op(cs.libre_detect_body, COMPAT_MEDIA, (*GATE, *BODY)),
+    ("get", "/libretranslate/languages"): Op(gated=False),
+    ("post", "/libretranslate/translate_file"): Op(
+        cs.libre_file_body, (MULTIPART,), (*DOCUMENT_CALL, *WORK, (413, "document_too_large"))
+    ),
+    ("get", "/libretranslate/download_file/{name}"): Op(
+        errors=(*DOCUMENT_CALL, (409, "document_not_ready"), (500, "document_error")), success={200: ("*/*",)}
+    ),
+}

@@ -9,13 +9,17 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
+from hunyuan_serve.languages import UnknownLanguage, find_language
 from hunyuan_serve.memory import ops
 from hunyuan_serve.memory.pairs import FORMATS, memory_format
 from hunyuan_serve.memory.tmx import MemoryFileInvalid
-from hunyuan_serve.replica.apis.native import render_error
+from hunyuan_serve.replica.admission.gate import Call
+from hunyuan_serve.replica.apis import request_schemas as rs
 from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call, read_body
+from hunyuan_serve.replica.http import read_body
+from hunyuan_serve.replica.openapi.operations import BODY, JSON, MEMORY_CALL, OCTETS, Op, Operations, Schema
+from hunyuan_serve.replica.schema import decode_body
 from hunyuan_serve.replica.usage import key_label
 from hunyuan_serve.storage.backend import StoreUnavailable
 from hunyuan_serve.storage.memory import SHARED, MemoryFull
@@ -55,6 +59,9 @@ async def _import(replica: ReplicaContext, call: Call) -> Response:
         raise ApiError(400, "invalid_request", str(err)) from None
     data = await read_body(call.request, cfg.memory_max_import_bytes)
     languages = (query.get("source_lang"), query.get("target_lang"))
+    blank = query.get("blank", "skip")
+    if blank not in ("skip", "keep"):
+        raise ApiError(400, "invalid_request", "blank must be skip (an empty target is untranslated) or keep")
     owner = call.owner or ""
     try:
         made = ops.import_file(
@@ -66,6 +73,7 @@ async def _import(replica: ReplicaContext, call: Call) -> Response:
             fmt,
             languages,
             cfg.memory_max_units,
+            keep_blank=blank == "keep",
         )
         origin = await memory_call(made)
     except MemoryFileInvalid as err:
@@ -104,30 +112,105 @@ async def _delete(replica: ReplicaContext, import_id: str | None, call: Call) ->
     return Response(status_code=204)
 
 
+def _lookup_pair(body: dict[str, Any]) -> tuple[str, str]:
+    try:
+        return find_language(str(body.get("source_lang"))).code, find_language(
+            str(body.get("target_lang"))
+        ).code
+    except UnknownLanguage as err:
+        raise ApiError(400, "unsupported_language", f"source_lang and target_lang: {err}") from None
+
+
+async def _lookup(replica: ReplicaContext, call: Call) -> Response:
+    """Texts whole, as a file has them (spaces around them, symbols only): the memory's target of each,
+    or null; no engine. A client asks so before it trims what it sends to be translated."""
+    body = decode_body(await call.body())
+    texts = body.get("texts")
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise ApiError(422, "invalid_request", "texts must be a list of strings")
+    if len(texts) > replica.cfg.max_batch_texts:
+        raise ApiError(
+            413, "too_many_texts", f"at most {replica.cfg.max_batch_texts} texts (max_batch_texts)"
+        )
+    found, held = await memory_call(replica.recall.whole(call.owner, _lookup_pair(body), texts))
+    call.log.update(texts=len(texts), memory_exact=len(found))
+    # memory: whether the caller has any of this pair, so a client stops asking when it has none.
+    return JSONResponse({"translations": [found.get(t) for t in texts], "memory": held})
+
+
 def _serve(work: Callable[..., Awaitable[Response]], *args: Any) -> Callable[[Call], Awaitable[Response]]:
     return functools.partial(work, *args)
 
 
 @router.post("/memories")
 async def import_memory(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _serve(_import, replica), render_error)
+    return await replica.gate.serve(request, _serve(_import, replica))
 
 
 @router.get("/memories")
 async def list_memory(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _serve(_list, replica), render_error)
+    return await replica.gate.serve(request, _serve(_list, replica))
+
+
+@router.post("/memories/lookup")
+async def lookup_memory(request: Request, replica: ReplicaDep) -> Response:
+    return await replica.gate.serve(request, _serve(_lookup, replica))
 
 
 @router.get("/memories/export")
 async def export_memory(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _serve(_export, replica), render_error)
+    return await replica.gate.serve(request, _serve(_export, replica))
 
 
 @router.delete("/memories")
 async def delete_memory(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _serve(_delete, replica, None), render_error)
+    return await replica.gate.serve(request, _serve(_delete, replica, None))
 
 
 @router.delete("/memories/imports/{import_id}")
 async def delete_import(import_id: str, request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, _serve(_delete, replica, import_id), render_error)
+    return await replica.gate.serve(request, _serve(_delete, replica, import_id))
+
+
+def _lookup_body(replica: ReplicaContext) -> Schema:
+    """POST /memories/lookup: a language pair of ours and the texts, whole."""
+    texts = {"type": "array", "items": {"type": "string"}, "maxItems": replica.cfg.max_batch_texts}
+    codes = rs.language_enum(rs.our_codes())
+    return {
+        "type": "object",
+        "required": ["source_lang", "target_lang", "texts"],
+        "properties": {"source_lang": codes, "target_lang": codes, "texts": texts},
+    }
+
+
+_FILE = {"type": "string", "format": "binary"}
+_WHICH = {"name": "memory", "in": "query", "schema": {"type": "string", "enum": ["own", "shared"]}}
+_FORMAT = {"name": "format", "in": "query", "schema": {"type": "string", "enum": ["tmx", "csv", "tsv"]}}
+_BLANK = {"name": "blank", "in": "query", "schema": {"type": "string", "enum": ["skip", "keep"]}}
+_IMPORT: tuple[Schema, ...] = (
+    *(
+        {"name": n, "in": "query", "schema": {"type": "string"}}
+        for n in ("file", "source_lang", "target_lang")
+    ),
+    _BLANK,
+)
+# What the app mounts and what the OpenAPI document says of each operation (edge/dialects.py names us).
+ROUTERS = (router,)
+OPERATIONS: Operations = {
+    ("post", "/memories"): Op(
+        lambda _: _FILE,
+        (OCTETS,),
+        (*MEMORY_CALL, (413, "body_too_large"), (400, "invalid_memory_file"), (413, "memory_full")),
+        success={201: (JSON,)},
+        params=(*_IMPORT, _FORMAT),
+    ),
+    ("get", "/memories"): Op(errors=MEMORY_CALL, params=(_WHICH,)),
+    ("delete", "/memories"): Op(errors=(*MEMORY_CALL, (404, "not_found")), success={204: ()}),
+    ("post", "/memories/lookup"): Op(
+        _lookup_body, errors=(*MEMORY_CALL, *BODY, (400, "unsupported_language"), (413, "too_many_texts"))
+    ),
+    ("get", "/memories/export"): Op(errors=MEMORY_CALL, success={200: ("*/*",)}, params=(_FORMAT, _WHICH)),
+    ("delete", "/memories/imports/{import_id}"): Op(
+        errors=(*MEMORY_CALL, (404, "not_found")), success={204: ()}
+    ),
+}

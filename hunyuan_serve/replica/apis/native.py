@@ -11,26 +11,22 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
-from hunyuan_serve.edge.dialects import NATIVE
 from hunyuan_serve.families import CHIMERA, chimera
 from hunyuan_serve.languages import AUTO, LANGUAGES
-from hunyuan_serve.replica import ensemble, memory_use
+from hunyuan_serve.replica import ensemble
+from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.apis import compat, sse
+from hunyuan_serve.replica.apis import request_schemas as rs
 from hunyuan_serve.replica.context import ReplicaContext, current
-from hunyuan_serve.replica.engine_types import Delta
+from hunyuan_serve.replica.engine.interface import Delta
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call
+from hunyuan_serve.replica.memories import use as memory_use
+from hunyuan_serve.replica.openapi.operations import JSON, SSE, TRANSLATE, Op, Operations
 from hunyuan_serve.replica.schema import TranslateRequest, parse_fuse, parse_translate
 from hunyuan_serve.replica.service import Outcome
 
 router = APIRouter()
 ReplicaDep = Annotated[ReplicaContext, Depends(current)]
-
-
-def render_error(err: ApiError) -> JSONResponse:
-    """Our error shape: {"error": {"code", "message"}}."""
-    body = NATIVE.error(err.code, err.message, err.status)
-    return JSONResponse(body, status_code=err.status, headers=err.headers)
 
 
 def _answer(replica: ReplicaContext, req: TranslateRequest, outcome: Outcome, call: Call) -> dict[str, Any]:
@@ -79,6 +75,9 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
     if req.asked().used():
         call.log["features"] = list(req.asked().used())
     if req.stream:
+        whole = await call.run(replica.translator.remembered(req, call.caller()))
+        if whole is not None:  # the memory's answer, sent whole: no engine
+            return sse.response(_whole_events(replica, req, call, whole), call)
         # Checked here (prompt, budget), before the response starts, so a refusal is a plain 4xx.
         deltas = replica.translator.stream_translation(req, call.caller())
         return sse.response(_events(replica, req, call, deltas), call)
@@ -114,6 +113,14 @@ async def _ensemble(replica: ReplicaContext, req: TranslateRequest, call: Call) 
     body.update(ensemble.answer_fields(req.batch, answers))
     headers = {"X-Request-ID": call.id, **ensemble.fusion_header(answers), **outcome.verdicts.headers()}
     return JSONResponse(body, headers=headers)
+
+
+async def _whole_events(
+    replica: ReplicaContext, req: TranslateRequest, call: Call, outcome: Outcome
+) -> AsyncIterator[str]:
+    call.note(outcome)
+    yield sse.event({"delta": outcome.results[0]})
+    yield sse.event({"done": True, **_answer(replica, req, outcome, call)})
 
 
 async def _events(
@@ -182,14 +189,15 @@ async def _fuse(replica: ReplicaContext, call: Call) -> Response:
     return JSONResponse(body, headers={"X-Request-ID": call.id})
 
 
-@router.post("/fuse")
+# Not in the front's document: a Chimera pool's, reached through /_hs/pool/NAME/ only.
+@router.post("/fuse", include_in_schema=False)
 async def fuse(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_fuse, replica), render_error)
+    return await replica.gate.serve(request, functools.partial(_fuse, replica))
 
 
 @router.post("/translate")
 async def translate(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_translate, replica), render_error)
+    return await replica.gate.serve(request, functools.partial(_translate, replica))
 
 
 @router.get("/languages")
@@ -205,3 +213,16 @@ async def languages() -> dict[str, Any]:
             for lang in LANGUAGES
         ]
     }
+
+
+# What the app mounts and what the OpenAPI document says of each operation (edge/dialects.py names us).
+ROUTERS = (router,)
+OPERATIONS: Operations = {
+    ("post", "/translate"): Op(
+        rs.translate_body,
+        errors=(*TRANSLATE, (404, "model_not_found"), (413, "text_too_long"), (503, "chimera_failed")),
+        success={200: (JSON, SSE)},
+        checked=True,
+    ),
+    ("get", "/languages"): Op(gated=False),
+}

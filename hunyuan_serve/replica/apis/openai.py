@@ -14,24 +14,18 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from hunyuan_serve.edge.dialects import OPENAI
+from hunyuan_serve.replica.admission.gate import Call
+from hunyuan_serve.replica.apis import compat_schemas as cs
 from hunyuan_serve.replica.apis import openai_tasks, sse
 from hunyuan_serve.replica.apis.openai_schema import WEBLATE_SEPARATOR, Parsed, parse_chat, parse_completion
 from hunyuan_serve.replica.context import ReplicaContext, current
-from hunyuan_serve.replica.engine_types import Delta, Generation
-from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call
+from hunyuan_serve.replica.engine.interface import Delta, Generation
+from hunyuan_serve.replica.errors import ApiError, render_error
+from hunyuan_serve.replica.openapi.operations import COMPAT, JSON, SSE, Op, Operations
 from hunyuan_serve.replica.service import Completion, Outcome
 
 router = APIRouter(prefix="/v1")
 ReplicaDep = Annotated[ReplicaContext, Depends(current)]
-
-
-def render_error(err: ApiError) -> JSONResponse:
-    """OpenAI's error shape (auth's dialect table: Nginx's errors have the same); validation errors are
-    400 there (it has no 422)."""
-    status = 400 if err.status == 422 else err.status
-    body = OPENAI.error(err.code, err.message, status)
-    return JSONResponse(body, status_code=status, headers=err.headers)
 
 
 def _finish(reason: str | None) -> str:
@@ -113,7 +107,7 @@ async def _chunks(
                 elif delta.text:
                     yield sse.event({**head, "choices": [shape.choice(0, delta.text, None, True)], **extra})
     except ApiError as err:
-        yield sse.event(json.loads(bytes(render_error(err).body)))
+        yield sse.event(json.loads(bytes(render_error(OPENAI, err).body)))
         yield sse.event("[DONE]")
         return
     if final is None or final.final is None:
@@ -143,11 +137,14 @@ async def _weblate(replica: ReplicaContext, call: Call, parsed: Parsed, shape: S
 
 
 async def _task(replica: ReplicaContext, call: Call, parsed: Parsed, shape: Shape) -> Response:
-    """Weblate 2026's structured task: each string in the family's template, one batch; the JSON array
-    it reads built here, so it is valid and as long as the strings sent."""
+    """A tool's structured task (Weblate's, Tolgee's, SubtitleEdit's): each string in the family's
+    template, one batch; the answer its tool reads built here, so it is valid and as long as the strings
+    sent."""
     task = parsed.task
     assert task is not None  # narrowed by the caller
     call.log.update(source_lang=task.source.code, target_lang=task.target.code, texts=len(task.strings))
+    # Several strings are bulk unless the key or X-Priority says otherwise, as a batch elsewhere is.
+    call.settle(replica.admission, None, len(task.strings))
     text, outcome = await openai_tasks.answer(replica, call, task)
     return _whole(replica, call, parsed, shape, text, outcome)
 
@@ -209,12 +206,12 @@ async def _completion(replica: ReplicaContext, call: Call) -> Response:
 
 @router.post("/chat/completions")
 async def chat_completions(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_chat, replica), render_error)
+    return await replica.gate.serve(request, functools.partial(_chat, replica))
 
 
 @router.post("/completions")
 async def completions(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, functools.partial(_completion, replica), render_error)
+    return await replica.gate.serve(request, functools.partial(_completion, replica))
 
 
 def _model_card(replica: ReplicaContext) -> dict[str, Any]:
@@ -236,5 +233,24 @@ async def models(replica: ReplicaDep) -> dict[str, Any]:
 @router.get("/models/{model:path}")
 async def model(model: str, replica: ReplicaDep) -> Response:
     if model != replica.engine.model_name:
-        return render_error(ApiError(404, "model_not_found", f"the model '{model[:100]}' does not exist"))
+        return render_error(
+            OPENAI, ApiError(404, "model_not_found", f"the model '{model[:100]}' does not exist")
+        )
     return JSONResponse(_model_card(replica))
+
+
+# What the app mounts and what the OpenAPI document says of each operation (edge/dialects.py names us).
+ROUTERS = (router,)
+OPERATIONS: Operations = {
+    ("post", "/v1/chat/completions"): Op(
+        cs.chat_body, errors=(*COMPAT, (404, "model_not_found")), success={200: (JSON, SSE)}, checked=True
+    ),
+    ("post", "/v1/completions"): Op(
+        cs.completion_body,
+        errors=(*COMPAT, (404, "model_not_found")),
+        success={200: (JSON, SSE)},
+        checked=True,
+    ),
+    ("get", "/v1/models"): Op(gated=False),
+    ("get", "/v1/models/{model}"): Op(gated=False, errors=((404, "model_not_found"),)),
+}

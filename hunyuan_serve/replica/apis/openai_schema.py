@@ -15,8 +15,9 @@ from hunyuan_serve.families.build import CHAT_MAX_TOKENS, families_with, feature
 from hunyuan_serve.families.glossary import Terms, parse_request_glossary
 from hunyuan_serve.languages import Language, UnknownLanguage, find_language
 from hunyuan_serve.replica.apis.openai_tasks import Task, structured_task
+from hunyuan_serve.replica.apis.openai_tools import tool_task
 from hunyuan_serve.replica.context import ReplicaContext
-from hunyuan_serve.replica.engine_types import Sampling
+from hunyuan_serve.replica.engine.interface import Sampling
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.schema import TranslateRequest, decode_body, parse_sampling
 
@@ -29,6 +30,10 @@ _WEBLATE_LANGUAGES = re.compile(r"from language '([^'\n]{1,64})'\s+to language '
 # Fields that do not change the answer (accepted, ignored) and those we cannot honour (a 400 naming them,
 # unless sent with the value that means "off").
 _IGNORED = {"user", "store", "metadata", "service_tier", "parallel_tool_calls", "reasoning_effort"}
+# llama.cpp's server fields that SubtitleEdit's batch engines send (LlamaCppAdvancedClient.cs): a cache
+# hint (ignored), and its name for repetition_penalty (taken as that).
+_IGNORED |= {"cache_prompt"}
+_ALIASES = {"repeat_penalty": "repetition_penalty"}
 _OFF_VALUES: dict[str, tuple[Any, ...]] = {
     "n": (None, 1),
     "tools": (None, []),
@@ -46,8 +51,10 @@ _OFF_VALUES: dict[str, tuple[Any, ...]] = {
     "suffix": (None, ""),
     "best_of": (None, 1),
 }
-_SAMPLING = {"temperature", "top_p", "top_k", "repetition_penalty", "max_tokens", "max_completion_tokens"}
+_BUDGETS = ("max_tokens", "max_completion_tokens")
+_SAMPLING = {"temperature", "top_p", "top_k", "repetition_penalty", *_BUDGETS}
 _COMMON = {"model", "stream", "stream_options", "stop", "presence_penalty", "frequency_penalty", *_SAMPLING}
+_COMMON |= set(_ALIASES)
 _CHAT_KEYS = {"messages", "response_format", *_COMMON, *_IGNORED, *_OFF_VALUES} - {
     "echo",
     "suffix",
@@ -130,6 +137,11 @@ def _sampling(data: dict[str, Any], replica: ReplicaContext) -> Sampling:
     """OpenAI's fields onto ours (the family's defaults where none is sent); top_k and repetition_penalty
     are vLLM's extra body fields."""
     fields = {key: data[key] for key in _SAMPLING if key in data}
+    for theirs, ours in _ALIASES.items():
+        if theirs in data and ours in data:  # both sent: the alias is still checked, then left
+            parse_sampling({ours: data[theirs]}, replica.sampling, 1, replica.engine.max_model_len)
+        elif theirs in data:
+            fields[ours] = data[theirs]
     if "max_completion_tokens" in fields:
         fields.setdefault("max_tokens", fields.pop("max_completion_tokens"))
         fields.pop("max_completion_tokens", None)
@@ -302,9 +314,9 @@ def weblate_request(
 
 
 def _response_format(data: dict[str, Any]) -> None:
-    """Only text: a JSON object or schema asks the model to write JSON around the translations (Tolgee's
-    {output, contextDescription}, SubtitleEdit's lines keyed "1".."N"), which a translation model does
-    not do reliably; the refusal says what works instead."""
+    """Only text: a JSON object or schema asks the model to write JSON around the translations, which a
+    translation model does not do reliably; the refusal says what works instead. The tools whose shape
+    is known (Weblate's, Tolgee's, SubtitleEdit's) get their JSON built as a task before this."""
     fmt = data.get("response_format")
     if fmt is None or fmt == {"type": "text"}:
         return
@@ -324,12 +336,16 @@ def parse_chat(raw: bytes, replica: ReplicaContext) -> Parsed:
     _model(data, replica.engine.model_name)
     messages = _messages(data, replica.cfg)
     stream, usage = _stream_options(data)
-    sampling = _sampling(data, replica)
     stops = _stops(data)
     # Weblate's chats are matched on their shape, whatever system_prompt_mode does with others.
     task = structured_task(messages, replica.cfg.max_batch_texts) if replica.cfg.weblate_split else None
+    task = task or tool_task(messages, data, replica.cfg.max_batch_texts)
     if task is not None:
-        return Parsed((), sampling, stream, usage, task=task)
+        # The client's budget is for the whole JSON it expected (SubtitleEdit sizes it by the batch,
+        # Tolgee asks 800), not for one string: each string gets the family's own.
+        unbudgeted = {key: value for key, value in data.items() if key not in _BUDGETS}
+        return Parsed((), _sampling(unbudgeted, replica), stream, usage, task=task)
+    sampling = _sampling(data, replica)
     _response_format(data)
     packed = weblate_request(messages, sampling, replica.cfg, replica.translator.family)
     if packed is not None:

@@ -1,4 +1,5 @@
-"""Weblate's structured localization task on /v1/chat/completions: strings translated, JSON built here."""
+"""Structured localization tasks on /v1/chat/completions (Weblate's and others'): strings translated,
+the answer built here."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import Any
 from hunyuan_serve.families.base import GLOSSARY
 from hunyuan_serve.families.build import FAMILY_FEATURES
 from hunyuan_serve.languages import Language, UnknownLanguage, find_language
+from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.apis import compat
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.http import Call
 from hunyuan_serve.replica.service import Outcome
 
 # Weblate 2026 (weblate/machinery/llm.py, PROMPT and _build_message; 2026.10.1) sends a long system prompt
@@ -30,26 +31,47 @@ _TAG_BACK = re.compile(r'<hs-ph n="(\d+)"/>')
 
 @dataclass(frozen=True)
 class Task:
-    """One structured request: its languages, its strings as sent and the glossary's pairs."""
+    """One structured request: its languages, its strings as sent, the glossary's pairs, and the form
+    of the answer its tool reads (`reply`: one of REPLIES; `keys` name a numbered answer's entries)."""
 
     source: Language
     target: Language
     strings: tuple[str, ...]
     glossary: tuple[tuple[str, str], ...]
+    reply: str = "weblate"
+    keys: tuple[str, ...] = ()
+
+
+def reply_text(task: Task, results: list[str]) -> str:
+    """The answer as the task's tool reads it: Weblate's JSON array, SubtitleEdit's object keyed by line
+    number, Tolgee's {output, contextDescription}, or the one translation alone."""
+    if task.reply == "numbered":
+        return json.dumps(dict(zip(task.keys, results, strict=True)), ensure_ascii=False)
+    if task.reply == "tolgee":
+        return json.dumps({"output": results[0], "contextDescription": ""}, ensure_ascii=False)
+    if task.reply == "text":
+        return results[0]
+    return json.dumps(results, ensure_ascii=False)
 
 
 def _bad(message: str) -> ApiError:
     return ApiError(400, "invalid_localization_task", message)
 
 
-def _object(text: str) -> dict[str, Any] | None:
+def json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object a message holds whole, or None (not JSON, or not an object)."""
     if not text.lstrip().startswith("{"):
         return None
     try:
         data = json.loads(text)
     except json.JSONDecodeError:
         return None
-    return data if isinstance(data, dict) and set(data) >= _TASK_KEYS else None
+    return data if isinstance(data, dict) else None
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    data = json_object(text)
+    return data if data is not None and set(data) >= _TASK_KEYS else None
 
 
 def _language(data: dict[str, Any], key: str) -> Language:
@@ -120,7 +142,7 @@ def _terms(replica: ReplicaContext, task: Task, texts: list[str]) -> list[dict[s
 
 
 async def answer(replica: ReplicaContext, call: Call, task: Task) -> tuple[str, Outcome]:
-    """The JSON array Weblate reads, one translation per string: placeholders and markup kept exactly,
+    """The answer the task's tool reads, one translation per string: placeholders and markup kept exactly,
     the text between them translated through the one core as one batch; a blank string comes back as
     it was sent."""
     sent = [index for index, text in enumerate(task.strings) if text.strip()]
@@ -140,5 +162,5 @@ async def answer(replica: ReplicaContext, call: Call, task: Task) -> tuple[str, 
         for index, text in zip(sent, done.texts, strict=True):
             results[index] = _unmasked(text)
         outcome = done.outcome
-    call.log.update(structured_task=True)
-    return json.dumps(results, ensure_ascii=False), outcome
+    call.log.update(structured_task=task.reply)
+    return reply_text(task, results), outcome

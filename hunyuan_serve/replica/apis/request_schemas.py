@@ -9,7 +9,7 @@ from hunyuan_serve.families import chimera
 from hunyuan_serve.families.base import CONTEXT, GLOSSARY, PRESERVE_FORMAT, STYLE
 from hunyuan_serve.families.build import FAMILY_FEATURES, feature_limits
 from hunyuan_serve.languages import LANGUAGES
-from hunyuan_serve.replica import priority
+from hunyuan_serve.replica.admission import priority
 from hunyuan_serve.replica.bounds import SAMPLING_BOUNDS
 from hunyuan_serve.replica.context import ReplicaContext
 

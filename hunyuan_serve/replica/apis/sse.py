@@ -11,9 +11,10 @@ from typing import Any
 
 from fastapi.responses import StreamingResponse
 
-from hunyuan_serve.replica.engine_types import Delta
+from hunyuan_serve.replica import deadline
+from hunyuan_serve.replica.admission.gate import Call
+from hunyuan_serve.replica.engine.interface import Delta
 from hunyuan_serve.replica.errors import ApiError, request_fault
-from hunyuan_serve.replica.http import Call
 
 # Nginx honours X-Accel-Buffering per response, so a stream leaves it at once without a location rule.
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -40,20 +41,19 @@ async def within(
 
     Closing this iterator closes `deltas`, which aborts the engine request (the client left).
     """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
+    due = deadline.Deadline.after(timeout_s)
     async with contextlib.aclosing(deltas):
         try:
             while True:
                 # Each step under the time left, not one timeout around the loop: that one would fire
                 # wherever the consumer's task is, a send to the client included.
                 try:
-                    delta = await asyncio.wait_for(anext(deltas), max(0.0, deadline - loop.time()))
+                    delta = await _step(deltas, due, call.grace_s)
                 except StopAsyncIteration:
                     return
                 yield delta
         except TimeoutError:
-            call.log["error"] = "deadline_exceeded"
+            call.log.update(error="deadline_exceeded", **due.missed)
             raise ApiError(
                 504, "deadline_exceeded", f"no full answer within request_timeout_s={timeout_s:g} seconds"
             ) from None
@@ -67,3 +67,13 @@ async def within(
             logging.getLogger(__name__).exception("engine error on %s", call.id)
             call.log["error"] = "engine_error"
             raise ApiError(503, "engine_error", f"engine failed: {type(err).__name__}") from None
+
+
+async def _step(deltas: AsyncGenerator[Delta, None], due: deadline.Deadline, grace_s: float) -> Delta:
+    """The next delta, in a task that carries the deadline (a long text's retry keeps to it), by the
+    deadline or its grace (deadline.settled); TimeoutError past them, the step cancelled."""
+    return await deadline.finished(due, _next(deltas), grace_s)
+
+
+async def _next(deltas: AsyncGenerator[Delta, None]) -> Delta:
+    return await anext(deltas)

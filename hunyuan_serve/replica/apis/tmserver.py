@@ -14,11 +14,11 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from hunyuan_serve.memory.tmx import language_code
+from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.apis.memories import memory_call
-from hunyuan_serve.replica.apis.native import render_error
 from hunyuan_serve.replica.context import ReplicaContext, current
-from hunyuan_serve.replica.http import Call
-from hunyuan_serve.replica.recall import owners_of
+from hunyuan_serve.replica.memories.recall import owners_of
+from hunyuan_serve.replica.openapi.operations import GATE, STORE, Op, Operations
 
 PREFIX = "/tmserver"
 router = APIRouter(prefix=PREFIX)
@@ -59,9 +59,17 @@ async def _unit(replica: ReplicaContext, src: str, tgt: str, text: str, call: Ca
 
 @router.get("/languages/")
 async def languages(request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, lambda call: _languages(replica, call), render_error)
+    return await replica.gate.serve(request, lambda call: _languages(replica, call))
 
 
 @router.get("/{src}/{tgt}/unit/{text:path}")
 async def unit(src: str, tgt: str, text: str, request: Request, replica: ReplicaDep) -> Response:
-    return await replica.gate.serve(request, lambda call: _unit(replica, src, tgt, text, call), render_error)
+    return await replica.gate.serve(request, lambda call: _unit(replica, src, tgt, text, call))
+
+
+# What the app mounts and what the OpenAPI document says of each operation (edge/dialects.py names us).
+ROUTERS = (router,)
+OPERATIONS: Operations = {
+    ("get", "/tmserver/languages/"): Op(errors=(*GATE, *STORE)),
+    ("get", "/tmserver/{src}/{tgt}/unit/{text}"): Op(errors=(*GATE, *STORE)),
+}

@@ -1,0 +1,1 @@
+../../hunyuan_serve/edge/templates/hold.js
