@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench import documents, edge, names, targets
+from bench import documents, edge, names, refusal_probe, targets
 from bench.procs import Server, cpu_hog, free_port, running, tree_rss_mb, warm_up
 from bench.report import best_rate
 from bench.session import Bench, overload_vus
@@ -21,6 +21,10 @@ from bench.stream_ttft import chat_body, measure, percentile, texts
 from bench.targets import Hardware
 from bench.workload import translate_body
 from hunyuan_serve.config import ReplicaConfig
+
+# The refusal probe's bound: it stops when the overload's k6 run ends, or after this (k6 starts its
+# thousands of VUs before the run's 30 s).
+OVERLOAD_PROBE_S = 600.0
 
 
 @dataclass
@@ -223,7 +227,11 @@ def bench_overload(b: Bench, url: str, run_dir: Path, meter: Sequence[str], repl
     nginx_before, replicas_before = _stack_rss_mb(run_dir)
     offset = edge.log_size(access_log)
     env = b.env(url, stack=True, rate=rate, duration=b.plan.overload_duration, vus=vus, pre_vus=vus)
-    result = b.k6("overload.js", "overload", env, meter, samples=False)  # no plot: samples cost k6 CPU
+    # The probe beside k6 times refusals as a client with a core to spare would see them: k6's own
+    # figure, and Nginx's (logged once k6 has read the answer and closed), count k6's lateness too.
+    with refusal_probe.probing(url, b.work / "refusal-probe.jsonl", OVERLOAD_PROBE_S) as probed:
+        result = b.k6("overload.js", "overload", env, meter, samples=False)  # no plot: samples cost CPU
+    probe = refusal_probe.refused_ms(refusal_probe.read_samples(probed))
     nginx_after, replicas_after = _stack_rss_mb(run_dir)
     own = edge.edge_refusals_ms(access_log, offset) if access_log.is_file() else []
     b.overload = {
@@ -233,6 +241,8 @@ def bench_overload(b: Bench, url: str, run_dir: Path, meter: Sequence[str], repl
         "vus": vus,
         "nginx_refusals": len(own),
         **{f"nginx_refused_{q}_ms": percentile(own, q) for q in (50, 95, 99)},
+        "probe_refusals": len(probe),
+        **{f"probe_refused_{q}_ms": percentile(probe, q) for q in (50, 95, 99)},
         "nginx_mb_before": nginx_before,
         "nginx_mb_after": nginx_after,
         "replicas_mb_before": replicas_before,

@@ -9,7 +9,7 @@ import shlex
 import time
 from pathlib import Path
 
-from bench import documents, likeforlike, multihost, names
+from bench import documents, likeforlike, multihost, names, refusal_probe
 from bench.k6run import K6Result, compact_summary
 from bench.report import (
     Row,
@@ -102,7 +102,8 @@ def overload_headline(b: Bench) -> list[str]:
     return [
         f"- Overload at {rows[0].offered:g} req/s ({b.plan.overload_factor}x the measured "
         f"{o.get('capacity_rps', 0):g}): refusals p99 {r.value('refused_latency', 'p(99)'):.0f} ms as k6 "
-        f"measured them, {o.get('nginx_refused_99_ms', 0):.0f} ms in Nginx's log "
+        f"measured them, {o.get('nginx_refused_99_ms', 0):.0f} ms in Nginx's log, "
+        f"{o.get('probe_refused_99_ms', 0):.0f} ms by the probe beside k6 "
         f"({r.value('refused', 'rate') * 100:.0f}% refused), accepted p95 "
         f"{r.value('accepted_latency', 'p(95)'):.0f} ms vs {o.get('capacity_p95_ms', 0):.0f} ms at capacity, "
         f"{goodput:.1f} accepted req/s; {r.failed} failed."
@@ -127,11 +128,13 @@ def overload_section(b: Bench) -> list[str]:
     load += [f"{o.get('vus', 0):g}", str(r.requests), str(accepted)]
     load += [f"{accepted / r.duration_s:.1f}" if r.duration_s else "-"]
     load += [str(round(r.value("refused", "passes"))), str(r.failed), str(r.dropped)]
-    time_head = ["refused p50/p95/p99 ms (k6)", "refused p50/p95/p99 ms (Nginx)", "accepted p95 ms"]
+    time_head = ["refused p50/p95/p99 ms (k6)", "refused p50/p95/p99 ms (Nginx)"]
+    time_head += ["refused p50/p95/p99 ms (probe)", "accepted p95 ms"]
     time_head += ["p95 at capacity ms", "Nginx MB before → after", "replicas MB before → after"]
     times = [
         " / ".join(ms(r.value("refused_latency", s)) for s in ("med", "p(95)", "p(99)")),
         " / ".join(ms(o.get(f"nginx_refused_{q}_ms", 0)) for q in (50, 95, 99)),
+        " / ".join(ms(o.get(f"probe_refused_{q}_ms", 0)) for q in (50, 95, 99)),
         ms(r.value("accepted_latency", "p(95)")),
         f"{o.get('capacity_p95_ms', 0):.0f}",
         f"{o.get('nginx_mb_before', 0):.0f} → {o.get('nginx_mb_after', 0):.0f}",
@@ -150,7 +153,9 @@ def overload_section(b: Bench) -> list[str]:
         "Refusal time (k6) is what the client measured; (Nginx) is the access log's request_time of the",
         f"{o.get('nginx_refusals', 0):g} 503s Nginx answered itself: from its reading the request's first",
         "byte to the client's closing the connection (Nginx logs after that), in 1 ms steps; so it leaves",
-        "out k6's connect and send, not its reading the answer.",
+        "out k6's connect and send, not its reading the answer. (probe): bench/refusal_probe.py, a client",
+        f"beside k6 at nice {refusal_probe.NICE}, one request at a time on a new connection, each of its",
+        f"{o.get('probe_refusals', 0):g} 503s timed from its connecting to the answer's first byte.",
         "VUs: every replica full at its edge cap plus the refusals of "
         f"{b.plan.overload_refusal_vu_s:g} s at the offered rate, all started before the run.",
         "Memory: resident, Nginx's master and workers, and every replica's process tree.",
