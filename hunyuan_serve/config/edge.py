@@ -31,7 +31,7 @@ class NginxConfig(Section):
         4096,
         ge=16,
         description="Connections per Nginx worker beyond two for each request its replicas hold "
-        "(max_conns a replica): the client's and the replica's.",
+        "(max_conns a replica, or with no cap what its admission takes): the client's and the replica's.",
     )
     keepalive: int = Field(32, ge=1, description="Idle keepalive connections to replicas per worker.")
     max_fails: int = Field(1, ge=0, description="Failures within fail_timeout that sideline a replica.")

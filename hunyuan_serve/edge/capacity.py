@@ -25,14 +25,20 @@ def edge_max_conns(cfg: ServeConfig) -> int:
     return min(engine_batch(cfg), cfg.replica.max_in_flight)
 
 
+def replica_holds(cfg: ServeConfig, max_conns: int) -> int:
+    """Requests Nginx may keep open to one replica at once: its cap (max_conns, edge_max_conns), or with
+    none (0) what the replica's own admission takes before it refuses (max_in_flight + max_queued)."""
+    return max_conns or cfg.replica.max_in_flight + cfg.replica.max_queued
+
+
 def worker_connections(least: int, upstreams: Iterable[Upstream]) -> int:
     """Connections an Nginx worker may hold: at least `least` (nginx.worker_connections), and enough
-    for every replica full at its cap, each of those requests a client's connection and one to its
-    replica, with `least` more for the refusals and the rest (the kernel may hand one worker every
-    connection). With 2,304 a replica (max_in_flight 256 + max_queued 2048) two replicas need 9,216
-    for their requests alone: 4096 dropped connections under the overload question ("worker_connections
-    are not enough")."""
-    return least + 2 * sum(u.max_conns * len(u.servers) for u in upstreams)
+    for every replica full (Upstream.holds, replica_holds), each of those requests a client's connection
+    and one to its replica, with `least` more for the refusals and the rest (the kernel may hand one
+    worker every connection). With 2,304 a replica (max_in_flight 256 + max_queued 2048) two replicas
+    need 9,216 for their requests alone: 4096 dropped connections under the overload question
+    ("worker_connections are not enough")."""
+    return least + 2 * sum(u.holds * len(u.servers) for u in upstreams)
 
 
 def engine_batch(cfg: ServeConfig) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 from hunyuan_serve import models
 from hunyuan_serve.config import ConfigError, Pool, ServeConfig, default_pool
-from hunyuan_serve.edge.capacity import edge_bulk_conns, edge_bulk_texts, edge_max_conns
+from hunyuan_serve.edge.capacity import edge_bulk_conns, edge_bulk_texts, edge_max_conns, replica_holds
 from hunyuan_serve.edge.dialects import DIALECTS, INTERNAL_ONLY, NATIVE
 from hunyuan_serve.edge.filters import nginx_json, parse_size
 from hunyuan_serve.edge.routing import Routing, UpstreamServer
@@ -28,13 +28,15 @@ ROUTED_PATHS = tuple(path for dialect in DIALECTS for path in dialect.routed)
 class Upstream:
     """One Nginx upstream block: a pool's replicas and the cap on each (edge_max_conns of its config);
     bulk_conns: the bulk requests Nginx lets into the pool at once (0: no cap, edge_bulk_conns);
-    bulk_texts: the texts its ready engines batch for bulk work (edge_bulk_texts; 0: none ready)."""
+    bulk_texts: the texts its ready engines batch for bulk work (edge_bulk_texts; 0: none ready);
+    holds: the requests each replica may hold open, capped or not (replica_holds)."""
 
     name: str
     servers: tuple[UpstreamServer, ...]
     max_conns: int
     bulk_conns: int = 0
     bulk_texts: int = 0
+    holds: int = 0
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,8 @@ def edge_pools(
         servers = grouped.get(pool.name, ())
         bulk = edge_bulk_conns(pool.cfg, servers, max_conns[pool.name]) if bulk_cap else 0
         texts = edge_bulk_texts(pool.cfg, servers)
-        upstream = Upstream(pool_upstream(pool.name), servers, max_conns[pool.name], bulk, texts)
+        holds = replica_holds(pool.cfg, max_conns[pool.name])
+        upstream = Upstream(pool_upstream(pool.name), servers, max_conns[pool.name], bulk, texts, holds)
         out.append(EdgePool(pool.name, served, family_of(pool.cfg), upstream))
     return tuple(out)
 
@@ -217,7 +220,7 @@ def single_layout(cfg: ServeConfig, routing: Routing, generation: int, front: Ga
     health, listing = _bodies(cfg, routing, generation, front)
     conns = edge_max_conns(cfg)
     bulk, texts = edge_bulk_conns(cfg, routing.servers, conns), edge_bulk_texts(cfg, routing.servers)
-    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, conns, bulk, texts)
+    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, conns, bulk, texts, replica_holds(cfg, conns))
     return Layout((upstream,), health, bool(routing.ready), listing, None)
 
 

@@ -86,6 +86,23 @@ def test_rendered_priority_and_cap_pass_nginx_t(tmp_path: Path, priority: int) -
     assert out.returncode == 0, out.stderr
 
 
+@pytest.mark.parametrize(
+    ("overrides", "held"),
+    [
+        ({"nginx.max_conns": 300}, 300),  # the cap
+        # No cap: what each replica's admission takes before it refuses, which Nginx may all hold open.
+        ({"nginx.max_conns": 0, "replica.max_in_flight": 100, "replica.max_queued": 400}, 500),
+        ({"nginx.max_conns": 0, "replica.max_in_flight": 100, "replica.max_queued": 0}, 100),
+    ],
+)
+def test_worker_connections_hold_what_the_replicas_may(
+    tmp_path: Path, overrides: dict[str, object], held: int
+) -> None:
+    text = _render(tmp_path, overrides)
+    least = NginxConfig().worker_connections
+    assert f"worker_connections {least + 2 * 3 * held};" in text
+
+
 @pytest.mark.parametrize("priority", [-21, 20])
 def test_worker_priority_outside_nice_range_is_refused(priority: int) -> None:
     with pytest.raises(ValueError, match="worker_priority"):
