@@ -68,7 +68,7 @@ def run(url: str, seconds: float, interval_s: float, out: Path, timeout_s: float
     """Probes until `seconds` have passed, one JSON line a sample in `out`."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
-    request = request_bytes(parts.netloc, (parts.path.rstrip("/") or "") + "/translate")
+    request = request_bytes(parts.netloc, parts.path.rstrip("/") + "/translate")
     until = time.monotonic() + seconds
     with out.open("w", encoding="utf-8") as lines:
         while time.monotonic() < until:

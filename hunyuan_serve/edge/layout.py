@@ -27,16 +27,16 @@ ROUTED_PATHS = tuple(path for dialect in DIALECTS for path in dialect.routed)
 @dataclass(frozen=True)
 class Upstream:
     """One Nginx upstream block: a pool's replicas and the cap on each (edge_max_conns of its config);
+    holds: the requests each replica may hold open, capped or not (replica_holds);
     bulk_conns: the bulk requests Nginx lets into the pool at once (0: no cap, edge_bulk_conns);
-    bulk_texts: the texts its ready engines batch for bulk work (edge_bulk_texts; 0: none ready);
-    holds: the requests each replica may hold open, capped or not (replica_holds)."""
+    bulk_texts: the texts its ready engines batch for bulk work (edge_bulk_texts; 0: none ready)."""
 
     name: str
     servers: tuple[UpstreamServer, ...]
     max_conns: int
+    holds: int  # no default: a zero here would leave Nginx's worker_connections short, silently
     bulk_conns: int = 0
     bulk_texts: int = 0
-    holds: int = 0
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def edge_pools(
         bulk = edge_bulk_conns(pool.cfg, servers, max_conns[pool.name]) if bulk_cap else 0
         texts = edge_bulk_texts(pool.cfg, servers)
         holds = replica_holds(pool.cfg, max_conns[pool.name])
-        upstream = Upstream(pool_upstream(pool.name), servers, max_conns[pool.name], bulk, texts, holds)
+        upstream = Upstream(pool_upstream(pool.name), servers, max_conns[pool.name], holds, bulk, texts)
         out.append(EdgePool(pool.name, served, family_of(pool.cfg), upstream))
     return tuple(out)
 
@@ -220,7 +220,7 @@ def single_layout(cfg: ServeConfig, routing: Routing, generation: int, front: Ga
     health, listing = _bodies(cfg, routing, generation, front)
     conns = edge_max_conns(cfg)
     bulk, texts = edge_bulk_conns(cfg, routing.servers, conns), edge_bulk_texts(cfg, routing.servers)
-    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, conns, bulk, texts, replica_holds(cfg, conns))
+    upstream = Upstream(SINGLE_UPSTREAM, routing.servers, conns, replica_holds(cfg, conns), bulk, texts)
     return Layout((upstream,), health, bool(routing.ready), listing, None)
 
 

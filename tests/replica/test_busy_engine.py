@@ -129,10 +129,12 @@ def test_health_deep_or_not_is_200_throughout_a_long_prefill(replica: Replica) -
 
 @dataclass
 class Cut:
-    """One try of a retry behind the prefill: the first answer, the retried one, whether it waited."""
+    """One try of a retry behind the prefill: the first answer, the retried one (its X-Request-ID),
+    whether it waited."""
 
     first: httpx.Response
     second: httpx.Response
+    request_id: str
     behind: bool
 
 
@@ -153,6 +155,7 @@ def retry_behind_a_prefill(replica: Replica, attempt: int) -> Cut:
     first = httpx.post(f"{replica.url}/translate", json={**body, "qa": "flag"}, timeout=60)
     assert first.status_code == 200, first.text
     assert first.json()["result"].strip() and "truncated" in [flag["check"] for flag in first.json()["qa"]]
+    request_id = f"cut-{attempt}"
     with long_prefill(replica, f"retry{attempt}") as prefill:
         # The prefill holds each step's token budget: the retry's prompt waits behind it.
         started = lambda: replica.running() >= 1 or prefill.done.is_set()  # noqa: E731
@@ -160,11 +163,11 @@ def retry_behind_a_prefill(replica: Replica, attempt: int) -> Cut:
         second = httpx.post(
             f"{replica.url}/translate",
             json={**body, "qa": "retry"},
-            headers={"X-Request-ID": f"cut-{attempt}"},
+            headers={"X-Request-ID": request_id},
             timeout=60,
         )
         behind = not prefill.done.is_set()
-    return Cut(first, second, behind)
+    return Cut(first, second, request_id, behind)
 
 
 def test_a_retry_the_deadline_cuts_short_gives_the_first_answer_flagged(replica: Replica) -> None:
@@ -178,8 +181,7 @@ def test_a_retry_the_deadline_cuts_short_gives_the_first_answer_flagged(replica:
     assert answer["result"] == cut.first.json()["result"] and answer["cached"] is True
     assert "truncated" in [flag["check"] for flag in answer["qa"]]
     assert cut.second.headers["X-Hunyuan-QA"].startswith("flagged 1/1")
-    request_id = f"cut-{attempt}"
-    logged = lambda: any(x["request_id"] == request_id for x in replica.lines())  # noqa: E731
+    logged = lambda: any(x["request_id"] == cut.request_id for x in replica.lines())  # noqa: E731
     wait_until(replica.proc, replica.log, logged, 10, "log")
-    [line] = [x for x in replica.lines() if x["request_id"] == request_id]
+    [line] = [x for x in replica.lines() if x["request_id"] == cut.request_id]
     assert line["status"] == 200 and line["qa_retry_unfinished"] == 1
