@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,8 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from hunyuan_serve.run.ports import free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,10 +28,15 @@ def server_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# Ports kept free above each one free_port returns: a stack's replicas listen on base_port + i, and a
+# reload starts each new replica on the other port of its pair.
+PORT_ROOM = 8
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port with PORT_ROOM free ones from it, below the ephemeral range: k6 opens tens of
+    thousands of connections, and one of them must not hold a replica's port when it starts."""
+    return free_ports(PORT_ROOM)[0]
 
 
 def http_json(url: str, body: Any = None, timeout: float = 10.0) -> tuple[int, Any]:

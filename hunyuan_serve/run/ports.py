@@ -1,10 +1,42 @@
-"""Is a TCP port free, and if not, which process holds it (from /proc, no extra tools)."""
+"""Is a TCP port free, and if not, which process holds it (from /proc, no extra tools); free ports."""
 
 from __future__ import annotations
 
 import errno
 import os
+import random
 import socket
+from pathlib import Path
+
+# The lowest port free_ports draws: above the well-known and common registered services' ports.
+LOWEST_PORT = 20000
+# Its own generator, seeded from the OS: two processes that seeded the global one alike (test suites
+# do) would draw the very same ports in the same order, and collide on every run.
+_PORTS = random.SystemRandom()
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel lends outgoing connections (net.ipv4.ip_local_port_range)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[:2]
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` consecutive ports on `host` that nothing holds now (replicas listen on base_port + i).
+
+    Drawn below the kernel's ephemeral range: a replica restarted later binds its port again, and an
+    outgoing connection must not have taken it meanwhile. A random start keeps runs at the same time
+    apart.
+    """
+    ceiling = ephemeral_range()[0] - count
+    for _ in range(500):
+        base = _PORTS.randrange(LOWEST_PORT, ceiling)
+        if all(port_problem(host, base + i) is None for i in range(count)):
+            return [base + i for i in range(count)]
+    raise RuntimeError(f"no {count} consecutive free ports on {host} below {ceiling + count}")
 
 
 def _listening_inodes(port: int) -> set[str]:
@@ -73,7 +105,20 @@ def port_problem(host: str, port: int) -> str | None:
         except OSError as err:
             if err.errno != errno.EADDRINUSE:
                 return f"cannot bind {host}:{port}: {err.strerror}"
-            holders = port_holders(port)
-            who = ", ".join(holders) if holders else "a process this user cannot see"
-            return f"port {port} on {host} is in use by {who}"
+            return f"port {port} on {host} is in use by {_holder(port)}"
     return None
+
+
+def _holder(port: int) -> str:
+    holders = port_holders(port)
+    if holders:
+        return ", ".join(holders)
+    if _listening_inodes(port):
+        return "a process this user cannot see"
+    low, high = ephemeral_range()
+    if low <= port <= high:  # the kernel lent it to an outgoing connection, and may again
+        return (
+            f"a connection, and nothing listens on it: the kernel lends ports {low}-{high} to outgoing "
+            f"connections, so choose one below {low}"
+        )
+    return "a connection, and nothing listens on it"

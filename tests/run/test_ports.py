@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from hunyuan_serve.run.ports import port_holders, port_problem
+from hunyuan_serve.run.ports import LOWEST_PORT, ephemeral_range, free_ports, port_holders, port_problem
 from hunyuan_serve.run.state import read_state, write_json_atomic
 from hunyuan_serve.supervise.status import collect_status, format_status, parse_in_flight
 from tests.support.stacks import free_port
@@ -34,6 +35,33 @@ def test_busy_port_names_the_holder() -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_port_an_outgoing_connection_holds_is_named_so() -> None:
+    # A client's local port, drawn by the kernel from the ephemeral range: nothing listens on it, yet it
+    # cannot be bound; a replica given such a port would not start.
+    with (
+        socket.create_server(("127.0.0.1", 0)) as server,
+        socket.create_connection(server.getsockname()[:2]) as client,
+        server.accept()[0],
+    ):
+        port = client.getsockname()[1]
+        problem = port_problem("127.0.0.1", port)
+    low, high = ephemeral_range()
+    assert low <= port <= high
+    assert problem == (
+        f"port {port} on 127.0.0.1 is in use by a connection, and nothing listens on it: the kernel "
+        f"lends ports {low}-{high} to outgoing connections, so choose one below {low}"
+    )
+
+
+def test_free_ports_are_consecutive_bindable_and_below_the_ephemeral_range() -> None:
+    ports = free_ports(3)
+    assert ports == [ports[0], ports[0] + 1, ports[0] + 2]
+    assert ports[0] >= LOWEST_PORT and ports[-1] < ephemeral_range()[0]
+    for port in ports:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
 
 
 def test_parse_in_flight() -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,53 +16,17 @@ import httpx
 import psutil
 import pytest
 
+from hunyuan_serve.run.ports import free_ports
 from hunyuan_serve.run.state import read_state
 
 STOP_TIMEOUT_S = 60.0  # `up` drains Nginx, then gives each replica its own kill timeout
 REAP_TIMEOUT_S = 10.0  # after the leader exits, how long its processes may take to be gone
 POLL_S = 0.1
-LOWEST_PORT = 20000
-
-
-# Its own generator, seeded from the OS: two full suites drew the very same ports in the same order
-# from the global one (something in the suite seeds it), so a collision came back on every run.
-_PORTS = random.SystemRandom()
-
-
-def free_ports(count: int) -> list[int]:
-    """count consecutive loopback ports that nothing holds now (replicas listen on base_port + i).
-
-    Picked below the kernel's ephemeral range: a replica restarted mid-test binds its port again,
-    and a client connection must not have taken it meanwhile. A random start keeps test runs that
-    happen at the same time apart.
-    """
-    ceiling = _ephemeral_low() - count
-    for _ in range(500):
-        base = _PORTS.randrange(LOWEST_PORT, ceiling)
-        if all(_bindable(base + i) for i in range(count)):
-            return [base + i for i in range(count)]
-    raise RuntimeError(f"no {count} consecutive free loopback ports below {ceiling + count}")
 
 
 def free_port() -> int:
-    """One loopback port that nothing holds now."""
+    """One loopback port that nothing holds now, below the ephemeral range (run/ports.py)."""
     return free_ports(1)[0]
-
-
-def _ephemeral_low() -> int:
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def cli(*args: str) -> list[str]:

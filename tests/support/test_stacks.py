@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support.stacks import alive, free_ports, started, stop
+from tests.support.stacks import alive, started, stop
 
 # Exits 0 on SIGTERM, like `up` and the replica.
 POLITE = (
@@ -29,16 +28,6 @@ STUBBORN = (
 
 def _printed(log: Path) -> bool:
     return log.exists() and log.read_text().strip() != ""
-
-
-def test_free_ports_are_consecutive_bindable_and_below_the_ephemeral_range() -> None:
-    ports = free_ports(3)
-    assert ports == [ports[0], ports[0] + 1, ports[0] + 2]
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    assert ports[-1] < low
-    for port in ports:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", port))
 
 
 def test_a_process_that_exits_on_sigterm_stops_with_its_code(tmp_path: Path) -> None:
