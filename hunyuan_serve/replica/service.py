@@ -53,6 +53,17 @@ class Outcome:
     memory_unguided: str = ""
 
 
+@dataclass
+class StreamStart:
+    """How a stream begins: a memory's whole answer (no engine), or the engine's deltas; with, as in
+    Outcome, what a memory did for the text where one was looked in."""
+
+    whole: Outcome | None = None
+    deltas: AsyncGenerator[Delta, None] | None = None
+    memory: list[str] = field(default_factory=list)
+    memory_unguided: str = ""
+
+
 @dataclass(frozen=True)
 class Completion:
     """One prompt's answer as sent (OpenAI's routes): the generation, or the cached one as first answered."""
@@ -159,9 +170,10 @@ class Translator:
             self.engine.model_name, req.source.code, req.target.code, sampling, instructions, req.ensemble
         )
 
-    async def remembered(self, req: TranslateRequest, caller: Caller) -> Outcome | None:
-        """The answer a translation memory holds whole (replica/memories/translator.py); here none."""
-        return None
+    async def stream_start(self, req: TranslateRequest, caller: Caller) -> StreamStart:
+        """A stream's start: here always stream_translation's deltas (a translation memory may answer
+        whole, or guide the model: replica/memories/translator.py). Checks as stream_translation."""
+        return StreamStart(deltas=self.stream_translation(req, caller))
 
     async def translate(self, req: TranslateRequest, caller: Caller) -> Outcome:
         """Every text's answer: a long text's segments translated as one batch and joined."""

@@ -4,6 +4,7 @@ engine call, close matches reach the real engine through the terminology prompt,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import deepl
@@ -63,6 +64,19 @@ def test_a_close_match_guides_the_real_engine(http: httpx.Client) -> None:
     assert answer.status_code == 200, answer.text
     assert answer.json()["memory"] == "fuzzy" and answer.headers["X-Hunyuan-Memory"] == "fuzzy"
     assert isinstance(answer.json()["result"], str)  # the tiny model's noise, through the terminology prompt
+
+
+def test_a_stream_of_a_close_match_is_guided_as_its_answer_would_be(http: httpx.Client) -> None:
+    body = {"text": "Batch count now", "source_lang": "en", "target_lang": "zh", "stream": True}
+    stream = http.post("/translate", json=body)
+    assert stream.status_code == 200, stream.text
+    assert stream.headers["X-Hunyuan-Memory"] == "fuzzy"
+    done = [json.loads(line[len("data: ") :]) for line in stream.text.splitlines() if '"done"' in line]
+    assert len(done) == 1 and done[0]["memory"] == "fuzzy", stream.text
+    # A text the memory has nothing close to is streamed as before, its miss said too.
+    body["text"] = "Completely unrelated words about the weather"
+    miss = http.post("/translate", json=body)
+    assert miss.headers["X-Hunyuan-Memory"] == "miss" and '"memory": "miss"' in miss.text
 
 
 def test_another_keys_memory_is_its_own(http: httpx.Client, keyed_stack: SharedStack) -> None:

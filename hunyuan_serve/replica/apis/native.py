@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
@@ -23,7 +23,7 @@ from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.memories import use as memory_use
 from hunyuan_serve.replica.openapi.operations import JSON, SSE, TRANSLATE, Op, Operations
 from hunyuan_serve.replica.schema import TranslateRequest, parse_fuse, parse_translate
-from hunyuan_serve.replica.service import Outcome
+from hunyuan_serve.replica.service import Outcome, StreamStart
 
 router = APIRouter()
 ReplicaDep = Annotated[ReplicaContext, Depends(current)]
@@ -75,12 +75,11 @@ async def _translate(replica: ReplicaContext, call: Call) -> Response:
     if req.asked().used():
         call.log["features"] = list(req.asked().used())
     if req.stream:
-        whole = await call.run(replica.translator.remembered(req, call.caller()))
-        if whole is not None:  # the memory's answer, sent whole: no engine
-            return sse.response(_whole_events(replica, req, call, whole), call)
         # Checked here (prompt, budget), before the response starts, so a refusal is a plain 4xx.
-        deltas = replica.translator.stream_translation(req, call.caller())
-        return sse.response(_events(replica, req, call, deltas), call)
+        start = await call.run(replica.translator.stream_start(req, call.caller()))
+        if start.whole is not None:  # the memory's answer, sent whole: no engine
+            return sse.response(_whole_events(replica, req, call, start.whole), call)
+        return sse.response(_events(replica, req, call, start), call)
     if req.ensemble:
         return await _ensemble(replica, req, call)
     outcome = await call.run(replica.translator.translate(req, call.caller()))
@@ -124,7 +123,7 @@ async def _whole_events(
 
 
 async def _events(
-    replica: ReplicaContext, req: TranslateRequest, call: Call, deltas: AsyncGenerator[Delta, None]
+    replica: ReplicaContext, req: TranslateRequest, call: Call, start: StreamStart
 ) -> AsyncIterator[str]:
     """`stream: true`: {"delta": text} events as the text grows, then {"done": true, ...the answer}.
 
@@ -133,6 +132,8 @@ async def _events(
     final: Delta | None = None
     try:
         # Closed with this generator (the client left): the engine request is aborted at once.
+        deltas = start.deltas
+        assert deltas is not None, "a stream without deltas is answered whole"
         async with contextlib.aclosing(sse.within(deltas, call, replica.cfg.request_timeout_s)) as steps:
             async for delta in steps:
                 if delta.final is not None:
@@ -152,6 +153,8 @@ async def _events(
         output_tokens=done.output_tokens,
         queue_s=done.queue_s,
         engine_s=done.engine_s,
+        memory=start.memory,
+        memory_unguided=start.memory_unguided,
     )
     # Checked once whole; a stream already sent cannot be retried, so its checks only flag.
     outcome.verdicts = replica.translator.review.judge(req, [done.text], [done.finish_reason])

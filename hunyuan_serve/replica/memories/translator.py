@@ -13,6 +13,7 @@ from hunyuan_serve.languages import AUTO
 from hunyuan_serve.memory.similar import Match
 from hunyuan_serve.qa import policy
 from hunyuan_serve.qa.flags import Flag
+from hunyuan_serve.replica import segmenting
 from hunyuan_serve.replica.admission.gated_engine import GatedEngine
 from hunyuan_serve.replica.admission.priority import Caller
 from hunyuan_serve.replica.memories import use as memory_use
@@ -21,7 +22,7 @@ from hunyuan_serve.replica.memories.use import EXACT, FUZZY, MISS
 from hunyuan_serve.replica.metrics import Metrics
 from hunyuan_serve.replica.review import Review, Verdicts
 from hunyuan_serve.replica.schema import TranslateRequest
-from hunyuan_serve.replica.service import Outcome, Translator
+from hunyuan_serve.replica.service import Outcome, StreamStart, Translator
 from hunyuan_serve.storage.backend import StoreUnavailable
 
 # Each close match in the context prompt, one a line: the terminology prompts' own "X 翻译成 Y" /
@@ -82,13 +83,28 @@ class MemoryTranslator(Translator):
             results[index] = FUZZY if plan.applied[k] else MISS
         return self._noted(merged, results, plan.unguided)
 
-    async def remembered(self, req: TranslateRequest, caller: Caller) -> Outcome | None:
-        """The answer when the memory holds every text (a stream's one text), else None."""
+    async def stream_start(self, req: TranslateRequest, caller: Caller) -> StreamStart:
+        """A stream's one text: answered whole where the memory holds it, else streamed with its close
+        matches in the prompt, as translate() would send it. A text cut into segments is translated
+        whole by translate(), which looks each segment up itself."""
         indexes = await self._indexes(req, caller)
-        hits = self.recall.exact(indexes, req.texts)
-        if not indexes or any(text not in hits for text in req.texts):
-            return None
-        return await self.translate(req, caller)
+        if not indexes:
+            return await super().stream_start(req, caller)
+        if all(text in self.recall.exact(indexes, req.texts) for text in req.texts):
+            return StreamStart(whole=await self.translate(req, caller))
+        if segmenting.segmented(self.engine, self.family, self.segment_tokens, req) is not None:
+            return await super().stream_start(req, caller)
+        plan = _Plan(await self.recall.fuzzy(indexes, list(req.texts)))
+        plan.applied = [False] * len(req.texts)
+        self._plans[id(req)] = plan
+        try:  # the prompt is built (and _features reads the plan) before the generator is returned
+            start = await super().stream_start(req, caller)
+        finally:
+            del self._plans[id(req)]
+        results = [FUZZY if applied else MISS for applied in plan.applied]
+        self._noted(Outcome(), results, plan.unguided)
+        start.memory, start.memory_unguided = results, plan.unguided
+        return start
 
     async def _indexes(self, req: TranslateRequest, caller: Caller) -> list[PairIndex]:
         # An ensemble's answer is its fusion, and an unknown source has no memory pair to look in.
