@@ -24,13 +24,13 @@ from typing import Any
 
 import httpx
 
-from bench import targets
+from bench import burst_person, targets
 from bench.burst_kill import Killed, describe, kill_when_holding
+from bench.burst_person import PROMPT
 from bench.fairness_stack import KEYS, Stack, start_stack
 from bench.procs import Server, free_port, running
 
 RESULTS = Path(__file__).resolve().parent / "results"
-PROMPT = "Translate the following segment into Chinese, without additional explanation.\n\n{text}"
 CLIENTS = ("script", "openai")
 SIDES = ("stack", "vllm")
 PERSON_IDLE = 20  # a person's strings, one at a time, with nothing else sent
@@ -175,53 +175,35 @@ class Person:
     during_refused: dict[str, int] = field(default_factory=dict)
 
 
-async def _one_at_a_time(
-    url: str, model: str, max_tokens: int, until: Callable[[int], bool], refused: dict[str, int] | None = None
-) -> list[float]:
-    """A person's strings with the page's key, each sent when the last is answered, until `until(n)`;
-    the statuses of answers other than 200 counted into `refused`."""
-    times: list[float] = []
-    headers = {"Authorization": f"Bearer {KEYS['page']}"}
-    async with httpx.AsyncClient(base_url=url, timeout=600, headers=headers) as http:
-        while not until(len(times)):
-            body = {
-                "model": model,
-                "prompt": PROMPT.format(text=f"Save {len(times)}"),
-                "max_tokens": max_tokens,
-            }
-            start = time.monotonic()
-            answer = await http.post("/v1/completions", json={**body, "temperature": 0})
-            if answer.status_code == 200:
-                times.append(time.monotonic() - start)
-            elif refused is not None:
-                refused[str(answer.status_code)] = refused.get(str(answer.status_code), 0) + 1
-    return times
-
-
 def measure_person(url: str, args: argparse.Namespace) -> Person:
-    """The people-first figure: a person's p50 alone, then while the largest K is sent by a bulk key."""
+    """The people-first figure: a person's p50 alone, then while the largest K is sent by a bulk key; the
+    person in a process of their own (bench/burst_person.py)."""
     model = _served(url, KEYS["page"])
-    idle = asyncio.run(_one_at_a_time(url, model, args.max_tokens, lambda n: n >= PERSON_IDLE))
     k = max(args.k)
+    with burst_person.beside(url, model, args.max_tokens, PERSON_IDLE) as person:
+        person.idle()
 
-    async def during() -> tuple[list[float], list[tuple[str, float]], float]:
-        start = time.monotonic()
-        body = _bodies(model, args.max_tokens, False, f"bulk-{k}")
-        burst = asyncio.ensure_future(_script(url, body, k, KEYS["ci-a"]))
-        await asyncio.sleep(1.0)  # the burst in the replicas' queues first: nothing to await for it
-        times = await _one_at_a_time(url, model, args.max_tokens, lambda _: burst.done(), refused)
-        return times, await burst, time.monotonic() - start
+        async def during() -> tuple[list[tuple[str, float]], float]:
+            start = time.monotonic()
+            body = _bodies(model, args.max_tokens, False, f"bulk-{k}")
+            burst = asyncio.ensure_future(_script(url, body, k, KEYS["ci-a"]))
+            await asyncio.sleep(1.0)  # the burst in the replicas' queues first: nothing to await for it
+            person.go()
+            outcomes = await burst
+            person.stop()
+            return outcomes, time.monotonic() - start
 
-    refused: dict[str, int] = {}
-    times, outcomes, wall_s = asyncio.run(during())
+        outcomes, wall_s = asyncio.run(during())
+        seen = person.seen()
     burst = summarize("stack", "script, bulk key", outcomes, wall_s)
-    person = Person(k, percentile(idle, 0.5), percentile(times, 0.5), len(times), burst, refused)
+    times = seen.during
+    found = Person(k, percentile(seen.idle, 0.5), percentile(times, 0.5), len(times), burst, seen.refused)
     print(
-        f"[bench] burst person: p50 {person.idle_p50_s:.2f} s idle, {person.during_p50_s:.2f} s during "
-        f"({', '.join(f'{t:.2f}' for t in times)}; not 200: {refused})",
+        f"[bench] burst person: p50 {found.idle_p50_s:.2f} s idle, {found.during_p50_s:.2f} s during "
+        f"({', '.join(f'{t:.2f}' for t in times)}; not 200: {seen.refused})",
         flush=True,
     )
-    return person
+    return found
 
 
 def measure_kill(stack: Stack, args: argparse.Namespace) -> tuple[Burst, Killed | None]:

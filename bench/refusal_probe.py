@@ -18,10 +18,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from bench.k6run import launcher
 
 # What the probe asks: short, so that an accepted one costs the stack little.
 BODY = {"text": "Probe the edge", "source_lang": "en", "target_lang": "zh", "max_tokens": 8}
@@ -90,10 +92,13 @@ def refused_ms(samples: list[Sample]) -> list[float]:
 
 
 @contextlib.contextmanager
-def probing(url: str, out: Path, seconds: float, interval_s: float = 0.05) -> Iterator[Path]:
+def probing(
+    url: str, out: Path, seconds: float, interval_s: float = 0.05, cores: Sequence[int] = ()
+) -> Iterator[Path]:
     """The probe in its own process, at NICE, while the block runs (stopped when it ends, or after
-    `seconds`); yields the file its samples are in."""
-    argv = ["nice", "-n", str(NICE), sys.executable, "-m", "bench.refusal_probe", "--url", url]
+    `seconds`); on `cores` where given (the load generator's: a client's, not the stack's); yields the
+    file its samples are in."""
+    argv = [*launcher(NICE, cores), sys.executable, "-m", "bench.refusal_probe", "--url", url]
     argv += ["--seconds", str(seconds), "--interval-s", str(interval_s), "--out", str(out)]
     proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
     try:

@@ -229,7 +229,8 @@ def bench_overload(b: Bench, url: str, run_dir: Path, meter: Sequence[str], repl
     env = b.env(url, stack=True, rate=rate, duration=b.plan.overload_duration, vus=vus, pre_vus=vus)
     # The probe beside k6 times refusals as a client with a core to spare would see them: k6's own
     # figure, and Nginx's (logged once k6 has read the answer and closed), count k6's lateness too.
-    with refusal_probe.probing(url, b.work / "refusal-probe.jsonl", OVERLOAD_PROBE_S) as probed:
+    probe_file = b.work / "refusal-probe.jsonl"
+    with refusal_probe.probing(url, probe_file, OVERLOAD_PROBE_S, cores=b.plan.k6_cores) as probed:
         result = b.k6("overload.js", "overload", env, meter, samples=False)  # no plot: samples cost CPU
     probe = refusal_probe.refused_ms(refusal_probe.read_samples(probed))
     nginx_after, replicas_after = _stack_rss_mb(run_dir)

@@ -15,6 +15,7 @@ import pytest
 from bench.k6run import K6_DIR, find_k6, read_samples, run_k6
 from bench.session import Plan, base_env
 from hunyuan_serve.families import SamplingDefaults
+from tests.support.scripted_http import send_json, serving
 
 # Unlike any family's defaults, so that a body carrying them came from the environment.
 SAMPLING = SamplingDefaults(temperature=0.3, top_p=0.9, top_k=7, repetition_penalty=1.2)
@@ -46,12 +47,7 @@ class _Handler(BaseHTTPRequestHandler):
             n = len(self.server.bodies)
         fail = self.server.fail_every and n % self.server.fail_every == 0
         status, answer = (502, {"error": "scripted"}) if fail else (200, {"result": "译文", "cached": seen})
-        data = json.dumps(answer).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, answer)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -59,12 +55,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def translator(request: pytest.FixtureRequest) -> Iterator[ScriptedTranslator]:
-    server = ScriptedTranslator(getattr(request, "param", 0))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(ScriptedTranslator(getattr(request, "param", 0))) as server:
+        yield server
 
 
 def data_file(tmp_path: Path, count: int) -> Path:

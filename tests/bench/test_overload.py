@@ -19,6 +19,7 @@ from bench.procs import free_port
 from bench.session import Bench, Plan, base_env
 from bench.write_report import overload_headline, overload_section
 from hunyuan_serve.families import SamplingDefaults
+from tests.support.scripted_http import send_json, serving
 
 SAMPLING = SamplingDefaults(temperature=0.3, top_p=0.9, top_k=7, repetition_penalty=1.2)
 PLAN = Plan(max_tokens=11, p95_ms=4321.0, fail_rate=0.002)
@@ -47,14 +48,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.sent.append(kind)
         status = {"ok": 200, "502": 502}.get(kind, 503)
         body = {"result": "译文"} if kind == "ok" else {"error": {"code": "unavailable", "message": "x"}}
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if kind == "refused":
-            self.send_header("Retry-After", "2")
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, body, {"Retry-After": "2"} if kind == "refused" else None)
 
     def log_message(self, format: str, *args: object) -> None:
         pass
@@ -62,12 +56,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def edge() -> Iterator[Edge]:
-    server = Edge()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with serving(Edge()) as server:
+        yield server
 
 
 def test_refusals_accepted_and_failures_are_told_apart(edge: Edge, tmp_path: Path) -> None:
