@@ -9,7 +9,6 @@ import enum
 import re
 from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from hunyuan_serve.families import segment_tokens
 from hunyuan_serve.families.base import Prompt
@@ -18,16 +17,14 @@ from hunyuan_serve.qa.flags import LINES, Flag
 from hunyuan_serve.replica.admission.priority import Caller
 from hunyuan_serve.replica.engine.interface import Delta, Engine, Generation
 from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.outcome import Outcome
 from hunyuan_serve.replica.review import Verdicts, per_text
 from hunyuan_serve.replica.schema import TranslateRequest
 from hunyuan_serve.text.placeholders import has_words
 from hunyuan_serve.text.split import UNSPACED, Measure, Split, split_steps
 
-if TYPE_CHECKING:  # service.py calls this module: the type alone, without a cycle
-    from hunyuan_serve.replica.service import Outcome
-
 # The core's translation of a request's texts (Translator._translate).
-Core = Callable[[TranslateRequest, Caller], Awaitable["Outcome"]]
+Core = Callable[[TranslateRequest, Caller], Awaitable[Outcome]]
 
 
 class _Step(enum.Enum):

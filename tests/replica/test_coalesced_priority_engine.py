@@ -17,9 +17,10 @@ from hunyuan_serve.replica.admission.gated_engine import GatedEngine, bulk_gate
 from hunyuan_serve.replica.engine.interface import Generation, Sampling
 from hunyuan_serve.replica.engine.vllm_engine import VllmEngine
 from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.outcome import Outcome
 from hunyuan_serve.replica.review import Review
 from hunyuan_serve.replica.schema import TranslateRequest
-from hunyuan_serve.replica.service import Outcome, Translator
+from hunyuan_serve.replica.service import Translator
 
 pytestmark = pytest.mark.engine
 

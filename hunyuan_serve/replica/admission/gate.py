@@ -24,7 +24,7 @@ from hunyuan_serve.replica.errors import ApiError, renderer, request_fault
 from hunyuan_serve.replica.http import ClientDisconnected, guarded, read_body, request_id
 from hunyuan_serve.replica.memories import use as memory_use
 from hunyuan_serve.replica.metrics import Metrics
-from hunyuan_serve.replica.service import Outcome
+from hunyuan_serve.replica.outcome import Outcome
 from hunyuan_serve.replica.usage import Usage, key_label
 
 ACCESS_LOG = "hunyuan_serve.replica.access"

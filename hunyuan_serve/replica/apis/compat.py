@@ -23,8 +23,8 @@ from hunyuan_serve.replica import ensemble, review
 from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError
+from hunyuan_serve.replica.outcome import Outcome
 from hunyuan_serve.replica.schema import TranslateRequest, decode_body, parse_fields
-from hunyuan_serve.replica.service import Outcome
 
 _TAG = re.compile(r"<[^<>]*>")
 _TAG_NAME = re.compile(r"<\s*(/?)\s*([A-Za-z][\w:.-]*)[^<>]*?(/?)\s*>")

@@ -22,8 +22,8 @@ from hunyuan_serve.replica.engine.interface import Delta
 from hunyuan_serve.replica.errors import ApiError
 from hunyuan_serve.replica.memories import use as memory_use
 from hunyuan_serve.replica.openapi.operations import JSON, SSE, TRANSLATE, Op, Operations
+from hunyuan_serve.replica.outcome import Outcome, StreamStart
 from hunyuan_serve.replica.schema import TranslateRequest, parse_fuse, parse_translate
-from hunyuan_serve.replica.service import Outcome, StreamStart
 
 router = APIRouter()
 ReplicaDep = Annotated[ReplicaContext, Depends(current)]

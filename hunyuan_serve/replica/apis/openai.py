@@ -22,7 +22,7 @@ from hunyuan_serve.replica.context import ReplicaContext, current
 from hunyuan_serve.replica.engine.interface import Delta, Generation
 from hunyuan_serve.replica.errors import ApiError, render_error
 from hunyuan_serve.replica.openapi.operations import COMPAT, JSON, SSE, Op, Operations
-from hunyuan_serve.replica.service import Completion, Outcome
+from hunyuan_serve.replica.outcome import Completion, Outcome
 
 router = APIRouter(prefix="/v1")
 ReplicaDep = Annotated[ReplicaContext, Depends(current)]

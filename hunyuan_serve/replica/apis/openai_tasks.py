@@ -15,7 +15,7 @@ from hunyuan_serve.replica.admission.gate import Call
 from hunyuan_serve.replica.apis import compat
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError
-from hunyuan_serve.replica.service import Outcome
+from hunyuan_serve.replica.outcome import Outcome
 
 # Weblate 2026 (weblate/machinery/llm.py, PROMPT and _build_message; 2026.10.1) sends a long system prompt
 # (rules and this JSON schema), one worked example as a user/assistant pair, then one user message

@@ -17,8 +17,8 @@ from hunyuan_serve.replica.admission import priority
 from hunyuan_serve.replica.apis.compat import sources_of
 from hunyuan_serve.replica.context import ReplicaContext
 from hunyuan_serve.replica.errors import ApiError, request_fault
+from hunyuan_serve.replica.outcome import Outcome
 from hunyuan_serve.replica.schema import TranslateRequest, parse_fields
-from hunyuan_serve.replica.service import Outcome
 from hunyuan_serve.storage.backend import StoreUnavailable
 
 T = TypeVar("T")

@@ -20,9 +20,10 @@ from hunyuan_serve.replica.memories import use as memory_use
 from hunyuan_serve.replica.memories.recall import PairIndex, Recall, owners_of
 from hunyuan_serve.replica.memories.use import EXACT, FUZZY, MISS
 from hunyuan_serve.replica.metrics import Metrics
+from hunyuan_serve.replica.outcome import Outcome, StreamStart
 from hunyuan_serve.replica.review import Review, Verdicts
 from hunyuan_serve.replica.schema import TranslateRequest
-from hunyuan_serve.replica.service import Outcome, StreamStart, Translator
+from hunyuan_serve.replica.service import Translator
 from hunyuan_serve.storage.backend import StoreUnavailable
 
 # Each close match in the context prompt, one a line: the terminology prompts' own "X 翻译成 Y" /
