@@ -56,7 +56,9 @@ def test_the_person_times_idle_strings_then_those_between_go_and_stop(server: Co
         time.sleep(0.3)  # told nothing yet: the person waits for the burst
         assert len(server.bodies) == sent_idle
         person.go()
-        time.sleep(0.6)
+        deadline = time.monotonic() + 30  # strings during the burst, a refusal among them
+        while len(server.bodies) < sent_idle + 6 and time.monotonic() < deadline:
+            time.sleep(0.02)
         person.stop()
         seen = person.seen()
     assert len(idle) == 4 and all(t >= 0.02 for t in idle)
