@@ -191,6 +191,12 @@ def _add_term_arguments(parser: argparse.ArgumentParser) -> None:
         help="Translation memory (TMX 1.4b, or CSV/TSV of source,target[,source_lang,target_lang]): a "
         "segment whose exact source it holds takes its translation, without a request.",
     )
+    parser.add_argument(
+        "--memory-keep-blank",
+        action="store_true",
+        help="--memory's units whose target is empty are translations that leave the text out (as "
+        "`memory import --keep-blank`; default: left out, as not translated yet).",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -210,7 +216,11 @@ def run(args: argparse.Namespace) -> int:
         return usage_error(loaded)
     try:
         glossary = load_glossary(args.glossary, args.keep)
-        memory = load_memory(args.memory, args.source, args.target) if args.memory else None
+        memory = (
+            load_memory(args.memory, args.source, args.target, args.memory_keep_blank)
+            if args.memory
+            else None
+        )
     except (GlossaryError, MemoryFileInvalid, OSError) as err:
         return usage_error(
             f"--memory {args.memory}: {err}" if isinstance(err, MemoryFileInvalid) else str(err)

@@ -80,6 +80,21 @@ def test_a_memory_file_answers_without_a_request(
     assert (report["memory"], report["translated"], report["requests"]) == (3, 0, 0)
 
 
+def test_a_memory_files_blank_targets_are_kept_only_when_asked(
+    served: tuple[str, FakeEngine], tmp_path: Path
+) -> None:
+    # "Restore faces" has an empty target: not translated yet, or (asked) a translation that hides it.
+    url, _ = served
+    memory = tmp_path / "ui.csv"
+    memory.write_text("Batch count,总批次数,en,zh\nRestore faces,,en,zh\n", encoding="utf-8")
+    code, out, report = _run(tmp_path, url, "--memory", str(memory))
+    assert code == 0 and out["Restore faces"] != ""
+    assert (report["memory"], report["translated"]) == (1, 2)
+    code, out, report = _run(tmp_path, url, "--memory", str(memory), "--memory-keep-blank")
+    assert code == 0 and out["Restore faces"] == "" and out["Batch count"] == "总批次数"
+    assert (report["memory"], report["translated"]) == (2, 1)
+
+
 def test_a_malformed_memory_file_is_a_usage_error(
     served: tuple[str, FakeEngine], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
