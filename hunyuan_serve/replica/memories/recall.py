@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from prometheus_client import CollectorRegistry, Counter
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.memory.similar import FuzzyIndex, Match
 from hunyuan_serve.replica.memories.use import EXACT, FUZZY, MISS
+from hunyuan_serve.replica.single_flight import SingleFlight
 from hunyuan_serve.storage.memory import SHARED, MemoryStore
 
 # Indexes kept (one per memory and language pair asked for); the least recently used goes first.
@@ -58,6 +60,8 @@ class Recall:
             collections.OrderedDict()
         )
         self._versions: dict[str, tuple[float, int]] = {}  # owner -> (when read, version)
+        self._version_reads: SingleFlight[str, None] = SingleFlight()
+        self._builds: SingleFlight[tuple[str, str, str, int], PairIndex] = SingleFlight()
 
     @property
     def enabled(self) -> bool:
@@ -68,12 +72,20 @@ class Recall:
         self._versions.pop(owner, None)
 
     async def versions(self, owners: list[str]) -> tuple[int, ...]:
+        """Each owner's memory version, read again once it is memory_refresh_s old; a read under way
+        is shared (every request of a burst finds the shared memory's version stale at once)."""
         now = time.monotonic()
         stale = [o for o in owners if now - self._versions.get(o, (-1e9, 0))[0] >= self.cfg.memory_refresh_s]
         if stale:
-            for owner, version in zip(stale, await self.store.versions(stale), strict=True):
-                self._versions[owner] = (now, version)
+            await asyncio.gather(
+                *(self._version_reads.do(o, functools.partial(self._read, o)) for o in stale)
+            )
         return tuple(self._versions[o][1] for o in owners)
+
+    async def _read(self, owner: str) -> None:
+        now = time.monotonic()
+        (version,) = await self.store.versions([owner])
+        self._versions[owner] = (now, version)
 
     async def indexes(self, owners: list[str], pair: tuple[str, str]) -> list[PairIndex]:
         """The owners' indexes of the pair, in the owners' order; none for a memory that is empty."""
@@ -110,7 +122,10 @@ class Recall:
         if kept is not None and kept[0] == version:
             self._indexes.move_to_end(key)
             return kept[1]
-        units = await self.store.pair_units(owner, *pair)
+        return await self._builds.do((*key, version), functools.partial(self._build, key, version))
+
+    async def _build(self, key: tuple[str, str, str], version: int) -> PairIndex:
+        units = await self.store.pair_units(*key)
         index = await asyncio.to_thread(PairIndex.of, units)
         self._indexes[key] = (version, index)
         while len(self._indexes) > INDEXES_KEPT:
