@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -29,7 +30,9 @@ class TranslationCache:
     The file is used on one I/O thread of its own: SQLite waits for another replica's write lock
     (up to busy_timeout_s) and fsyncs at checkpoints, and neither may stall the event loop. Redis is
     asynchronous and bounded by its own short timeouts. Writes are not awaited: the answer is in
-    memory already, and a lost write only costs a miss.
+    memory already, and a lost write only costs a miss. Lookups that come while a read runs are read
+    together next, and puts not yet written are joined, so a burst costs that thread a few jobs, not
+    one per request in a line that a person's lookup waits at the end of.
     """
 
     def __init__(
@@ -49,6 +52,14 @@ class TranslationCache:
         # Its thread starts with the first file access, so a cache without a file never has one.
         self._io = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cache-io")
         self._writes: set[asyncio.Task[None]] = set()
+        # File writes waiting for the next one, joined (the lock: put_many on the loop, the write on
+        # the I/O thread), and that write's future (None: none queued).
+        self._write_lock = threading.Lock()
+        self._to_write: dict[str, str] = {}
+        self._next_write: Future[None] | None = None
+        # File lookups waiting for the next read, and the task that reads them (None: none waits).
+        self._reads: list[tuple[list[str], asyncio.Future[dict[str, str]]]] = []
+        self._reader: asyncio.Task[None] | None = None
 
     @classmethod
     def from_config(cls, cfg: ReplicaConfig, events: CacheEvents | None = None) -> TranslationCache:
@@ -84,14 +95,42 @@ class TranslationCache:
             return [None if value is None else (value, "redis") for value in await self.redis.get_many(keys)]
         if self.file is None:
             return [None] * len(keys)
-        loop = asyncio.get_running_loop()
         try:
-            found = await loop.run_in_executor(self._io, self.file.get_many, keys)
+            found = await self._file_get_many(self.file, keys)
         except sqlite3.Error as err:  # a broken or locked file is a miss, not a failed request
             logger.warning("cache read failed: %s", err)
             self.events.cache_error("sqlite", "get")
             return [None] * len(keys)
         return [None if key not in found else (found[key], "sqlite") for key in keys]
+
+    async def _file_get_many(self, file: SqliteCache, keys: list[str]) -> dict[str, str]:
+        """The file's values for `keys`, read in one I/O-thread job with every lookup that came while
+        the last one ran: a burst's thousand lookups are a few reads, not a queue of a thousand that a
+        person's lookup waits at the end of."""
+        waiter: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
+        self._reads.append((keys, waiter))
+        if self._reader is None:
+            self._reader = asyncio.get_running_loop().create_task(self._read_waiting(file))
+        return await waiter
+
+    async def _read_waiting(self, file: SqliteCache) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._reads:
+                batch, self._reads = self._reads, []
+                wanted = list(dict.fromkeys(key for keys, _ in batch for key in keys))
+                try:
+                    found = await loop.run_in_executor(self._io, file.get_many, wanted)
+                except Exception as err:  # each lookup of this read fails as it would have alone
+                    for _, waiter in batch:
+                        if not waiter.done():
+                            waiter.set_exception(err)
+                    continue
+                for _, waiter in batch:
+                    if not waiter.done():
+                        waiter.set_result(found)
+        finally:
+            self._reader = None
 
     def put(self, key: str, value: str) -> Future[None] | None:
         return self.put_many({key: value})
@@ -110,9 +149,16 @@ class TranslationCache:
             return None
         if self.file is None:
             return None
-        return self._io.submit(self._write, self.file, dict(items))
+        with self._write_lock:  # joined to the write not started yet, if one is queued
+            self._to_write.update(items)
+            if self._next_write is None:
+                self._next_write = self._io.submit(self._write_waiting, self.file)
+            return self._next_write
 
-    def _write(self, file: SqliteCache, items: dict[str, str]) -> None:
+    def _write_waiting(self, file: SqliteCache) -> None:
+        """On the I/O thread: every item put since the last write began, in one transaction."""
+        with self._write_lock:
+            items, self._to_write, self._next_write = self._to_write, {}, None
         try:
             file.put_many(items)
         except sqlite3.Error as err:

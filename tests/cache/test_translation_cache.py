@@ -128,3 +128,54 @@ async def test_a_batch_write_refused_by_a_locked_file_leaves_the_connection_usab
         assert cache.file is not None and cache.file.get_many(["a", "b", "c"]) == {"c": "3"}
     finally:
         cache.close()
+
+
+async def test_lookups_that_come_while_a_read_runs_are_read_together(tmp_path: Path) -> None:
+    # A burst: a thousand requests' lookups at once. One queue job each would put a person's lookup
+    # behind all of them on the file's one thread; they are read in a few jobs instead.
+    path = tmp_path / "translations.sqlite"
+    cache = TranslationCache(10, path)
+    try:
+        assert cache.file is not None
+        write = cache.put_many({f"k{n}": f"v{n}" for n in range(0, 1000, 2)})
+        assert write is not None
+        await asyncio.wrap_future(write)
+        cache.memory = LruCache(0)  # every lookup goes to the file
+        hops: list[int] = []
+        file_lookup = cache.file.get_many
+
+        def counted(wanted: list[str]) -> dict[str, str]:
+            hops.append(len(wanted))
+            return file_lookup(wanted)
+
+        cache.file.get_many = counted  # type: ignore[method-assign]
+        hits = await asyncio.gather(*(cache.get(f"k{n}") for n in range(1000)))
+        assert hits == [(f"v{n}", "sqlite") if n % 2 == 0 else None for n in range(1000)]
+        assert sum(hops) == 1000 and len(hops) <= 2  # the first alone, the rest that came meanwhile
+        before = len(hops)
+        assert await cache.get("k2") == ("v2", "sqlite") and len(hops) == before + 1  # later: read again
+    finally:
+        cache.close()
+
+
+async def test_puts_not_yet_written_are_joined_in_one_write(tmp_path: Path) -> None:
+    path = tmp_path / "translations.sqlite"
+    cache = TranslationCache(10, path, busy_timeout_s=2.0)
+    blocker = sqlite3.connect(str(path), isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the first write waits for the lock: the others queue behind it
+    try:
+        first = cache.put("k0", "v0")
+        while cache._next_write is not None:  # the thread took the first put into its write
+            await asyncio.sleep(0.01)
+        later = [cache.put(f"k{n}", f"v{n}") for n in range(1, 100)]
+        assert len({id(f) for f in later}) == 1 and later[0] is not first  # one write for the 99 puts
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert later[0] is not None
+    await asyncio.wrap_future(later[0])
+    cache.close()
+    with sqlite3.connect(str(path)) as db:
+        rows = db.execute("SELECT key, created FROM translations").fetchall()
+    assert {key for key, _ in rows} == {f"k{n}" for n in range(100)}
+    assert len({created for key, created in rows if key != "k0"}) == 1  # one transaction's stamp
