@@ -33,7 +33,10 @@ from bench.procs import Server, free_port, running
 RESULTS = Path(__file__).resolve().parent / "results"
 CLIENTS = ("script", "openai")
 SIDES = ("stack", "vllm")
-PERSON_IDLE = 20  # a person's strings, one at a time, with nothing else sent
+PERSON_IDLE = 40  # a person's strings, one at a time, with nothing else sent
+# A pause before them: right after the bursts before it, a run timed its idle strings at 0.09 s p50,
+# and then its first strings of the burst phase, before the bulk reached the replicas, at 0.05-0.07 s.
+PERSON_SETTLE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,7 @@ def measure_person(url: str, args: argparse.Namespace) -> Person:
     person in a process of their own (bench/burst_person.py)."""
     model = _served(url, KEYS["page"])
     k = max(args.k)
+    time.sleep(PERSON_SETTLE_S)
     with burst_person.beside(url, model, args.max_tokens, PERSON_IDLE) as person:
         person.idle()
 
