@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from hunyuan_serve.cache.key import cache_key
 from hunyuan_serve.cache.layers import TranslationCache
 from hunyuan_serve.cache.memory import LruCache
+from hunyuan_serve.cache.sqlite import SqliteCache
 from hunyuan_serve.families import HUNYUAN_MT, sampling_defaults
 
 SAMPLING = {**sampling_defaults(HUNYUAN_MT).as_dict(), "max_tokens": 64}
+
+
+def _count_reads(file: SqliteCache) -> list[int]:
+    """The keys of each read the file is asked from now on, one entry a read."""
+    hops: list[int] = []
+    lookup = file.get_many
+
+    def counted(wanted: Sequence[str]) -> dict[str, str]:
+        hops.append(len(wanted))
+        return lookup(wanted)
+
+    file.get_many = counted  # type: ignore[method-assign]
+    return hops
 
 
 def test_key_depends_on_every_part() -> None:
@@ -87,14 +102,7 @@ async def test_a_batch_is_looked_up_in_one_hop_and_written_in_one_transaction(tm
         assert write is not None
         await asyncio.wrap_future(write)
         reader.memory.put("k5", "from memory")
-        hops: list[int] = []
-        file_lookup = reader.file.get_many
-
-        def counted(wanted: list[str]) -> dict[str, str]:
-            hops.append(len(wanted))
-            return file_lookup(wanted)
-
-        reader.file.get_many = counted  # type: ignore[method-assign]
+        hops = _count_reads(reader.file)
         hits = await reader.get_many(["k5", *keys[1000:1200], "k0"])
         assert hops == [201]  # every key memory did not hold, in one trip to the I/O thread
         assert hits[0] == ("from memory", "memory")
@@ -141,14 +149,7 @@ async def test_lookups_that_come_while_a_read_runs_are_read_together(tmp_path: P
         assert write is not None
         await asyncio.wrap_future(write)
         cache.memory = LruCache(0)  # every lookup goes to the file
-        hops: list[int] = []
-        file_lookup = cache.file.get_many
-
-        def counted(wanted: list[str]) -> dict[str, str]:
-            hops.append(len(wanted))
-            return file_lookup(wanted)
-
-        cache.file.get_many = counted  # type: ignore[method-assign]
+        hops = _count_reads(cache.file)
         hits = await asyncio.gather(*(cache.get(f"k{n}") for n in range(1000)))
         assert hits == [(f"v{n}", "sqlite") if n % 2 == 0 else None for n in range(1000)]
         assert sum(hops) == 1000 and len(hops) <= 2  # the first alone, the rest that came meanwhile
