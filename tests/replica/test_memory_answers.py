@@ -249,6 +249,24 @@ def test_streams_are_answered_from_the_memory_where_it_holds_the_text(
     assert _sse(missed)[-1]["done"] is True and engine.calls == 1  # the model's stream, as before
 
 
+def test_a_stream_is_guided_by_close_matches_and_a_text_cut_in_segments_streams_as_before(
+    engine: FakeEngine, tmp_path: Path
+) -> None:
+    with _app(engine, store_path=str(tmp_path / "store.sqlite"), segment_tokens=200) as client:
+        _import(client, TSV)
+        body = {"source_lang": "en", "target_lang": "zh", "stream": True}
+        close = client.post("/translate", json={**body, "text": "Save the current picture now"})
+        assert close.headers["X-Hunyuan-Memory"] == "fuzzy" and _sse(close)[-1]["memory"] == "fuzzy"
+        assert "Save the current image now 翻译成 立即保存当前图像" in engine.given[-1].messages[0]["content"]
+        sent = len(engine.given)
+        long = "\n\n".join(f"Save the current picture number {n} now." for n in range(12))
+        cut = client.post("/translate", json={**body, "text": long})
+        done = _sse(cut)[-1]
+        assert done["done"] is True and len(engine.given) > sent + 1  # its segments, one prompt each
+        assert not any("翻译成" in p.messages[0]["content"] for p in engine.given[sent:])
+        assert "memory" not in done and "X-Hunyuan-Memory" not in cut.headers
+
+
 def test_whole_texts_are_looked_up_as_given_and_blank_translations_kept_on_request(
     client: httpx.Client, engine: FakeEngine
 ) -> None:

@@ -13,7 +13,6 @@ from hunyuan_serve.languages import AUTO
 from hunyuan_serve.memory.similar import Match
 from hunyuan_serve.qa import policy
 from hunyuan_serve.qa.flags import Flag
-from hunyuan_serve.replica import segmenting
 from hunyuan_serve.replica.admission.gated_engine import GatedEngine
 from hunyuan_serve.replica.admission.priority import Caller
 from hunyuan_serve.replica.memories import use as memory_use
@@ -39,6 +38,7 @@ class _Plan:
     guides: list[list[Match]]
     applied: list[bool] = field(default_factory=list)
     unguided: str = ""
+    read: bool = False  # _features built the prompt from it (a long text's segments are built apart)
 
 
 class MemoryTranslator(Translator):
@@ -64,6 +64,9 @@ class MemoryTranslator(Translator):
         indexes = await self._indexes(req, caller)
         if not indexes:  # no memory of this pair for this caller
             return await super().translate(req, caller)
+        return await self._remembered(req, caller, indexes)
+
+    async def _remembered(self, req: TranslateRequest, caller: Caller, indexes: list[PairIndex]) -> Outcome:
         hits = self.recall.exact(indexes, req.texts)
         rest = [i for i, text in enumerate(req.texts) if text not in hits]
         plan = _Plan(await self.recall.fuzzy(indexes, [req.texts[i] for i in rest]))
@@ -86,15 +89,13 @@ class MemoryTranslator(Translator):
 
     async def stream_start(self, req: TranslateRequest, caller: Caller) -> StreamStart:
         """A stream's one text: answered whole where the memory holds it, else streamed with its close
-        matches in the prompt, as translate() would send it. A text cut into segments is translated
-        whole by translate(), which looks each segment up itself."""
+        matches in the prompt, as translate() would send it. A text long enough to be cut streams as
+        before: its segments' prompts are built apart, and say nothing of the memory."""
         indexes = await self._indexes(req, caller)
         if not indexes:
             return await super().stream_start(req, caller)
         if all(text in self.recall.exact(indexes, req.texts) for text in req.texts):
-            return StreamStart(whole=await self.translate(req, caller))
-        if segmenting.segmented(self.engine, self.family, self.segment_tokens, req) is not None:
-            return await super().stream_start(req, caller)
+            return StreamStart(whole=await self._remembered(req, caller, indexes))
         plan = _Plan(await self.recall.fuzzy(indexes, list(req.texts)))
         plan.applied = [False] * len(req.texts)
         self._plans[id(req)] = plan
@@ -102,9 +103,9 @@ class MemoryTranslator(Translator):
             start = await super().stream_start(req, caller)
         finally:
             del self._plans[id(req)]
-        results = [FUZZY if applied else MISS for applied in plan.applied]
-        self._noted(Outcome(), results, plan.unguided)
-        start.memory, start.memory_unguided = results, plan.unguided
+        if plan.read:
+            start.memory, start.memory_unguided = [FUZZY if a else MISS for a in plan.applied], plan.unguided
+            self._record(start.memory, plan.unguided)
         return start
 
     async def _indexes(self, req: TranslateRequest, caller: Caller) -> list[PairIndex]:
@@ -119,18 +120,23 @@ class MemoryTranslator(Translator):
 
     def _noted(self, outcome: Outcome, results: list[str], unguided: str) -> Outcome:
         outcome.memory, outcome.memory_unguided = results, unguided
+        self._record(results, unguided)
+        return outcome
+
+    def _record(self, results: list[str], unguided: str) -> None:
+        """Counted, and told the request (its X-Hunyuan-Memory and log line: memories/use.py)."""
         self.recall.count(results)
         use = memory_use.CURRENT.get()
         if use is not None:
             use.results.extend(results)
             use.unguided = use.unguided or unguided
-        return outcome
 
     def _features(self, req: TranslateRequest) -> list[Features]:
         features = super()._features(req)
         plan = self._plans.get(id(req))
         if plan is None:
             return features
+        plan.read = True
         guided = []
         for k, (text, each, matches) in enumerate(zip(req.texts, features, plan.guides, strict=True)):
             if matches:
