@@ -228,7 +228,7 @@ def bench_overload(b: Bench, url: str, run_dir: Path, meter: Sequence[str], repl
     offset = edge.log_size(access_log)
     env = b.env(url, stack=True, rate=rate, duration=b.plan.overload_duration, vus=vus, pre_vus=vus)
     # The probe beside k6 times refusals as a client with a core to spare would see them: k6's own
-    # figure, and Nginx's (logged once k6 has read the answer and closed), count k6's lateness too.
+    # figure counts its lateness among thousands of VUs (bench/refusal_probe.py says what was measured).
     probe_file = b.work / "refusal-probe.jsonl"
     with refusal_probe.probing(url, probe_file, OVERLOAD_PROBE_S, cores=b.plan.k6_cores) as probed:
         result = b.k6("overload.js", "overload", env, meter, samples=False)  # no plot: samples cost CPU
