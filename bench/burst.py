@@ -12,148 +12,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import json
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
-import httpx
-
-from bench import burst_person, targets
+from bench import targets
 from bench.burst_kill import Killed, describe, kill_when_holding
-from bench.burst_person import PROMPT
+from bench.burst_person import PeopleFirst, measure_person, person_lines
+from bench.burst_send import Burst, bodies, openai_burst, script, served, summarize
 from bench.fairness_stack import KEYS, Stack, start_stack
 from bench.procs import Server, free_port, running
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CLIENTS = ("script", "openai")
 SIDES = ("stack", "vllm")
-PERSON_IDLE = 40  # a person's strings, one at a time, with nothing else sent
-# A pause before them: right after the bursts before it, a run timed its idle strings at 0.09 s p50,
-# and then its first strings of the burst phase, before the bulk reached the replicas, at 0.05-0.07 s.
-PERSON_SETTLE_S = 5.0
-
-
-@dataclass(frozen=True)
-class Burst:
-    """One burst's outcome: statuses counted, latencies of the answered ones, the wall time."""
-
-    side: str
-    client: str
-    k: int
-    answered: int
-    refused: int  # an HTTP status other than 200 (after the client's own retries, for openai)
-    failed: int  # no status at all (a transport error, a timeout)
-    p50_s: float
-    p95_s: float
-    max_s: float
-    wall_s: float
-    statuses: dict[str, int]
-
-
-def percentile(values: Sequence[float], share: float) -> float:
-    """The nearest-rank percentile (share in (0, 1]); 0 for none."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, int(share * len(ordered) + 0.999999) - 1))]
-
-
-def summarize(side: str, client: str, outcomes: Sequence[tuple[str, float]], wall_s: float) -> Burst:
-    """Each request's (status, seconds) as one Burst: '200' answered, another number refused, else failed."""
-    statuses: dict[str, int] = {}
-    for status, _ in outcomes:
-        statuses[status] = statuses.get(status, 0) + 1
-    times = [seconds for status, seconds in outcomes if status == "200"]
-    refused = sum(n for status, n in statuses.items() if status.isdigit() and status != "200")
-    failed = sum(n for status, n in statuses.items() if not status.isdigit())
-    return Burst(
-        side, client, len(outcomes), statuses.get("200", 0), refused, failed,
-        percentile(times, 0.5), percentile(times, 0.95), max(times, default=0.0), wall_s, statuses,
-    )  # fmt: skip
-
-
-async def _timed(send: Callable[[], Awaitable[str]]) -> tuple[str, float]:
-    start = time.monotonic()
-    try:
-        status = await send()
-    except Exception as err:  # counted, never raised: one failure must not lose the burst's figures
-        status = type(err).__name__
-    return status, time.monotonic() - start
-
-
-async def _script(
-    url: str, body: Callable[[int], dict[str, Any]], k: int, key: str
-) -> list[tuple[str, float]]:
-    """The seeds' script: one httpx client, every request at once, no retries (no connection limit,
-    no timeout short of the answer's)."""
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
-    headers = {"Authorization": f"Bearer {key}"}
-    async with httpx.AsyncClient(base_url=url, timeout=600, limits=limits, headers=headers) as http:
-
-        async def one(i: int) -> str:
-            return str((await http.post("/v1/completions", json=body(i))).status_code)
-
-        return await asyncio.gather(*(_timed(functools.partial(one, i)) for i in range(k)))
-
-
-async def _openai(
-    url: str, body: Callable[[int], dict[str, Any]], k: int, key: str
-) -> list[tuple[str, float]]:
-    """The official client with its defaults (its retries, timeout and connection pool)."""
-    import openai
-
-    async with openai.AsyncOpenAI(base_url=f"{url}/v1", api_key=key) as client:
-
-        async def one(i: int) -> str:
-            fields = body(i)
-            extra = {
-                name: fields.pop(name) for name in ("ignore_eos", "add_special_tokens") if name in fields
-            }
-            try:
-                await client.completions.create(**fields, extra_body=extra or None)
-            except openai.APIStatusError as err:
-                return str(err.status_code)
-            return "200"
-
-        return await asyncio.gather(*(_timed(functools.partial(one, i)) for i in range(k)))
-
-
-def _bodies(model: str, max_tokens: int, vllm: bool, round_: str) -> Callable[[int], dict[str, Any]]:
-    """A distinct string per request (no answer from a cache): the completions body each side takes;
-    vLLM ignores EOS through its own field, the stack's replicas through their test knob."""
-
-    def body(i: int) -> dict[str, Any]:
-        text = f"Item {i} of the {round_} burst: the settings are saved."
-        fields = {
-            "model": model,
-            "prompt": PROMPT.format(text=text),
-            "max_tokens": max_tokens,
-            "temperature": 0,
-        }
-        return {**fields, "ignore_eos": True, "add_special_tokens": False} if vllm else fields
-
-    return body
-
-
-def _served(url: str, key: str) -> str:
-    answer = httpx.get(f"{url}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=30)
-    return str(answer.json()["data"][0]["id"])
 
 
 def measure_side(side: str, url: str, key: str, args: argparse.Namespace) -> list[Burst]:
     """Every client and K against one side, one burst at a time."""
-    model = _served(url, key)
+    model = served(url, key)
     found = []
     for k in args.k:
         for client in CLIENTS:
-            body = _bodies(model, args.max_tokens, side == "vllm", f"{client}-{k}")
-            run = _script if client == "script" else _openai
+            body = bodies(model, args.max_tokens, side == "vllm", f"{client}-{k}")
+            run = script if client == "script" else openai_burst
             start = time.monotonic()
             outcomes = asyncio.run(run(url, body, k, key))
             burst = summarize(side, client, outcomes, time.monotonic() - start)
@@ -164,60 +50,14 @@ def measure_side(side: str, url: str, key: str, args: argparse.Namespace) -> lis
     return found
 
 
-@dataclass(frozen=True)
-class Person:
-    """A person's strings, one at a time, idle and during a burst of a bulk key: their p50s, and the
-    burst's statuses (the bulk key's places are the replicas' less the interactive reserve)."""
-
-    k: int
-    idle_p50_s: float
-    during_p50_s: float
-    during_count: int
-    burst: Burst
-    # The person's answers during the burst other than 200, by status: none are counted in the p50.
-    during_refused: dict[str, int] = field(default_factory=dict)
-
-
-def measure_person(url: str, args: argparse.Namespace) -> Person:
-    """The people-first figure: a person's p50 alone, then while the largest K is sent by a bulk key; the
-    person in a process of their own (bench/burst_person.py)."""
-    model = _served(url, KEYS["page"])
-    k = max(args.k)
-    time.sleep(PERSON_SETTLE_S)
-    with burst_person.beside(url, model, args.max_tokens, PERSON_IDLE) as person:
-        person.idle()
-
-        async def during() -> tuple[list[tuple[str, float]], float]:
-            start = time.monotonic()
-            body = _bodies(model, args.max_tokens, False, f"bulk-{k}")
-            burst = asyncio.ensure_future(_script(url, body, k, KEYS["ci-a"]))
-            await asyncio.sleep(1.0)  # the burst in the replicas' queues first: nothing to await for it
-            person.go()
-            outcomes = await burst
-            person.stop()
-            return outcomes, time.monotonic() - start
-
-        outcomes, wall_s = asyncio.run(during())
-        seen = person.seen()
-    burst = summarize("stack", "script, bulk key", outcomes, wall_s)
-    times = seen.during
-    found = Person(k, percentile(seen.idle, 0.5), percentile(times, 0.5), len(times), burst, seen.refused)
-    print(
-        f"[bench] burst person: p50 {found.idle_p50_s:.2f} s idle, {found.during_p50_s:.2f} s during "
-        f"({', '.join(f'{t:.2f}' for t in times)}; not 200: {seen.refused})",
-        flush=True,
-    )
-    return found
-
-
 def measure_kill(stack: Stack, args: argparse.Namespace) -> tuple[Burst, Killed | None]:
     """The script's burst of --kill-k while one of the two replicas gets kill -9 (bench/burst_kill.py)."""
     k = args.kill_k
-    body = _bodies(_served(stack.base, KEYS["page"]), args.max_tokens, False, f"kill-{k}")
+    body = bodies(served(stack.base, KEYS["page"]), args.max_tokens, False, f"kill-{k}")
 
     async def burst_and_kill() -> tuple[Killed | None, list[tuple[str, float]], float]:
         start = time.monotonic()
-        burst = asyncio.ensure_future(_script(stack.base, body, k, KEYS["page"]))
+        burst = asyncio.ensure_future(script(stack.base, body, k, KEYS["page"]))
         killed = await kill_when_holding(stack.logs.parent, k, burst)
         return killed, await burst, time.monotonic() - start
 
@@ -227,7 +67,7 @@ def measure_kill(stack: Stack, args: argparse.Namespace) -> tuple[Burst, Killed 
     return burst, killed
 
 
-def measure(args: argparse.Namespace, work: Path) -> tuple[list[Burst], Person | None, Killed | None]:
+def measure(args: argparse.Namespace, work: Path) -> tuple[list[Burst], PeopleFirst | None, Killed | None]:
     """The stack (its kill step last), then vLLM's server (the stack stopped first: both use every
     core)."""
     from hunyuan_serve.tiny_model import build_tiny_model
@@ -259,7 +99,7 @@ def measure(args: argparse.Namespace, work: Path) -> tuple[list[Burst], Person |
 
 
 def report(
-    bursts: Sequence[Burst], args: argparse.Namespace, person: Person | None = None, kill: str = ""
+    bursts: Sequence[Burst], args: argparse.Namespace, person: PeopleFirst | None = None, kill: str = ""
 ) -> str:
     lines = [
         "# A burst at once: the stack against vLLM's own server",
@@ -280,19 +120,7 @@ def report(
         row = f"| {b.side} | {b.client} | {b.k} | {b.answered} | {b.refused} | {b.failed} |"
         lines.append(f"{row} {b.p50_s:.2f} | {b.p95_s:.2f} | {b.max_s:.2f} | {b.wall_s:.1f} |")
     if person is not None:
-        times = person.during_p50_s / person.idle_p50_s if person.idle_p50_s else 0.0
-        lines += [
-            "",
-            f"A person (the page's key, one string at a time): p50 {person.idle_p50_s:.2f} s idle, "
-            f"{person.during_p50_s:.2f} s ({times:.2f}x) over {person.during_count} strings while a bulk "
-            f"key sent {person.k} at once (that burst: {person.burst.statuses} in "
-            f"{person.burst.wall_s:.1f} s)"
-            + (
-                f"; the person's answers other than 200: {person.during_refused}."
-                if person.during_refused
-                else "."
-            ),
-        ]
+        lines += ["", *person_lines(person)]
     if kill:
         lines += ["", f"{kill} The row `script, kill -9` is that burst's outcome."]
     return "\n".join(lines) + "\n"
@@ -313,6 +141,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS / "report-burst.md")
     parser.add_argument(
         "--no-person", dest="person", action="store_false", help="Leave out the people-first figure."
+    )
+    parser.add_argument(
+        "--person-rounds", type=int, default=3, help="Rounds of the people-first figure (its median)."
+    )
+    parser.add_argument(
+        "--bulk-nice",
+        type=int,
+        default=15,
+        help="Each round of the people-first figure again with the bulk script at this nice value, as "
+        "a script on another machine would cost the stack's cores little; 0: only at the stack's own.",
     )
     parser.add_argument(
         "--kill-k",

@@ -3,27 +3,35 @@
 The burst's own client awaits thousands of answers in its event loop; a person timed from that loop
 would count the client's lateness in reading them. So the person runs in a spawned process at the
 refusal probe's priority (a client on another machine is not slowed by the bulk job's script), times
-strings idle, then, once told to go, while the burst runs, until told to stop.
+strings idle, then, once told to go, while the burst runs, until told to stop. The people-first
+figure is the median of rounds of that, the bulk key's script at the stack's priority and at a lower one.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import multiprocessing
 import os
+import statistics
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing.synchronize import Event
 from typing import Any
 
 import httpx
 
+from bench.burst_send import PROMPT, Burst, bodies, percentile, script, served, summarize
 from bench.fairness_stack import KEYS
 from bench.refusal_probe import NICE
 
-PROMPT = "Translate the following segment into Chinese, without additional explanation.\n\n{text}"
+PERSON_IDLE = 40  # a person's strings, one at a time, with nothing else sent
+# A pause before them: right after the bursts before it, a run timed its idle strings at 0.09 s p50,
+# and then its first strings of the burst phase, before the bulk reached the replicas, at 0.05-0.07 s.
+PERSON_SETTLE_S = 5.0
 # How long the person waits for the burst to start, and for its last string once told to stop.
 GO_TIMEOUT_S = 600.0
 RESULT_TIMEOUT_S = 600.0
@@ -115,3 +123,113 @@ def beside(url: str, model: str, max_tokens: int, idle_n: int) -> Iterator[Perso
         yield person
     finally:
         person.close()
+
+
+@dataclass(frozen=True)
+class PersonRound:
+    """One round of the people-first figure: a person's p50 idle, then during a burst of a bulk key
+    (the bulk key's places are the replicas' less the interactive reserve), and that burst."""
+
+    bulk_nice: int  # the bulk key's script's nice value in this round
+    idle_p50_s: float
+    during_p50_s: float
+    during_count: int
+    burst: Burst
+    # The person's answers during the burst other than 200, by status: none are counted in the p50.
+    during_refused: dict[str, int] = field(default_factory=dict)
+
+    def ratio(self) -> float:
+        return self.during_p50_s / self.idle_p50_s if self.idle_p50_s else 0.0
+
+
+@dataclass(frozen=True)
+class PeopleFirst:
+    """The people-first figure over rounds: this machine's idle p50 moves by a quarter from one few
+    seconds to the next, as much as the target's margin, so one round's ratio says little alone."""
+
+    k: int
+    rounds: list[PersonRound]
+
+    def nices(self) -> list[int]:
+        return sorted({r.bulk_nice for r in self.rounds})
+
+    def ratio(self, bulk_nice: int = 0) -> float:
+        """The median of the ratios of the rounds with the bulk script at `bulk_nice`."""
+        ratios = [r.ratio() for r in self.rounds if r.bulk_nice == bulk_nice]
+        return statistics.median(ratios) if ratios else 0.0
+
+
+def measure_round(url: str, model: str, args: argparse.Namespace, bulk_nice: int) -> PersonRound:
+    """A person's strings idle, then from the moment the bulk key's client has written all of the
+    largest K (before it, for seconds, the client is still connecting: strings then meet no burst) until
+    its last answer. The bulk key's script runs on a thread at `bulk_nice` (Linux gives each thread its
+    own nice value), the person in a process of their own."""
+    k = max(args.k)
+    time.sleep(PERSON_SETTLE_S)
+    with beside(url, model, args.max_tokens, PERSON_IDLE) as person:
+        person.idle()
+
+        async def during() -> tuple[list[tuple[str, float]], float]:
+            start = time.monotonic()
+            body = bodies(model, args.max_tokens, False, f"bulk-{k}-{start}")
+            outcomes = await script(url, body, k, KEYS["ci-a"], sent=person.go)
+            person.stop()
+            return outcomes, time.monotonic() - start
+
+        with ThreadPoolExecutor(1, initializer=os.setpriority, initargs=_nice(bulk_nice)) as thread:
+            outcomes, wall_s = thread.submit(asyncio.run, during()).result()
+        seen = person.seen()
+    burst = summarize("stack", "script, bulk key", outcomes, wall_s)
+    found = PersonRound(
+        bulk_nice,
+        percentile(seen.idle, 0.5),
+        percentile(seen.during, 0.5),
+        len(seen.during),
+        burst,
+        seen.refused,
+    )
+    print(
+        f"[bench] burst person, bulk at nice {bulk_nice}: p50 {found.idle_p50_s:.2f} s idle, "
+        f"{found.during_p50_s:.2f} s during "
+        f"({', '.join(f'{t:.2f}' for t in seen.during)}; not 200: {seen.refused})",
+        flush=True,
+    )
+    return found
+
+
+def measure_person(url: str, args: argparse.Namespace) -> PeopleFirst:
+    """The people-first figure: --person-rounds rounds on one stack, each with the bulk script at the
+    stack's priority and at --bulk-nice (none where 0), in turn first."""
+    model = served(url, KEYS["page"])
+    nices = [0, args.bulk_nice] if args.bulk_nice else [0]
+    rounds = []
+    for n in range(args.person_rounds):
+        for nice in nices if n % 2 == 0 else nices[::-1]:
+            rounds.append(measure_round(url, model, args, nice))
+    return PeopleFirst(max(args.k), rounds)
+
+
+def _nice(value: int) -> tuple[int, int, int]:
+    """setpriority's arguments for the calling thread (Linux: who 0 is the thread, not the process)."""
+    return (os.PRIO_PROCESS, 0, value)
+
+
+def person_lines(person: PeopleFirst) -> list[str]:
+    """The people-first figure: the median of the rounds' ratios per nice value, then each round."""
+    lines = [
+        f"A person (the page's key, one string at a time) during a burst of {person.k} at once from a "
+        "bulk key, against idle, p50, the median of the rounds:",
+        "",
+    ]
+    for nice in person.nices():
+        where = "the stack's own priority" if nice == 0 else "lower, as a script on another machine"
+        lines.append(f"- the bulk script at nice {nice} ({where}): {person.ratio(nice):.2f}x")
+    lines.append("")
+    for n, r in enumerate(person.rounds, 1):
+        refused = f"; the person's answers other than 200: {r.during_refused}" if r.during_refused else ""
+        lines.append(
+            f"- round {n}, bulk at nice {r.bulk_nice}: p50 {r.idle_p50_s:.2f} s idle, "
+            f"{r.during_p50_s:.2f} s ({r.ratio():.2f}x) over "
+            f"{r.during_count} strings (that burst: {r.burst.statuses} in {r.burst.wall_s:.1f} s){refused}"
+        )
+    return lines

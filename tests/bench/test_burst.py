@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bench.burst import Person, percentile, report, summarize
+from bench.burst import report
 from bench.burst_kill import Killed, describe
+from bench.burst_person import PeopleFirst, PersonRound
+from bench.burst_send import percentile, script, summarize
+from tests.support.scripted_http import send_json, serving
 
 
 @pytest.mark.parametrize(
@@ -38,12 +44,58 @@ def test_the_report_compares_wall_times_per_k() -> None:
     assert "| stack | openai | 3 | 3 | 0 | 0 | 1.00 | 1.00 | 1.00 | 12.0 |" in text
 
 
-def test_the_report_gives_a_persons_p50_during_the_burst_against_idle() -> None:
+def test_the_report_gives_a_persons_p50_during_the_burst_against_idle_over_rounds() -> None:
     burst = summarize("stack", "script, bulk key", [("200", 1.0), ("503", 0.01)], 9.0)
-    person = Person(k=2, idle_p50_s=0.4, during_p50_s=0.5, during_count=12, burst=burst)
-    text = report([], argparse.Namespace(k=[2], max_tokens=16), person)
-    assert "p50 0.40 s idle, 0.50 s (1.25x) over 12 strings while a bulk key sent 2 at once" in text
-    assert "{'200': 1, '503': 1} in 9.0 s" in text
+    rounds = [
+        PersonRound(0, idle_p50_s=0.4, during_p50_s=0.5, during_count=12, burst=burst),
+        PersonRound(15, 0.4, 0.2, during_count=10, burst=burst),
+        PersonRound(0, 0.2, 0.5, during_count=10, burst=burst, during_refused={"503": 1}),
+        PersonRound(0, idle_p50_s=0.5, during_p50_s=0.5, during_count=11, burst=burst),
+    ]
+    text = report([], argparse.Namespace(k=[2], max_tokens=16), PeopleFirst(k=2, rounds=rounds))
+    # Per nice value, the median of its rounds' ratios (at 0: 1.25x, 2.5x, 1.0x), not one round's.
+    assert "during a burst of 2 at once from a bulk key, against idle, p50, the median of the rounds" in text
+    assert "- the bulk script at nice 0 (the stack's own priority): 1.25x" in text
+    assert "- the bulk script at nice 15 (lower, as a script on another machine): 0.50x" in text
+    assert "- round 1, bulk at nice 0: p50 0.40 s idle, 0.50 s (1.25x) over 12 strings" in text
+    assert "{'200': 1, '503': 1} in 9.0 s); the person's answers other than 200: {'503': 1}" in text
+
+
+class _Held(ThreadingHTTPServer):
+    """Answers each completions request once all `k` have arrived, so none is answered before the
+    client has sent them all."""
+
+    def __init__(self, k: int) -> None:
+        super().__init__(("127.0.0.1", 0), _HeldHandler)
+        self.arrived = threading.Barrier(k, timeout=30)
+        self.answered = 0
+
+
+class _HeldHandler(BaseHTTPRequestHandler):
+    server: _Held
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.arrived.wait()
+        send_json(self, 200, {"choices": [{"text": "x"}]})
+        self.server.answered += 1  # read only after every answer is sent: no lock needed for the test
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_the_script_says_once_when_it_has_written_every_request() -> None:
+    k, calls = 20, list[int]()
+    with serving(_Held(k)) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+
+        async def run() -> list[tuple[str, float]]:
+            sent = lambda: calls.append(server.answered)  # noqa: E731
+            return await script(url, lambda i: {"i": i}, k, "key", sent=sent)
+
+        outcomes = asyncio.run(run())
+    assert [status for status, _ in outcomes] == ["200"] * k
+    assert calls == [0]  # once, before any answer (each waited for all k to arrive)
 
 
 def test_the_report_says_what_the_kill_step_killed_and_its_burst_row() -> None:
