@@ -144,8 +144,8 @@ class PersonRound:
 
 @dataclass(frozen=True)
 class PeopleFirst:
-    """The people-first figure over rounds: this machine's idle p50 moves by a quarter from one few
-    seconds to the next, as much as the target's margin, so one round's ratio says little alone."""
+    """The people-first figure over rounds: this machine's idle p50 moves by a quarter within seconds,
+    as much as the target's margin, so one round's ratio says little alone."""
 
     k: int
     rounds: list[PersonRound]
@@ -174,6 +174,7 @@ def measure_round(url: str, model: str, args: argparse.Namespace, bulk_nice: int
             body = bodies(model, args.max_tokens, False, f"bulk-{k}-{start}")
             outcomes = await script(url, body, k, KEYS["ci-a"], sent=person.go)
             person.stop()
+            person.go()  # where a request failed before it was written: the person ends with no string
             return outcomes, time.monotonic() - start
 
         with ThreadPoolExecutor(1, initializer=os.setpriority, initargs=_nice(bulk_nice)) as thread:
