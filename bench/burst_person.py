@@ -29,8 +29,9 @@ from bench.fairness_stack import KEYS
 from bench.refusal_probe import NICE
 
 PERSON_IDLE = 40  # a person's strings, one at a time, with nothing else sent
-# A pause before them: right after the bursts before it, a run timed its idle strings at 0.09 s p50,
-# and then its first strings of the burst phase, before the bulk reached the replicas, at 0.05-0.07 s.
+# A pause before them. One run once timed its idle strings at 0.09 s p50 right after the bursts, and
+# later strings at 0.05-0.07 s; but 250 strings timed right after a 2,000 burst showed no settling-in
+# (each 25 at 0.055-0.086 s, the machine's drift): the pause costs a few seconds and is kept as such.
 PERSON_SETTLE_S = 5.0
 # How long the person waits for the burst to start, and for its last string once told to stop.
 GO_TIMEOUT_S = 600.0
