@@ -148,9 +148,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--bulk-nice",
         type=int,
-        default=15,
-        help="Each round of the people-first figure again with the bulk script at this nice value, as "
-        "a script on another machine would cost the stack's cores little; 0: only at the stack's own.",
+        default=0,
+        help="Each round of the people-first figure again with the bulk script's thread at this nice "
+        "value; 0: only at the stack's own. Where the kernel groups CPU time by session (autogroup), "
+        "it orders the script against the bench's own person only: the replicas and Nginx run in "
+        "sessions of their own.",
     )
     parser.add_argument(
         "--kill-k",

@@ -4,7 +4,8 @@ The burst's own client awaits thousands of answers in its event loop; a person t
 would count the client's lateness in reading them. So the person runs in a spawned process at the
 refusal probe's priority (a client on another machine is not slowed by the bulk job's script), times
 strings idle, then, once told to go, while the burst runs, until told to stop. The people-first
-figure is the median of rounds of that, the bulk key's script at the stack's priority and at a lower one.
+figure is the median of rounds of that, the bulk key's script at the stack's priority (and, with
+--bulk-nice, its thread at another nice value).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ PERSON_SETTLE_S = 5.0
 # How long the person waits for the burst to start, and for its last string once told to stop.
 GO_TIMEOUT_S = 600.0
 RESULT_TIMEOUT_S = 600.0
+# 1 where the kernel shares CPU time out by session before by nice value (autogroup, on by default in
+# kernels built with it). `up` gives each replica a session of its own and Nginx makes its own, so a thread's
+# nice value orders it only against its own session: the bulk script's against the bench's own person.
+AUTOGROUP = "/proc/sys/kernel/sched_autogroup_enabled"
 
 
 @dataclass
@@ -211,6 +216,15 @@ def measure_person(url: str, args: argparse.Namespace) -> PeopleFirst:
     return PeopleFirst(max(args.k), rounds)
 
 
+def sessions_grouped(path: str = AUTOGROUP) -> bool:
+    """Whether the kernel groups CPU time by session (False where it cannot tell)."""
+    try:
+        with open(path, encoding="ascii") as flag:
+            return flag.read().strip() == "1"
+    except OSError:
+        return False
+
+
 def _nice(value: int) -> tuple[int, int, int]:
     """setpriority's arguments for the calling thread (Linux: who 0 is the thread, not the process)."""
     return (os.PRIO_PROCESS, 0, value)
@@ -224,8 +238,15 @@ def person_lines(person: PeopleFirst) -> list[str]:
         "",
     ]
     for nice in person.nices():
-        where = "the stack's own priority" if nice == 0 else "lower, as a script on another machine"
+        where = "the stack's own priority" if nice == 0 else "its thread's nice value"
         lines.append(f"- the bulk script at nice {nice} ({where}): {person.ratio(nice):.2f}x")
+    if person.nices() != [0] and sessions_grouped(AUTOGROUP):
+        lines += [
+            "",
+            "This kernel shares CPU time out by session first (autogroup), and the stack's replicas and "
+            "Nginx each run in a session of their own: the script's nice value orders it against the "
+            "bench's own person only, not against the stack.",
+        ]
     lines.append("")
     for n, r in enumerate(person.rounds, 1):
         refused = f"; the person's answers other than 200: {r.during_refused}" if r.during_refused else ""

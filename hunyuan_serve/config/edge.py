@@ -97,7 +97,9 @@ class NginxConfig(Section):
     )
     # Nginx shares the cores with engines that spin while they wait: at the same priority its workers
     # wait for a core, and an edge refusal with them. A negative value needs root (or CAP_SYS_NICE):
-    # without it Nginx logs setpriority's failure and runs at 0.
+    # without it Nginx logs setpriority's failure and runs at 0. Where the kernel shares CPU time out by
+    # session first (autogroup, on by default in kernels built with it), Nginx's session of its own (it
+    # daemonizes) limits this to its workers against its master (docs/operations.md, "What a burst gets").
     worker_priority: int = Field(
         -5, ge=-20, le=19, description="Nice value of Nginx's worker processes (lower runs first)."
     )

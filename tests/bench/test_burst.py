@@ -6,12 +6,14 @@ import argparse
 import asyncio
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 
+from bench import burst_person
 from bench.burst import report
 from bench.burst_kill import Killed, describe
-from bench.burst_person import PeopleFirst, PersonRound
+from bench.burst_person import PeopleFirst, PersonRound, person_lines
 from bench.burst_send import percentile, script, summarize
 from tests.support.scripted_http import send_json, serving
 
@@ -56,9 +58,26 @@ def test_the_report_gives_a_persons_p50_during_the_burst_against_idle_over_round
     # Per nice value, the median of its rounds' ratios (at 0: 1.25x, 2.5x, 1.0x), not one round's.
     assert "during a burst of 2 at once from a bulk key, against idle, p50, the median of the rounds" in text
     assert "- the bulk script at nice 0 (the stack's own priority): 1.25x" in text
-    assert "- the bulk script at nice 15 (lower, as a script on another machine): 0.50x" in text
+    assert "- the bulk script at nice 15 (its thread's nice value): 0.50x" in text
     assert "- round 1, bulk at nice 0: p50 0.40 s idle, 0.50 s (1.25x) over 12 strings" in text
     assert "{'200': 1, '503': 1} in 9.0 s); the person's answers other than 200: {'503': 1}" in text
+
+
+@pytest.mark.parametrize(("flag", "grouped"), [("1\n", True), ("0\n", False), (None, False)])
+def test_the_report_says_a_nice_value_orders_the_script_in_its_own_session_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: str | None, grouped: bool
+) -> None:
+    path = tmp_path / "sched_autogroup_enabled"
+    if flag is not None:
+        path.write_text(flag)
+    monkeypatch.setattr(burst_person, "AUTOGROUP", str(path))
+    burst = summarize("stack", "script, bulk key", [("200", 1.0)], 9.0)
+    niced = PeopleFirst(2, [PersonRound(0, 0.4, 0.5, 12, burst), PersonRound(15, 0.4, 0.5, 12, burst)])
+    note = "the script's nice value orders it against the bench's own person only, not against the stack"
+    assert (note in "\n".join(person_lines(niced))) is grouped
+    # With the script at the stack's priority alone there is no nice value to explain.
+    alone = PeopleFirst(2, [PersonRound(0, 0.4, 0.5, 12, burst)])
+    assert note not in "\n".join(person_lines(alone))
 
 
 def test_the_report_says_what_the_kill_step_killed_and_its_burst_row() -> None:
