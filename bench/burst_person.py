@@ -25,8 +25,9 @@ from typing import Any
 
 import httpx
 
-from bench.burst_send import PROMPT, Burst, bodies, percentile, script, served, summarize
+from bench.burst_send import PROMPT, Burst, bodies, script, served, summarize
 from bench.fairness_stack import KEYS
+from bench.percentiles import nearest_rank
 from bench.refusal_probe import NICE
 
 PERSON_IDLE = 40  # a person's strings, one at a time, with nothing else sent
@@ -189,8 +190,8 @@ def measure_round(url: str, model: str, args: argparse.Namespace, bulk_nice: int
     burst = summarize("stack", "script, bulk key", outcomes, wall_s)
     found = PersonRound(
         bulk_nice,
-        percentile(seen.idle, 0.5),
-        percentile(seen.during, 0.5),
+        nearest_rank(seen.idle, 0.5),
+        nearest_rank(seen.during, 0.5),
         len(seen.during),
         burst,
         seen.refused,

@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from bench.percentiles import nearest_rank
+
 PROMPT = "Translate the following segment into Chinese, without additional explanation.\n\n{text}"
 
 
@@ -31,14 +33,6 @@ class Burst:
     statuses: dict[str, int]
 
 
-def percentile(values: Sequence[float], share: float) -> float:
-    """The nearest-rank percentile (share in (0, 1]); 0 for none."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, int(share * len(ordered) + 0.999999) - 1))]
-
-
 def summarize(side: str, client: str, outcomes: Sequence[tuple[str, float]], wall_s: float) -> Burst:
     """Each request's (status, seconds) as one Burst: '200' answered, another number refused, else failed."""
     statuses: dict[str, int] = {}
@@ -49,7 +43,7 @@ def summarize(side: str, client: str, outcomes: Sequence[tuple[str, float]], wal
     failed = sum(n for status, n in statuses.items() if not status.isdigit())
     return Burst(
         side, client, len(outcomes), statuses.get("200", 0), refused, failed,
-        percentile(times, 0.5), percentile(times, 0.95), max(times, default=0.0), wall_s, statuses,
+        nearest_rank(times, 0.5), nearest_rank(times, 0.95), max(times, default=0.0), wall_s, statuses,
     )  # fmt: skip
 
 

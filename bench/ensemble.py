@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -28,6 +27,7 @@ import yaml
 if __package__ in (None, ""):  # `python bench/ensemble.py` as well as `python -m bench.ensemble`
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.percentiles import nearest_rank
 from bench.procs import REPO, Server, free_port, running, server_env
 
 DATA = Path(__file__).resolve().parent / "data" / "sd-webui-zh_CN.json"
@@ -51,15 +51,6 @@ class Round:
     @property
     def per_s(self) -> float:
         return self.requests / self.wall_s if self.wall_s > 0 else 0.0
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-th percentile (0-100) by nearest rank; 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[min(rank, len(ordered)) - 1]
 
 
 def strings(count: int, skip: int) -> list[str]:
@@ -101,8 +92,8 @@ async def run_kind(base: str, kind: str, texts: list[str], concurrency: int, can
         kind,
         len(texts),
         round(wall, 3),
-        round(percentile(latencies, 50), 1),
-        round(percentile(latencies, 95), 1),
+        round(nearest_rank(latencies, 0.5), 1),
+        round(nearest_rank(latencies, 0.95), 1),
         sum(1 for _, ok, _ in done if not ok),
         degraded,
     )

@@ -7,8 +7,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.ensemble import percentile
 from bench.fairness_where import Split, where_lines
+from bench.percentiles import nearest_rank
 
 # What the priority classes must reach.
 LATENCY_RATIO_MAX = 1.5
@@ -67,7 +67,7 @@ class Figures:
 
 def latencies(samples: Sequence[float], failed: int) -> Latencies:
     return Latencies(
-        len(samples), round(percentile(list(samples), 50), 1), round(percentile(list(samples), 95), 1), failed
+        len(samples), round(nearest_rank(samples, 0.5), 1), round(nearest_rank(samples, 0.95), 1), failed
     )
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.ensemble import percentile
+from bench.percentiles import nearest_rank
 
 # A sent string: the client's latency (ms) and the request id the replica answered with.
 Trace = tuple[float, str]
@@ -55,7 +55,7 @@ def split(traces: Sequence[Trace], access: Mapping[str, Mapping[str, Any]]) -> S
     rows = [(ms, access[rid]) for ms, rid in traces if rid in access]
 
     def p50(values: list[float]) -> float:
-        return round(percentile(values, 50), 1) if values else 0.0
+        return round(nearest_rank(values, 0.5), 1)
 
     return Split(
         len(rows),

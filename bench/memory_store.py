@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.percentiles import nearest_rank
 from hunyuan_serve.config import ReplicaConfig
 from hunyuan_serve.memory.ops import import_file
 from hunyuan_serve.memory.tmx import write_tmx
@@ -26,11 +27,6 @@ def synthetic_units(count: int) -> list[Unit]:
         Unit("en", "zh", f"Apply the setting number {n} to every image", f"将第 {n} 项设置应用到每张图片")
         for n in range(count)
     ]
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 async def _measure(work: Path, count: int, lookups: int) -> dict[str, Any]:
@@ -61,7 +57,7 @@ async def _measure(work: Path, count: int, lookups: int) -> dict[str, Any]:
         "index_s": round(index_s, 2),
         "lookups": lookups,
         "lookup_p50_ms": round(statistics.median(took), 3),
-        "lookup_p99_ms": round(percentile(took, 0.99), 3),
+        "lookup_p99_ms": round(nearest_rank(took, 0.99), 3),
     }
 
 

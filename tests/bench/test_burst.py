@@ -14,16 +14,8 @@ from bench import burst_person
 from bench.burst import report
 from bench.burst_kill import Killed, describe
 from bench.burst_person import PeopleFirst, PersonRound, person_lines
-from bench.burst_send import percentile, script, summarize
+from bench.burst_send import script, summarize
 from tests.support.scripted_http import send_json, serving
-
-
-@pytest.mark.parametrize(
-    ("values", "share", "expected"),
-    [([], 0.5, 0.0), ([3.0], 0.95, 3.0), ([1.0, 2.0, 3.0, 4.0], 0.5, 2.0), ([*range(1, 101)], 0.95, 95)],
-)
-def test_nearest_rank_percentiles(values: list[float], share: float, expected: float) -> None:
-    assert percentile(values, share) == expected
 
 
 def test_statuses_split_into_answered_refused_and_failed() -> None:

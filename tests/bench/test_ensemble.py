@@ -1,16 +1,10 @@
-"""bench/ensemble.py's pure parts: percentiles, the strings of each round, the report's lines."""
+"""bench/ensemble.py's pure parts: the strings of each round, the report's lines."""
 
 from __future__ import annotations
 
 import argparse
 
-from bench.ensemble import Round, parse_args, percentile, report, strings
-
-
-def test_percentile_by_nearest_rank() -> None:
-    assert percentile([], 95) == 0.0
-    assert percentile([5.0, 1.0, 3.0, 2.0, 4.0], 50) == 3.0
-    assert percentile([float(n) for n in range(1, 101)], 95) == 95.0
+from bench.ensemble import Round, parse_args, report, strings
 
 
 def test_rounds_get_distinct_strings() -> None:
