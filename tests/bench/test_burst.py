@@ -78,6 +78,7 @@ def test_the_report_says_what_the_kill_step_killed_and_its_burst_row() -> None:
     text = report([burst], argparse.Namespace(k=[4], max_tokens=16), None, describe(killed, 4))
     assert "kill -9 of replica pid 42 3.2 s into the burst of 4, holding 600 requests admitted" in text
     assert "| stack | script, kill -9 | 4 | 4 | 0 | 0 |" in text
+    assert "nothing killed" in describe(None, 4)
 
 
 class _Held(ThreadingHTTPServer):
