@@ -217,8 +217,9 @@ def measure_person(url: str, args: argparse.Namespace) -> PeopleFirst:
     return PeopleFirst(max(args.k), rounds)
 
 
-def sessions_grouped(path: str = AUTOGROUP) -> bool:
-    """Whether the kernel groups CPU time by session (False where it cannot tell)."""
+def sessions_grouped(path: str) -> bool:
+    """Whether the kernel groups CPU time by session, read from `path` (AUTOGROUP); False where it
+    cannot tell."""
     try:
         with open(path, encoding="ascii") as flag:
             return flag.read().strip() == "1"
